@@ -1,0 +1,102 @@
+/**
+ * `@reward-mesh/sdk`: everything a reward-service author imports.
+ *
+ * ```ts
+ * import { defineRewardService } from "@reward-mesh/sdk";
+ * export const myService = defineRewardService({ name, version, domains, components, score });
+ * ```
+ * @module
+ */
+
+// ---- for service authors ----
+export type {
+  ComponentDeclaration,
+  ComponentValue,
+  RewardServiceDefinition,
+  RewardServiceSpec,
+  ScoreContext,
+  ServiceStats,
+  ScoreCallOptions,
+} from "./service.js";
+export { defineRewardService } from "./service.js";
+export type { Env, BusOptions, ServiceRuntimeOptions } from "./config.js";
+export {
+  envBool,
+  envEnum,
+  envInt,
+  envNumber,
+  envString,
+  loadBusOptions,
+  loadServiceRuntimeOptions,
+  processEnv,
+} from "./config.js";
+export {
+  ConfigError,
+  InvalidArgumentError,
+  isInvalidArgumentError,
+  isRetryable,
+  MeshError,
+  NotFoundError,
+  ServiceContractError,
+  toGrpcStatus,
+  UnavailableError,
+} from "./errors.js";
+export type { LogFields, Logger, LoggerOptions } from "./logger.js";
+export { createLogger, silentLogger } from "./logger.js";
+export type { RunningService } from "./runtime.js";
+export { serveRewardService, startRewardService } from "./runtime.js";
+export { MAX_RESPONSE_CHARS, taskDomain, validateRollout } from "./validate.js";
+
+// ---- mesh plumbing (trainer, CLI, tests, benchmarks) ----
+export type { MeshBus } from "./bus.js";
+export {
+  connectBus,
+  ensureStreams,
+  INSTANCE_HEADER,
+  openBus,
+  publishDeadLetter,
+  publishReward,
+  publishRollout,
+} from "./bus.js";
+export type { LocalNats, StartNatsOptions } from "./local-nats.js";
+export {
+  ensureNats,
+  findNatsServerBinary,
+  isJetStreamReachable,
+  startNatsServer,
+  waitForJetStream,
+} from "./local-nats.js";
+export { freePort } from "./net.js";
+export type { StoredMessage } from "./stream-reader.js";
+export { readStream } from "./stream-reader.js";
+export type { HealthState } from "./health.js";
+export { createHealthState, HealthStatus } from "./health.js";
+export type { Limiter } from "./limiter.js";
+export { createLimiter } from "./limiter.js";
+export type { GrpcServerOptions, RunningGrpcServer } from "./server.js";
+export { createRewardServiceImpl, startGrpcServer } from "./server.js";
+export {
+  advantageSubject,
+  checkSubjectToken,
+  consumerName,
+  dlqSubject,
+  isSubjectToken,
+  rewardMsgId,
+  rewardSubject,
+  rolloutSubject,
+  StreamSubjects,
+  Streams,
+} from "./subjects.js";
+export type { StreamName } from "./subjects.js";
+export {
+  extractFromHeaders,
+  extractFromMetadata,
+  inSpan,
+  injectIntoHeaders,
+  injectIntoMetadata,
+  INSTRUMENTATION_SCOPE,
+  meshMeter,
+  meshTracer,
+} from "./telemetry.js";
+export type { RunningWorker, WorkerOptions, WorkerStats } from "./worker.js";
+export { ensureConsumer, startWorker } from "./worker.js";

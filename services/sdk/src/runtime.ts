@@ -1,0 +1,113 @@
+/**
+ * Runs a defined reward service as a process: gRPC server + JetStream worker sharing one limiter,
+ * graceful drain on SIGTERM/SIGINT. Entrypoints (`main.ts`) install the OTel SDK, then call
+ * {@link serveRewardService}.
+ * @module
+ */
+import { hostname } from "node:os";
+import type { ServiceRuntimeOptions } from "./config.js";
+import { openBus } from "./bus.js";
+import { createLimiter } from "./limiter.js";
+import type { Logger } from "./logger.js";
+import { type RunningGrpcServer, startGrpcServer } from "./server.js";
+import type { RewardServiceDefinition } from "./service.js";
+import { type RunningWorker, startWorker } from "./worker.js";
+
+/** A running service process. */
+export interface RunningService {
+  readonly grpc: RunningGrpcServer;
+  /** Undefined when the worker is disabled. */
+  readonly worker: RunningWorker | undefined;
+  /** Stops the worker (drain), then the gRPC server, then the NATS connection. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Starts gRPC and (unless disabled) the JetStream worker. */
+export async function startRewardService(
+  def: RewardServiceDefinition,
+  options: ServiceRuntimeOptions,
+  logger: Logger,
+): Promise<RunningService> {
+  const limiter = createLimiter(options.concurrency);
+  const grpcServer = await startGrpcServer(def, {
+    host: options.grpcHost,
+    port: options.grpcPort,
+    limiter,
+    logger,
+  });
+  let worker: RunningWorker | undefined;
+  let closeBus: (() => Promise<void>) | undefined;
+  if (options.workerEnabled) {
+    try {
+      const bus = await openBus(options.bus, `${def.name}@${hostname()}:${process.pid}`);
+      closeBus = bus.close;
+      worker = await startWorker(def, {
+        bus,
+        limiter,
+        logger,
+        instance: `${hostname()}:${process.pid}`,
+        ackWaitMs: options.ackWaitMs,
+        maxDeliver: options.maxDeliver,
+        nakBackoffMs: options.nakBackoffMs,
+        nakBackoffMaxMs: options.nakBackoffMaxMs,
+      });
+    } catch (err) {
+      await grpcServer.close(0);
+      await closeBus?.();
+      throw err;
+    }
+  }
+  return {
+    grpc: grpcServer,
+    worker,
+    async close(graceMs = 10_000) {
+      await worker?.stop(graceMs);
+      await grpcServer.close(graceMs);
+      await closeBus?.();
+    },
+  };
+}
+
+/**
+ * The body of every service's `main.ts`: start, print the address, drain on SIGTERM/SIGINT.
+ * `onShutdown` runs last (flush telemetry).
+ */
+export async function serveRewardService(
+  def: RewardServiceDefinition,
+  options: ServiceRuntimeOptions,
+  logger: Logger,
+  onShutdown: () => Promise<void> = async () => {},
+): Promise<RunningService> {
+  const running = await startRewardService(def, options, logger);
+  logger.info(
+    {
+      address: running.grpc.address,
+      worker: options.workerEnabled,
+      concurrency: options.concurrency,
+      version: def.version,
+    },
+    `${def.name} ready`,
+  );
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, "draining");
+    running
+      .close()
+      .then(() =>
+        // Telemetry flush failures (no collector) must not turn a clean drain into a failure.
+        onShutdown().catch((err: unknown) => logger.warn({ err: String(err) }, "telemetry flush failed")),
+      )
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  return running;
+}

@@ -1,0 +1,243 @@
+/**
+ * `defineRewardService`: from one `score(rollout, ctx)` function, a service definition that the gRPC
+ * server, the JetStream worker and the in-process `reward-mesh score` all use the same way.
+ * @module
+ */
+import { create } from "@bufbuild/protobuf";
+import type { Context } from "@opentelemetry/api";
+import { context as otelContext } from "@opentelemetry/api";
+import {
+  type ComponentReward,
+  ComponentRewardSchema,
+  ComponentSpecSchema,
+  ComponentStatus,
+  type DescribeResponse,
+  DescribeResponseSchema,
+  type RewardResult,
+  RewardResultSchema,
+  type Rollout,
+  type Task,
+} from "@reward-mesh/proto";
+import { InvalidArgumentError, ServiceContractError } from "./errors.js";
+import { type Logger, silentLogger } from "./logger.js";
+import { checkSubjectToken } from "./subjects.js";
+import { inSpan, meshMeter } from "./telemetry.js";
+import { validateRollout } from "./validate.js";
+
+/** Declares one component a service emits (part of the service's contract). */
+export interface ComponentDeclaration {
+  readonly name: string;
+  readonly description: string;
+  /** Smallest value the component takes. */
+  readonly min: number;
+  /** Largest value the component takes. */
+  readonly max: number;
+}
+
+/** What `score` returns per component; `status` defaults to OK. */
+export interface ComponentValue {
+  readonly name: string;
+  readonly value: number;
+  readonly status?: ComponentStatus;
+  readonly details?: string;
+}
+
+/** What `score` receives besides the rollout. */
+export interface ScoreContext {
+  /** Aborted on the caller's deadline / cancellation or on shutdown: stop work and throw. */
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+}
+
+/** Everything a reward-service author writes. */
+export interface RewardServiceSpec {
+  /** Service name: a subject token, used in subjects, consumer names and `RewardResult.service`. */
+  readonly name: string;
+  /** Semantic version of the scoring logic (reported in every result). */
+  readonly version: string;
+  /** Rollout domains consumed from `mesh.rollouts.<domain>.<run>`. */
+  readonly domains: readonly string[];
+  readonly components: readonly ComponentDeclaration[];
+  /** Task kinds the service needs; a rollout without one is INVALID_ARGUMENT. Empty = any. */
+  readonly taskKinds?: readonly NonNullable<Task["kind"]["case"]>[];
+  /** Extra validation; throw {@link InvalidArgumentError} naming the field. */
+  readonly validate?: (rollout: Rollout) => void;
+  /**
+   * Scores one (already validated) rollout. A candidate failure is a component status, not an
+   * exception; throw only for bad input ({@link InvalidArgumentError}) or infrastructure faults.
+   */
+  readonly score: (rollout: Rollout, ctx: ScoreContext) => Promise<readonly ComponentValue[]>;
+}
+
+/** Per-service request statistics (nats services `STATS` style). */
+export interface ServiceStats {
+  readonly requests: number;
+  readonly errors: number;
+  readonly lastError: string;
+  /** Sum of scoring latencies in ms (average = total / requests). */
+  readonly totalLatencyMs: number;
+}
+
+/** Options of one scoring call. */
+export interface ScoreCallOptions {
+  readonly signal?: AbortSignal;
+  readonly logger?: Logger;
+  /** Trace context of the caller (from gRPC metadata or NATS headers). */
+  readonly parentContext?: Context;
+  /** Where the request came from, for span attributes (`grpc` | `jetstream` | `local`). */
+  readonly transport?: string;
+}
+
+/** A defined reward service. */
+export interface RewardServiceDefinition {
+  readonly name: string;
+  readonly version: string;
+  readonly domains: readonly string[];
+  readonly components: readonly ComponentDeclaration[];
+  /** The `Describe` answer. */
+  describe(): DescribeResponse;
+  /** Validates the rollout (throws {@link InvalidArgumentError}). */
+  validate(rollout: Rollout | undefined): Rollout;
+  /** Validates, scores and assembles the {@link RewardResult}. */
+  scoreRollout(rollout: Rollout | undefined, options?: ScoreCallOptions): Promise<RewardResult>;
+  stats(): ServiceStats;
+}
+
+function checkSpec(spec: RewardServiceSpec): void {
+  checkSubjectToken("name", spec.name);
+  if (spec.version === "") throw new ServiceContractError("service 'version' is required");
+  if (spec.domains.length === 0) throw new ServiceContractError(`service '${spec.name}' declares no domains`);
+  for (const d of spec.domains) checkSubjectToken("domains", d);
+  const seen = new Set<string>();
+  for (const c of spec.components) {
+    if (seen.has(c.name)) throw new ServiceContractError(`component '${c.name}' declared twice`);
+    seen.add(c.name);
+    if (!(c.min <= c.max)) throw new ServiceContractError(`component '${c.name}' has min > max`);
+  }
+  if (seen.size === 0) throw new ServiceContractError(`service '${spec.name}' declares no components`);
+}
+
+/** Defines a reward service from its spec (validated now, not at the first request). */
+export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefinition {
+  checkSpec(spec);
+  const declared = new Map(spec.components.map((c) => [c.name, c]));
+  let requests = 0;
+  let errors = 0;
+  let lastError = "";
+  let totalLatencyMs = 0;
+  const meter = meshMeter();
+  const requestCounter = meter.createCounter(`reward/${spec.name}/requests`);
+  const errorCounter = meter.createCounter(`reward/${spec.name}/errors`);
+  const latency = meter.createHistogram(`reward/${spec.name}/latency_ms`, { unit: "ms" });
+
+  const describe = () =>
+    create(DescribeResponseSchema, {
+      name: spec.name,
+      version: spec.version,
+      domains: [...spec.domains],
+      components: spec.components.map((c) => create(ComponentSpecSchema, c)),
+    });
+
+  const validate = (rollout: Rollout | undefined): Rollout => {
+    const r = validateRollout(rollout, spec.taskKinds ?? []);
+    spec.validate?.(r);
+    return r;
+  };
+
+  const assemble = (values: readonly ComponentValue[]): ComponentReward[] => {
+    const seen = new Set<string>();
+    const out: ComponentReward[] = [];
+    for (const v of values) {
+      const decl = declared.get(v.name);
+      if (!decl)
+        throw new ServiceContractError(`service '${spec.name}' returned undeclared component '${v.name}'`);
+      if (seen.has(v.name))
+        throw new ServiceContractError(`service '${spec.name}' returned '${v.name}' twice`);
+      if (!Number.isFinite(v.value)) {
+        throw new ServiceContractError(
+          `service '${spec.name}' returned a non-finite '${v.name}' (${v.value})`,
+        );
+      }
+      seen.add(v.name);
+      out.push(
+        create(ComponentRewardSchema, {
+          name: v.name,
+          value: v.value,
+          status: v.status ?? ComponentStatus.OK,
+          details: v.details ?? "",
+        }),
+      );
+    }
+    for (const name of declared.keys()) {
+      if (!seen.has(name))
+        throw new ServiceContractError(`service '${spec.name}' did not return component '${name}'`);
+    }
+    return out;
+  };
+
+  const scoreRollout = async (
+    rollout: Rollout | undefined,
+    options: ScoreCallOptions = {},
+  ): Promise<RewardResult> => {
+    const started = performance.now();
+    requests++;
+    requestCounter.add(1);
+    const parent = options.parentContext ?? otelContext.active();
+    try {
+      const r = validate(rollout);
+      return await inSpan(
+        `reward/${spec.name}/score`,
+        parent,
+        {
+          "reward.service": spec.name,
+          "reward.rollout_id": r.id,
+          "reward.run_id": r.runId,
+          "reward.group_id": r.groupId,
+          "reward.transport": options.transport ?? "local",
+        },
+        async () => {
+          const values = await spec.score(r, {
+            signal: options.signal ?? new AbortController().signal,
+            logger: options.logger ?? silentLogger,
+          });
+          const durationMs = performance.now() - started;
+          return create(RewardResultSchema, {
+            rolloutId: r.id,
+            runId: r.runId,
+            step: r.step,
+            groupId: r.groupId,
+            index: r.index,
+            groupSize: r.groupSize,
+            policyVersion: r.policyVersion,
+            service: spec.name,
+            serviceVersion: spec.version,
+            components: assemble(values),
+            durationMs,
+          });
+        },
+      );
+    } catch (err) {
+      errors++;
+      errorCounter.add(1);
+      lastError = err instanceof Error ? err.message : String(err);
+      throw err;
+    } finally {
+      const ms = performance.now() - started;
+      totalLatencyMs += ms;
+      latency.record(ms);
+    }
+  };
+
+  return {
+    name: spec.name,
+    version: spec.version,
+    domains: spec.domains,
+    components: spec.components,
+    describe,
+    validate,
+    scoreRollout,
+    stats: () => ({ requests, errors, lastError, totalLatencyMs }),
+  };
+}
+
+export { InvalidArgumentError };

@@ -1,0 +1,103 @@
+/**
+ * Tracing and metrics through `@opentelemetry/api` only. The SDK is installed by entrypoints
+ * (`main.ts`); without it every call here is a cheap no-op.
+ *
+ * W3C trace context travels in NATS headers and gRPC metadata (`traceparent`, `tracestate`), so one
+ * trace follows a rollout from the publisher through every service to its advantage.
+ * @module
+ */
+import {
+  type Context,
+  context,
+  metrics,
+  propagation,
+  type Span,
+  SpanStatusCode,
+  type TextMapGetter,
+  type TextMapSetter,
+  trace,
+} from "@opentelemetry/api";
+import type { MsgHdrs } from "@nats-io/transport-node";
+import type { grpc } from "@reward-mesh/proto";
+
+/** Instrumentation scope of every span and metric the mesh emits. */
+export const INSTRUMENTATION_SCOPE = "reward-mesh";
+
+/** The mesh tracer. */
+export function meshTracer() {
+  return trace.getTracer(INSTRUMENTATION_SCOPE);
+}
+
+/** The mesh meter. */
+export function meshMeter() {
+  return metrics.getMeter(INSTRUMENTATION_SCOPE);
+}
+
+const natsGetter: TextMapGetter<MsgHdrs | undefined> = {
+  keys: (h) => (h ? [...h.keys()] : []),
+  get: (h, key) => {
+    if (!h) return undefined;
+    const v = h.get(key);
+    return v === "" ? undefined : v;
+  },
+};
+
+const natsSetter: TextMapSetter<MsgHdrs> = {
+  set: (h, key, value) => h.set(key, value),
+};
+
+const metadataGetter: TextMapGetter<grpc.Metadata> = {
+  keys: (m) => Object.keys(m.getMap()),
+  get: (m, key) => {
+    const v = m.get(key);
+    if (v.length === 0) return undefined;
+    return v.map((x) => x.toString());
+  },
+};
+
+const metadataSetter: TextMapSetter<grpc.Metadata> = {
+  set: (m, key, value) => m.set(key, value),
+};
+
+/** Writes the trace context of `ctx` into NATS headers. */
+export function injectIntoHeaders(headers: MsgHdrs, ctx: Context = context.active()): void {
+  propagation.inject(ctx, headers, natsSetter);
+}
+
+/** Reads a trace context from NATS headers (root context when absent). */
+export function extractFromHeaders(headers: MsgHdrs | undefined): Context {
+  return propagation.extract(context.active(), headers, natsGetter);
+}
+
+/** Writes the trace context of `ctx` into gRPC metadata. */
+export function injectIntoMetadata(md: grpc.Metadata, ctx: Context = context.active()): void {
+  propagation.inject(ctx, md, metadataSetter);
+}
+
+/** Reads a trace context from gRPC metadata. */
+export function extractFromMetadata(md: grpc.Metadata): Context {
+  return propagation.extract(context.active(), md, metadataGetter);
+}
+
+/**
+ * Runs `fn` inside a new span (child of `parent`), recording exceptions and ending the span.
+ * Span names follow `reward/<service>/<operation>`.
+ */
+export async function inSpan<T>(
+  name: string,
+  parent: Context,
+  attributes: Record<string, string | number | boolean>,
+  fn: (span: Span, ctx: Context) => Promise<T>,
+): Promise<T> {
+  const span = meshTracer().startSpan(name, { attributes }, parent);
+  const ctx = trace.setSpan(parent, span);
+  try {
+    return await context.with(ctx, () => fn(span, ctx));
+  } catch (err) {
+    span.recordException(err instanceof Error ? err : new Error(String(err)));
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    throw err;
+  } finally {
+    span.end();
+  }
+}

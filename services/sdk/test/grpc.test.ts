@@ -1,0 +1,274 @@
+/** RewardService, health and reflection over a real grpc-js server on port 0. */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { after, before, describe, it } from "node:test";
+import { promisify } from "node:util";
+import { fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { context, trace } from "@opentelemetry/api";
+import {
+  ComponentStatus,
+  createGrpcClient,
+  grpc,
+  health,
+  RewardService,
+  reflectionV1,
+} from "@reward-mesh/proto";
+import {
+  createLimiter,
+  injectIntoMetadata,
+  type RunningGrpcServer,
+  silentLogger,
+  startGrpcServer,
+} from "../src/index.js";
+import { makeRollout } from "../src/testing/index.js";
+import { createEchoService, installTestTracing } from "./fixtures.js";
+
+const { exporter, provider } = installTestTracing();
+const aborts: unknown[] = [];
+
+describe("gRPC RewardService", () => {
+  let server: RunningGrpcServer;
+  let client: ReturnType<typeof createGrpcClient<typeof RewardService>>;
+  before(async () => {
+    const def = createEchoService({ delayMs: 5, onAbort: (r) => aborts.push(r) });
+    server = await startGrpcServer(def, { port: 0, limiter: createLimiter(4), logger: silentLogger });
+    client = createGrpcClient(RewardService, server.address);
+  });
+  after(async () => {
+    client.close();
+    await server.close(1000);
+  });
+
+  it("Describe names the service and its components", async () => {
+    const d = await client.describe({});
+    assert.equal(d.name, "echo");
+    assert.deepEqual(d.domains, ["custom"]);
+    assert.deepEqual(
+      d.components.map((c) => [c.name, c.min, c.max]),
+      [
+        ["chars", 0, Number.POSITIVE_INFINITY],
+        ["has_x", 0, 1],
+      ],
+    );
+  });
+
+  it("Score returns every component and continues the caller's trace", async () => {
+    exporter.reset();
+    const span = trace.getTracer("test").startSpan("caller");
+    const md = new grpc.Metadata();
+    injectIntoMetadata(md, trace.setSpan(context.active(), span));
+    const r = makeRollout({ response: "xyz", groupSize: 4, index: 3, groupId: "g7" });
+    const res = await client.score({ rollout: r }, { metadata: md });
+    span.end();
+    assert.equal(res.rolloutId, r.id);
+    assert.equal(res.service, "echo");
+    assert.equal(res.index, 3);
+    assert.equal(res.groupSize, 4);
+    assert.deepEqual(
+      res.components.map((c) => [c.name, c.value, c.status]),
+      [
+        ["chars", 3, ComponentStatus.OK],
+        ["has_x", 1, ComponentStatus.OK],
+      ],
+    );
+    assert.ok(res.durationMs >= 0);
+    await provider.forceFlush();
+    const scoreSpan = exporter.getFinishedSpans().find((s) => s.name === "reward/echo/score");
+    assert.ok(scoreSpan, "score span exported");
+    assert.equal(scoreSpan.spanContext().traceId, span.spanContext().traceId);
+    assert.equal(scoreSpan.parentSpanContext?.spanId, span.spanContext().spanId);
+  });
+
+  it("ScoreStream answers in request order with back-pressure", async () => {
+    const n = 200;
+    const rollouts = Array.from({ length: n }, (_, i) => makeRollout({ response: "a".repeat(i) }));
+    async function* requests() {
+      for (const r of rollouts) yield { rollout: r };
+    }
+    const got: string[] = [];
+    for await (const res of client.scoreStream(requests())) {
+      got.push(res.rolloutId);
+      assert.equal(res.components[0]!.value, rollouts[got.length - 1]!.response.length);
+    }
+    assert.deepEqual(
+      got,
+      rollouts.map((r) => r.id),
+    );
+  });
+
+  it("ScoreStream works ping-pong (one request, wait for its answer, next)", async () => {
+    let release: (() => void) | undefined;
+    const r1 = makeRollout({ response: "one" });
+    const r2 = makeRollout({ response: "two!" });
+    async function* requests() {
+      yield { rollout: r1 };
+      await new Promise<void>((r) => (release = r));
+      yield { rollout: r2 };
+    }
+    const it = client.scoreStream(requests())[Symbol.asyncIterator]();
+    const a = await it.next();
+    assert.equal(a.value?.rolloutId, r1.id);
+    release!();
+    const b = await it.next();
+    assert.equal(b.value?.rolloutId, r2.id);
+    assert.equal((await it.next()).done, true);
+  });
+
+  it("bad requests fail with INVALID_ARGUMENT naming the field", async () => {
+    const cases: Array<[Parameters<typeof client.score>[0], string]> = [
+      [{}, "'rollout' is required"],
+      [{ rollout: makeRollout({ id: "" }) }, "'rollout.id' is required"],
+      [{ rollout: makeRollout({ runId: "run.1" }) }, "'rollout.run_id' must match"],
+      [{ rollout: makeRollout({ groupSize: 0 }) }, "'rollout.group_size' must be >= 1"],
+      [{ rollout: makeRollout({ index: 2, groupSize: 2 }) }, "'rollout.index' must be < group_size (2)"],
+      [
+        { rollout: makeRollout({ metadata: { reject: "1" } }) },
+        `'rollout.metadata["reject"]' asks to be rejected`,
+      ],
+    ];
+    for (const [req, msg] of cases) {
+      await assert.rejects(client.score(req), (err: grpc.ServiceError) => {
+        assert.equal(err.code, grpc.status.INVALID_ARGUMENT, err.message);
+        assert.ok(err.details.includes(msg), `${err.details} should include ${msg}`);
+        return true;
+      });
+    }
+  });
+
+  it("a bad message in ScoreStream names its position", async () => {
+    async function* requests() {
+      yield { rollout: makeRollout() };
+      yield { rollout: makeRollout({ groupId: "" }) };
+    }
+    await assert.rejects(
+      (async () => {
+        for await (const _ of client.scoreStream(requests())) {
+          // consume
+        }
+      })(),
+      (err: grpc.ServiceError) => {
+        assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+        assert.match(err.details, /'requests\[1\]\.rollout\.group_id' is required/);
+        return true;
+      },
+    );
+  });
+
+  it("the deadline becomes DEADLINE_EXCEEDED and aborts the score function", async () => {
+    const slow = createEchoService({ delayMs: 5_000, onAbort: (r) => aborts.push(r) });
+    const s = await startGrpcServer(slow, { port: 0, limiter: createLimiter(1), logger: silentLogger });
+    const c = createGrpcClient(RewardService, s.address);
+    try {
+      const before = aborts.length;
+      const t0 = Date.now();
+      await assert.rejects(
+        c.score({ rollout: makeRollout() }, { timeoutMs: 150 }),
+        (err: grpc.ServiceError) => {
+          assert.equal(err.code, grpc.status.DEADLINE_EXCEEDED);
+          return true;
+        },
+      );
+      assert.ok(Date.now() - t0 < 4_000);
+      // The server side saw its signal abort (poll: the abort lands right around the client's deadline).
+      const until = Date.now() + 3_000;
+      while (aborts.length === before && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(aborts.length, before + 1);
+    } finally {
+      c.close();
+      await s.close(100);
+    }
+  });
+});
+
+describe("gRPC health and reflection", () => {
+  let server: RunningGrpcServer;
+  before(async () => {
+    server = await startGrpcServer(createEchoService(), {
+      port: 0,
+      limiter: createLimiter(2),
+      logger: silentLogger,
+    });
+  });
+  after(async () => {
+    await server.close(100);
+  });
+
+  it("Health.Check reports SERVING, NOT_FOUND for unknown services, and Watch sees NOT_SERVING", async () => {
+    const h = createGrpcClient(health.Health, server.address);
+    try {
+      const S = health.HealthCheckResponse_ServingStatus;
+      assert.equal((await h.check({ service: "" })).status, S.SERVING);
+      assert.equal((await h.check({ service: "rewardmesh.v1.RewardService" })).status, S.SERVING);
+      await assert.rejects(
+        h.check({ service: "nope.Service" }),
+        (e: grpc.ServiceError) => e.code === grpc.status.NOT_FOUND,
+      );
+      const watch = h.watch({ service: "rewardmesh.v1.RewardService" })[Symbol.asyncIterator]();
+      assert.equal((await watch.next()).value?.status, S.SERVING);
+      server.health.set("rewardmesh.v1.RewardService", S.NOT_SERVING);
+      assert.equal((await watch.next()).value?.status, S.NOT_SERVING);
+      server.health.set("rewardmesh.v1.RewardService", S.SERVING);
+      assert.equal((await watch.next()).value?.status, S.SERVING);
+      await watch.return?.();
+    } finally {
+      h.close();
+    }
+  });
+
+  it("reflection lists services and serves file descriptors", async () => {
+    const r = createGrpcClient(reflectionV1.ServerReflection, server.address);
+    try {
+      async function* reqs() {
+        yield { messageRequest: { case: "listServices" as const, value: "" } };
+        yield {
+          messageRequest: {
+            case: "fileContainingSymbol" as const,
+            value: "rewardmesh.v1.RewardService.Score",
+          },
+        };
+        yield { messageRequest: { case: "fileContainingSymbol" as const, value: "no.such.Symbol" } };
+      }
+      const res = [];
+      for await (const x of r.serverReflectionInfo(reqs())) res.push(x);
+      assert.equal(res.length, 3);
+      const list = res[0]!.messageResponse;
+      assert.equal(list.case, "listServicesResponse");
+      const names = list.case === "listServicesResponse" ? list.value.service.map((s) => s.name) : [];
+      assert.ok(names.includes("rewardmesh.v1.RewardService"));
+      assert.ok(names.includes("grpc.health.v1.Health"));
+      const files = res[1]!.messageResponse;
+      assert.equal(files.case, "fileDescriptorResponse");
+      if (files.case === "fileDescriptorResponse") {
+        const decoded = files.value.fileDescriptorProto.map(
+          (b) => fromBinary(FileDescriptorProtoSchema, b).name,
+        );
+        assert.equal(decoded[0], "rewardmesh/v1/reward_service.proto");
+        assert.ok(decoded.includes("rewardmesh/v1/rollout.proto"));
+        assert.ok(decoded.includes("google/protobuf/struct.proto"));
+      }
+      assert.equal(res[2]!.messageResponse.case, "errorResponse");
+    } finally {
+      r.close();
+    }
+  });
+
+  it("`buf curl` calls Describe through server reflection alone (no local schema)", async () => {
+    const buf = new URL("../../../node_modules/.bin/buf", import.meta.url).pathname;
+    const { stdout } = await promisify(execFile)(buf, [
+      "curl",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-d",
+      "{}",
+      `http://${server.address}/rewardmesh.v1.RewardService/Describe`,
+    ]);
+    const d = JSON.parse(stdout) as { name: string; components: Array<{ name: string }> };
+    assert.equal(d.name, "echo");
+    assert.deepEqual(
+      d.components.map((c) => c.name),
+      ["chars", "has_x"],
+    );
+  });
+});
