@@ -1,0 +1,7 @@
+/**
+ * `@reward-mesh/length`: response length and DAPO's soft overlong penalty.
+ * @module
+ */
+export type { LengthConfig, LengthOptions } from "./config.js";
+export { LENGTH_DEFAULT_PORT, loadConfig } from "./config.js";
+export { createLengthService, LENGTH_SERVICE_VERSION, LengthMetadata, responseLength } from "./service.js";
