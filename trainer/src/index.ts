@@ -1,0 +1,95 @@
+/**
+ * `@reward-mesh/trainer` — for now, the advantage engine: GRPO, Dr. GRPO, CorrGRPO
+ * (`grpo_covariance_coefficient`), GDPO, GDPO covariance coefficient and MO-GRPO, plus the S-GRPO
+ * weight, DAPO dynamic sampling and the DAPO overlong penalty as composable steps.
+ * Pure TypeScript over `Float64Array`s; no I/O.
+ * @module
+ */
+
+// ── For users ──────────────────────────────────────────────────────────────────────────────
+
+export type { FlatBatchInput, PackedBatch } from "./advantage/batch.js";
+export { packBatch, packFlatBatch } from "./advantage/batch.js";
+export type { AdvantagesCliResult } from "./advantage/cli.js";
+export { runAdvantagesCli } from "./advantage/cli.js";
+export type { OverlongOptions } from "./advantage/dapo.js";
+export {
+  checkOverlongOptions,
+  dapoKeepGroup,
+  dapoOverlongPenalty,
+  OverlongOptionsError,
+} from "./advantage/dapo.js";
+export { shareBreakdown } from "./advantage/diagnostics.js";
+export type {
+  AdvantageEngine,
+  AdvantageEngineOptions,
+  AdvantageRun,
+  AdvantageRunOptions,
+  CompiledAdvantageConfig,
+  ComputeAdvantagesOptions,
+} from "./advantage/engine.js";
+export {
+  compileAdvantageConfig,
+  compileUntypedAdvantageConfig,
+  computeAdvantages,
+  createAdvantageEngine,
+} from "./advantage/engine.js";
+export type { AdvantageErrorOptions } from "./advantage/errors.js";
+export {
+  AdvantageCliUsageError,
+  AdvantageError,
+  AdvantageInputError,
+  AdvantageOptionsError,
+  EstimatorRegistryError,
+  isAdvantageError,
+  UnknownEstimatorError,
+} from "./advantage/errors.js";
+export type {
+  AdvantageEstimatorDefinition,
+  EstimatorOptionKey,
+  EstimatorRunFn,
+} from "./advantage/estimators.js";
+export {
+  ADVANTAGE_ESTIMATORS,
+  createEstimatorRegistry,
+  getAdvantageEstimator,
+  resolveEstimatorName,
+  supportedEstimatorNames,
+} from "./advantage/estimators.js";
+export { sgrpoWeight } from "./advantage/sgrpo.js";
+export type {
+  AdvantageBatchInput,
+  AdvantageBatchResult,
+  AdvantageConfig,
+  AdvantageEstimatorAlias,
+  AdvantageEstimatorName,
+  AdvantageEstimatorOptionsMap,
+  AdvantageGroupInput,
+  AdvantageGroupResult,
+  AdvantageStepsConfig,
+  CorrGrpoOptions,
+  DrGrpoOptions,
+  DynamicSamplingOptions,
+  EpsilonPlacement,
+  GdpoBatchNorm,
+  GdpoCovarianceCoefficientOptions,
+  GdpoOptions,
+  GroupDiagnostics,
+  GrpoOptions,
+  GrpoScale,
+  MoGrpoOptions,
+  NotApplicableDiagnostics,
+  SgrpoDiagnostics,
+  SgrpoOptions,
+  SgrpoVariant,
+  ShareBreakdown,
+  SingletonPolicy,
+  StdMode,
+  UntypedAdvantageConfig,
+} from "./advantage/types.js";
+export { AdvantageEstimatorAliases, AdvantageEstimatorNames, GroupFlags } from "./advantage/types.js";
+
+// ── For other libraries (internal building blocks; may change without notice) ─────────────
+
+/** @private Kernel parameters and scratch memory, for custom estimators built on the registry types. */
+export type { EstimatorParams, Workspace } from "./advantage/kernels.js";
