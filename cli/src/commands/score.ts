@@ -1,0 +1,110 @@
+/**
+ * `reward-mesh score <service> [--addr host:port] [--concurrency N]`: proto-JSON rollouts, one per line
+ * on stdin → one `RewardResult` JSON per line on stdout, in input order. In-process unless `--addr`.
+ * A bad line is reported on stderr as `line N: <what is wrong>` and skipped; the others are still
+ * scored; the exit code is then 2.
+ * @module
+ */
+import { createInterface } from "node:readline";
+import type { Readable, Writable } from "node:stream";
+import { fromJson, type JsonValue, toJsonString } from "@bufbuild/protobuf";
+import {
+  createGrpcClient,
+  type grpc,
+  type RewardResult,
+  RewardResultSchema,
+  RewardService,
+  RolloutSchema,
+} from "@reward-mesh/proto";
+import { createLimiter } from "@reward-mesh/sdk";
+import { orderedMap, parseFlags, UsageError } from "../io.js";
+import { serviceEntry } from "../services.js";
+
+/** Usage of the score command. */
+export const SCORE_USAGE = `usage: reward-mesh score <service> [--addr host:port] [--concurrency N] [--timeout-ms N] < rollouts.jsonl`;
+
+function describeError(err: unknown): string {
+  if (err && typeof err === "object" && "code" in err && "details" in err) {
+    const e = err as grpc.ServiceError;
+    return `gRPC ${e.code}: ${e.details}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Runs the command; returns the exit code. */
+export async function runScore(
+  args: readonly string[],
+  stdin: Readable,
+  stdout: Writable,
+  stderr: Writable,
+): Promise<number> {
+  const { flags, positional } = parseFlags(args, {
+    addr: "string",
+    concurrency: "string",
+    "timeout-ms": "string",
+  });
+  if (positional.length !== 1) throw new UsageError(SCORE_USAGE);
+  const name = positional[0]!;
+  const concurrency = Number(flags["concurrency"] ?? 16);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new UsageError("'--concurrency' must be a positive integer");
+  const timeoutMs = Number(flags["timeout-ms"] ?? 60_000);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    throw new UsageError("'--timeout-ms' must be a positive number");
+
+  let scoreFn: (line: string) => Promise<RewardResult>;
+  let close = () => {};
+  const parse = (line: string) => {
+    let json: JsonValue;
+    try {
+      json = JSON.parse(line) as JsonValue;
+    } catch (err) {
+      throw new UsageError(`not valid JSON (${err instanceof Error ? err.message : String(err)})`);
+    }
+    return fromJson(RolloutSchema, json);
+  };
+  if (typeof flags["addr"] === "string") {
+    const client = createGrpcClient(RewardService, flags["addr"]);
+    close = () => client.close();
+    scoreFn = async (line) => client.score({ rollout: parse(line) }, { timeoutMs });
+  } else {
+    const def = await serviceEntry(name).load();
+    const limiter = createLimiter(concurrency);
+    scoreFn = (line) =>
+      limiter.run(() => def.scoreRollout(parse(line), { signal: AbortSignal.timeout(timeoutMs) }));
+  }
+
+  let failed = 0;
+  const lines = createInterface({ input: stdin, crlfDelay: Number.POSITIVE_INFINITY });
+  async function* nonEmpty() {
+    let n = 0;
+    for await (const line of lines) {
+      n++;
+      if (line.trim() !== "") yield { line, n };
+    }
+  }
+  try {
+    await orderedMap(
+      nonEmpty(),
+      concurrency,
+      async ({ line, n }) => {
+        try {
+          return { ok: true as const, result: await scoreFn(line) };
+        } catch (err) {
+          return { ok: false as const, error: `line ${n}: ${describeError(err)}` };
+        }
+      },
+      (r) => {
+        if (r.ok)
+          stdout.write(`${toJsonString(RewardResultSchema, r.result, { alwaysEmitImplicit: true })}\n`);
+        else {
+          failed++;
+          stderr.write(`${r.error}\n`);
+        }
+      },
+    );
+  } finally {
+    close();
+  }
+  return failed > 0 ? 2 : 0;
+}

@@ -1,0 +1,175 @@
+/**
+ * `reward-mesh up`: the whole mesh on this machine. Ensures NATS JetStream at `NATS_URL` (starting
+ * `nats-server -js` when nothing answers), starts every available service as its own process on a free
+ * port, waits until each reports SERVING over gRPC health, prints the addresses, and stops everything
+ * cleanly on Ctrl-C / SIGTERM.
+ * @module
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream, mkdirSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import type { Writable } from "node:stream";
+import { createGrpcClient, health } from "@reward-mesh/proto";
+import { ensureNats, freePort, type LocalNats } from "@reward-mesh/sdk";
+import type { CliConfig } from "../config.js";
+import { parseFlags, UsageError } from "../io.js";
+import { SERVICES, serviceEntry } from "../services.js";
+
+/** One service process started by {@link startMesh}. */
+export interface MeshProcess {
+  readonly name: string;
+  readonly address: string;
+  readonly pid: number;
+  readonly logFile: string;
+}
+
+/** A running local mesh. */
+export interface RunningMesh {
+  readonly natsUrl: string;
+  /** True when `up` started NATS itself. */
+  readonly natsStarted: boolean;
+  readonly services: readonly MeshProcess[];
+  /** SIGTERM every service (graceful drain), wait for them, then stop NATS if we started it. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startMesh}. */
+export interface StartMeshOptions {
+  /** Services to start. @default all available */
+  readonly services?: readonly string[];
+  /** @default 30000 */
+  readonly readyTimeoutMs?: number;
+}
+
+const tsxImport = () => import.meta.resolve("tsx");
+
+/**
+ * Local processes export telemetry only when the user points them somewhere: without any OTEL
+ * exporter setting, the SDK's default OTLP exporter would retry a collector that is not there.
+ */
+function telemetryDefaults(env: CliConfig["env"]): Record<string, string | undefined> {
+  const configured = Object.keys(env).some((k) => k.startsWith("OTEL_") && k.includes("EXPORTER"));
+  if (configured) return { ...env };
+  return { ...env, OTEL_TRACES_EXPORTER: "none", OTEL_METRICS_EXPORTER: "none", OTEL_LOGS_EXPORTER: "none" };
+}
+
+async function waitServing(
+  address: string,
+  child: ChildProcess,
+  logFile: string,
+  deadline: number,
+): Promise<void> {
+  const client = createGrpcClient(health.Health, address);
+  try {
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const log = await readFile(logFile, "utf8").catch(() => "");
+        throw new Error(
+          `exited (${child.exitCode ?? child.signalCode}) before serving; last log lines:\n${log.split("\n").slice(-8).join("\n")}`,
+        );
+      }
+      try {
+        const r = await client.check({ service: "" }, { timeoutMs: 500 });
+        if (r.status === health.HealthCheckResponse_ServingStatus.SERVING) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`not SERVING after the ready timeout (see ${logFile})`);
+  } finally {
+    client.close();
+  }
+}
+
+function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    child.once("exit", () => {
+      clearTimeout(t);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+/** Starts NATS (if needed) and the services; resolves once all are SERVING. */
+export async function startMesh(config: CliConfig, options: StartMeshOptions = {}): Promise<RunningMesh> {
+  const names = options.services ?? SERVICES.map((s) => s.name);
+  const entries = names.map(serviceEntry);
+  const nats: LocalNats = await ensureNats(config.bus.natsUrl, { storeDir: resolve(config.natsStoreDir) });
+  const logDir = resolve(config.logDir);
+  mkdirSync(logDir, { recursive: true });
+  const children: ChildProcess[] = [];
+  const started: MeshProcess[] = [];
+  const stop = async () => {
+    await Promise.all(children.map((c) => stopChild(c, 15_000)));
+    await nats.stop();
+  };
+  try {
+    const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
+    await Promise.all(
+      entries.map(async (e) => {
+        const port = await freePort();
+        const logFile = join(logDir, `${e.name}.log`);
+        const log = createWriteStream(logFile, { flags: "a" });
+        const child = spawn(process.execPath, ["--import", tsxImport(), e.mainPath()], {
+          env: {
+            ...telemetryDefaults(config.env),
+            NATS_URL: nats.url,
+            [`${e.envPrefix}_GRPC_PORT`]: String(port),
+            [`${e.envPrefix}_GRPC_HOST`]: "127.0.0.1",
+          },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        children.push(child);
+        child.stdout!.pipe(log);
+        child.stderr!.pipe(log);
+        const address = `127.0.0.1:${port}`;
+        try {
+          await waitServing(address, child, logFile, deadline);
+        } catch (err) {
+          throw new Error(`service '${e.name}' ${err instanceof Error ? err.message : String(err)}`);
+        }
+        started.push({ name: e.name, address, pid: child.pid ?? -1, logFile });
+      }),
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  started.sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name));
+  return { natsUrl: nats.url, natsStarted: nats.started, services: started, stop };
+}
+
+/** Prints the mesh table. */
+export function printMesh(mesh: RunningMesh, out: Writable): void {
+  out.write(
+    `NATS JetStream  ${mesh.natsUrl}${mesh.natsStarted ? "  (started by reward-mesh)" : "  (already running)"}\n`,
+  );
+  for (const s of mesh.services)
+    out.write(`${s.name.padEnd(14)} ${s.address.padEnd(22)} pid ${s.pid}  log ${s.logFile}\n`);
+}
+
+/** Usage of the up command. */
+export const UP_USAGE = "usage: reward-mesh up [--services a,b,...]";
+
+/** Runs `up` until SIGINT/SIGTERM. */
+export async function runUp(args: readonly string[], config: CliConfig, stdout: Writable): Promise<number> {
+  const { flags, positional } = parseFlags(args, { services: "string" });
+  if (positional.length > 0) throw new UsageError(UP_USAGE);
+  const services =
+    typeof flags["services"] === "string" ? flags["services"].split(",").map((s) => s.trim()) : undefined;
+  const mesh = await startMesh(config, { services });
+  printMesh(mesh, stdout);
+  stdout.write("mesh is up; Ctrl-C to stop\n");
+  await new Promise<void>((resolveSignal) => {
+    process.once("SIGINT", () => resolveSignal());
+    process.once("SIGTERM", () => resolveSignal());
+  });
+  stdout.write("stopping...\n");
+  await mesh.stop();
+  return 0;
+}

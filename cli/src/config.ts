@@ -1,0 +1,33 @@
+/**
+ * What the command line reads from the environment (the CLI's one config module).
+ * @module
+ */
+import { type BusOptions, envString, loadBusOptions, processEnv } from "@reward-mesh/sdk";
+
+/** Options of the CLI process. */
+export interface CliConfig {
+  /** NATS and stream settings (`NATS_URL`, `MESH_STREAM_*`). */
+  readonly bus: BusOptions;
+  /**
+   * Where `reward-mesh up` keeps NATS's JetStream store when it starts a server itself.
+   * @default ".nats/js" under the current directory
+   */
+  readonly natsStoreDir: string;
+  /**
+   * Where `up`/`demo` write the services' logs.
+   * @default "runs/logs"
+   */
+  readonly logDir: string;
+  /** The environment handed to service processes. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** Reads the CLI configuration. */
+export function loadCliConfig(env = processEnv()): CliConfig {
+  return {
+    bus: loadBusOptions(env),
+    natsStoreDir: envString(env, "REWARD_MESH_NATS_STORE", ".nats/js"),
+    logDir: envString(env, "REWARD_MESH_LOG_DIR", "runs/logs"),
+    env,
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * The `reward-mesh` command line. Dispatches to one command module per verb; usage errors are one
+ * line on stderr with exit code 2, other failures exit 1.
+ */
+import { text } from "node:stream/consumers";
+import { runAdvantagesCli } from "@reward-mesh/trainer";
+import { runDemo } from "./commands/demo.js";
+import { runScore } from "./commands/score.js";
+import { runServe } from "./commands/serve.js";
+import { runUp } from "./commands/up.js";
+import { loadCliConfig } from "./config.js";
+import { UsageError } from "./io.js";
+import { SERVICES } from "./services.js";
+
+const HELP = `reward-mesh — a reward-service mesh for multi-objective GRPO
+
+usage: reward-mesh <command> [options]
+
+commands:
+  serve <service>                      run one reward service (gRPC + JetStream worker)
+  score <service> [--addr host:port]   score proto-JSON rollouts (JSONL on stdin) -> RewardResult JSONL
+  advantages --estimator <name> ...    JSON groups on stdin -> advantages (+ --diagnostics)
+  up [--services a,b]                  the whole mesh on this machine (NATS + every service)
+  demo                                 what \`npm start\` runs: the mesh plus a scored sample batch
+
+services: ${SERVICES.map((s) => s.name).join(", ")}
+environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL, OTEL_*
+`;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...args] = argv;
+  const config = loadCliConfig();
+  switch (command) {
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(HELP);
+      return command === undefined ? 2 : 0;
+    case "serve":
+      await runServe(args);
+      return -1; // keeps running until a signal
+    case "score":
+      return runScore(args, process.stdin, process.stdout, process.stderr);
+    case "advantages": {
+      const r = await runAdvantagesCli([...args], args.includes("--help") ? "" : await text(process.stdin));
+      process.stdout.write(r.stdout);
+      process.stderr.write(r.stderr);
+      return r.exitCode;
+    }
+    case "up":
+      return runUp(args, config, process.stdout);
+    case "demo":
+      return runDemo(config, process.stdout);
+    default:
+      throw new UsageError(`unknown command '${command}' (try 'reward-mesh help')`);
+  }
+}
+
+try {
+  const code = await main(process.argv.slice(2));
+  if (code >= 0) process.exitCode = code;
+} catch (err) {
+  const usage = err instanceof Error && (err.name === "UsageError" || err.name === "UnknownServiceError");
+  process.stderr.write(`reward-mesh: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = usage ? 2 : 1;
+}
