@@ -15,7 +15,8 @@ const run = promisify(execFile);
 
 function readmes(): string[] {
   const out = [join(root, "README.md")];
-  for (const dir of ["proto", "trainer", "cli", "bench", "sandbox-images", "helm"]) out.push(join(root, dir, "README.md"));
+  for (const dir of ["proto", "trainer", "cli", "bench", "sandbox-images", "helm"])
+    out.push(join(root, dir, "README.md"));
   for (const s of readdirSync(join(root, "services"))) out.push(join(root, "services", s, "README.md"));
   return out.filter((f) => existsSync(f));
 }
@@ -29,7 +30,8 @@ interface Block {
 function blocks(md: string): Block[] {
   const out: Block[] = [];
   const re = /^```(\w*)\n([\s\S]*?)^```\s*$/gm;
-  for (const m of md.matchAll(re)) out.push({ lang: m[1]!, body: m[2]!, line: md.slice(0, m.index).split("\n").length });
+  for (const m of md.matchAll(re))
+    out.push({ lang: m[1]!, body: m[2]!, line: md.slice(0, m.index).split("\n").length });
   return out;
 }
 
@@ -50,7 +52,11 @@ function pairs(md: string): Array<{ cmd: Block; expected: Block }> {
 function normalise(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalise);
   if (v && typeof v === "object") {
-    return Object.fromEntries(Object.entries(v).filter(([k]) => k !== "durationMs").map(([k, x]) => [k, normalise(x)]));
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([k]) => k !== "durationMs")
+        .map(([k, x]) => [k, normalise(x)]),
+    );
   }
   return v;
 }
@@ -66,11 +72,22 @@ for (const file of readmes()) {
   describe(rel, () => {
     for (const { cmd, expected } of examples) {
       it(`line ${cmd.line}: ${cmd.body.trim().slice(0, 70)}…`, async () => {
-        const { stdout } = await run("bash", ["-euo", "pipefail", "-c", cmd.body], { cwd: root, env, timeout: 60_000 });
-        const got = stdout.trim().split("\n").map((l) => normalise(JSON.parse(l)));
+        const { stdout } = await run("bash", ["-euo", "pipefail", "-c", cmd.body], {
+          cwd: root,
+          env,
+          timeout: 60_000,
+        });
+        const got = stdout
+          .trim()
+          .split("\n")
+          .map((l) => normalise(JSON.parse(l)));
         // The expected block is one pretty-printed object, or one object per line.
         const body = expected.body.trim();
-        const want = (body.startsWith("{") && !body.includes("}\n{") ? [JSON.parse(body)] : body.split("\n").map((l) => JSON.parse(l))).map(normalise);
+        const want = (
+          body.startsWith("{") && !body.includes("}\n{")
+            ? [JSON.parse(body)]
+            : body.split("\n").map((l) => JSON.parse(l))
+        ).map(normalise);
         assert.deepEqual(got, want);
       });
     }

@@ -162,13 +162,15 @@ export async function runUp(args: readonly string[], config: CliConfig, stdout: 
   if (positional.length > 0) throw new UsageError(UP_USAGE);
   const services =
     typeof flags["services"] === "string" ? flags["services"].split(",").map((s) => s.trim()) : undefined;
-  const mesh = await startMesh(config, { services });
-  printMesh(mesh, stdout);
-  stdout.write("mesh is up; Ctrl-C to stop\n");
-  await new Promise<void>((resolveSignal) => {
+  // Listen before starting anything: a Ctrl-C during start-up must still stop what was started.
+  const signalled = new Promise<void>((resolveSignal) => {
     process.once("SIGINT", () => resolveSignal());
     process.once("SIGTERM", () => resolveSignal());
   });
+  const mesh = await startMesh(config, { services });
+  printMesh(mesh, stdout);
+  stdout.write("mesh is up; Ctrl-C to stop\n");
+  await signalled;
   stdout.write("stopping...\n");
   await mesh.stop();
   return 0;

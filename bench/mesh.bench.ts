@@ -1,0 +1,235 @@
+/**
+ * `npm run bench:mesh`: rollouts/s and publish→reward latency through NATS JetStream with the `length`
+ * service (its real process entrypoint), 1 and 2 replicas, next to the raw JetStream publish+consume rate
+ * on the same server (the physical limit of this path). Writes `bench/results/mesh.json`.
+ *
+ * Phases per configuration:
+ *  - throughput: N rollouts published as fast as JetStream acks them (pipelined), time until the last
+ *    reward is stored → rollouts/s;
+ *  - latency: rollouts paced at a fixed rate below capacity, publish→reward latency p50/p99 measured by a
+ *    consumer of `mesh.rewards.<run>.length` in this process.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { fileURLToPath } from "node:url";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
+import { createGrpcClient, health, RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
+import { freePort, type MeshBus, openBus, publishRollout, Streams } from "@reward-mesh/sdk";
+import { startTestNats } from "@reward-mesh/sdk/testing";
+
+const N_THROUGHPUT = 5_000;
+const N_RAW = 10_000;
+const LATENCY_RATE = 500; // rollouts/s offered in the latency phase
+const LATENCY_SECONDS = 4;
+const PIPELINE = 256;
+
+const lengthMain = fileURLToPath(import.meta.resolve("@reward-mesh/length/main"));
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
+};
+
+async function pipelined(n: number, publish: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: PIPELINE }, async () => {
+      while (next < n) await publish(next++);
+    }),
+  );
+}
+
+/** Raw JetStream: pipelined publish of rollout-sized messages + durable pull consume with ack, concurrently. */
+async function rawRate(bus: MeshBus): Promise<{ msgsPerSecond: number; publishPerSecond: number }> {
+  await bus.jsm.streams.add({ name: "BENCH_RAW", subjects: ["bench.raw.>"] });
+  await bus.jsm.consumers.add("BENCH_RAW", {
+    durable_name: "raw",
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+  });
+  const payload = toBinary(
+    RolloutSchema,
+    create(RolloutSchema, {
+      id: "r-00000",
+      runId: "bench",
+      groupId: "g",
+      groupSize: 8,
+      response: "x".repeat(160),
+      task: { id: "t", kind: { case: "custom", value: {} } },
+    }),
+  );
+  const consumer = await bus.js.consumers.get("BENCH_RAW", "raw");
+  const msgs = await consumer.consume({ max_messages: 512 });
+  let got = 0;
+  const t0 = performance.now();
+  const done = (async () => {
+    for await (const m of msgs) {
+      m.ack();
+      if (++got === N_RAW) break;
+    }
+  })();
+  await pipelined(N_RAW, (i) => {
+    const h = headers();
+    h.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    return bus.js.publish(`bench.raw.${i % 8}`, payload, { msgID: `raw-${i}`, headers: h });
+  });
+  const tPub = performance.now();
+  await done;
+  const t1 = performance.now();
+  await bus.jsm.streams.delete("BENCH_RAW");
+  return { msgsPerSecond: N_RAW / ((t1 - t0) / 1000), publishPerSecond: N_RAW / ((tPub - t0) / 1000) };
+}
+
+async function startLength(natsUrl: string): Promise<ChildProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", lengthMain], {
+    env: {
+      PATH: "/usr/bin:/bin",
+      NATS_URL: natsUrl,
+      LENGTH_GRPC_PORT: String(port),
+      LOG_LEVEL: "warn",
+      OTEL_TRACES_EXPORTER: "none",
+      OTEL_METRICS_EXPORTER: "none",
+      OTEL_LOGS_EXPORTER: "none",
+    },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const h = createGrpcClient(health.Health, `127.0.0.1:${port}`);
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const ok = await h.check({ service: "" }, { timeoutMs: 300 }).then(
+      (r) => r.status === health.HealthCheckResponse_ServingStatus.SERVING,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  h.close();
+  return child;
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((r) => {
+    if (child.exitCode !== null) return r();
+    child.once("exit", () => r());
+    child.kill("SIGTERM");
+  });
+}
+
+/** Consumes `mesh.rewards.<run>.length`, recording receive times by rollout id. */
+async function rewardCollector(bus: MeshBus, runId: string, expected: number) {
+  const ci = await bus.jsm.consumers.add(Streams.rewards, {
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.New,
+    filter_subject: `mesh.rewards.${runId}.length`,
+    inactive_threshold: 30_000_000_000,
+  });
+  const consumer = await bus.js.consumers.get(Streams.rewards, ci.name);
+  const msgs = await consumer.consume({ max_messages: 1024 });
+  const received = new Map<string, number>();
+  const done = (async () => {
+    for await (const m of msgs as AsyncIterable<JsMsg>) {
+      received.set(fromBinary(RewardResultSchema, m.data).rolloutId, performance.now());
+      if (received.size >= expected) break;
+    }
+    msgs.stop();
+  })();
+  return { received, done };
+}
+
+function rollout(runId: string, i: number) {
+  return create(RolloutSchema, {
+    id: `${runId}-${i}`,
+    runId,
+    groupId: `g${Math.floor(i / 8)}`,
+    index: i % 8,
+    groupSize: 8,
+    response: "x".repeat(100 + (i % 200)),
+    task: { id: "t", kind: { case: "custom", value: {} } },
+  });
+}
+
+async function meshRun(bus: MeshBus, replicas: number) {
+  // Throughput.
+  const tRun = `bench-t${replicas}-${Date.now().toString(36)}`;
+  const tCol = await rewardCollector(bus, tRun, N_THROUGHPUT);
+  const t0 = performance.now();
+  await pipelined(N_THROUGHPUT, (i) => publishRollout(bus.js, rollout(tRun, i)));
+  await tCol.done;
+  const t1 = Math.max(...tCol.received.values());
+  const rolloutsPerSecond = N_THROUGHPUT / ((t1 - t0) / 1000);
+
+  // Latency at a fixed offered rate.
+  const lRun = `bench-l${replicas}-${Date.now().toString(36)}`;
+  const n = LATENCY_RATE * LATENCY_SECONDS;
+  const lCol = await rewardCollector(bus, lRun, n);
+  const sentAt = new Map<string, number>();
+  const start = performance.now();
+  for (let i = 0; i < n; i++) {
+    const due = start + (i * 1000) / LATENCY_RATE;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const r = rollout(lRun, i);
+    sentAt.set(r.id, performance.now());
+    void publishRollout(bus.js, r);
+  }
+  await lCol.done;
+  const lat = [...lCol.received].map(([id, t]) => t - sentAt.get(id)!);
+  return {
+    replicas,
+    throughput: { rollouts: N_THROUGHPUT, rolloutsPerSecond },
+    latency: {
+      offeredPerSecond: LATENCY_RATE,
+      rollouts: n,
+      p50Ms: quantile(lat, 0.5),
+      p99Ms: quantile(lat, 0.99),
+      maxMs: Math.max(...lat),
+    },
+  };
+}
+
+const nats = await startTestNats();
+const bus = await openBus(
+  {
+    natsUrl: nats.url,
+    streamMaxAgeSeconds: 3600,
+    streamMaxBytes: -1,
+    duplicateWindowMs: 120_000,
+    streamReplicas: 1,
+  },
+  "bench-mesh",
+);
+const children: ChildProcess[] = [];
+try {
+  const raw = await rawRate(bus);
+  process.stdout.write(
+    `raw JetStream publish+consume+ack: ${raw.msgsPerSecond.toFixed(0)} msg/s (publish alone ${raw.publishPerSecond.toFixed(0)}/s)\n`,
+  );
+  const runs = [];
+  for (const replicas of [1, 2]) {
+    while (children.length < replicas) children.push(await startLength(nats.url));
+    const r = await meshRun(bus, replicas);
+    runs.push({ ...r, fractionOfRaw: r.throughput.rolloutsPerSecond / raw.msgsPerSecond });
+    process.stdout.write(
+      `length x${replicas}: ${r.throughput.rolloutsPerSecond.toFixed(0)} rollouts/s (${((100 * r.throughput.rolloutsPerSecond) / raw.msgsPerSecond).toFixed(1)} % of raw); ` +
+        `latency at ${LATENCY_RATE}/s p50 ${r.latency.p50Ms.toFixed(2)} ms p99 ${r.latency.p99Ms.toFixed(2)} ms\n`,
+    );
+  }
+  const result = {
+    benchmark: "mesh",
+    date: new Date().toISOString(),
+    machine: { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, node: process.version },
+    natsServer: "local nats-server -js (file storage)",
+    raw,
+    runs,
+  };
+  mkdirSync(fileURLToPath(new URL("./results/", import.meta.url)), { recursive: true });
+  writeFileSync(new URL("./results/mesh.json", import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+  process.stdout.write("wrote bench/results/mesh.json\n");
+} finally {
+  await Promise.all(children.map(stop));
+  await bus.close();
+  await nats.stop();
+}

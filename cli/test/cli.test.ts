@@ -1,0 +1,216 @@
+/** The `reward-mesh` binary and its commands, as a user runs them. */
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { createLengthService } from "@reward-mesh/length";
+import { createGrpcClient, health } from "@reward-mesh/proto";
+import {
+  createLimiter,
+  freePort,
+  type RunningGrpcServer,
+  silentLogger,
+  startGrpcServer,
+} from "@reward-mesh/sdk";
+import { loadCliConfig, startMesh } from "../src/index.js";
+
+const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
+
+function runBin(
+  args: string[],
+  stdin: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [bin, ...args],
+      { env: { ...process.env, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr }),
+    );
+    child.stdin!.end(stdin);
+  });
+}
+
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+
+const rollout = (id: string, response: string, extra = "") =>
+  `{"id":"${id}","runId":"cli","groupId":"g","groupSize":1,"response":"${response}"${extra}}`;
+
+describe("reward-mesh score", () => {
+  it("scores JSONL in order and reports bad lines by number without losing the good ones", async () => {
+    const input = [
+      rollout("a", "x".repeat(5)),
+      "",
+      "{not json",
+      rollout("b", "yy", `,"metadata":{"overlong.max_length":"2","overlong.cache_length":"1"}`),
+      `{"id":"c","runId":"bad.run","groupId":"g","groupSize":1}`,
+      `{"id":"d","runId":"cli","groupId":"g","groupSize":1,"unknownField":1}`,
+      rollout("e", "zzz"),
+    ].join("\n");
+    const r = await runBin(["score", "length"], input);
+    assert.equal(r.code, 2);
+    const out = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { rolloutId: string; components: Array<{ name: string; value: number }> });
+    assert.deepEqual(
+      out.map((o) => o.rolloutId),
+      ["a", "b", "e"],
+    );
+    assert.deepEqual(out[1]!.components, [
+      { name: "length", value: 2, status: "COMPONENT_STATUS_OK", details: "characters" },
+      {
+        name: "overlong",
+        value: -1,
+        status: "COMPONENT_STATUS_OK",
+        details: "length 2 characters; soft zone (1, 2]",
+      },
+    ]);
+    const errs = r.stderr.trim().split("\n");
+    assert.equal(errs.length, 3);
+    assert.match(errs[0]!, /^line 3: not valid JSON/);
+    assert.match(errs[1]!, /^line 5: 'rollout\.run_id' must match/);
+    assert.match(errs[2]!, /^line 6: .*unknownField/);
+  });
+
+  describe("--addr", () => {
+    let server: RunningGrpcServer;
+    before(async () => {
+      server = await startGrpcServer(
+        createLengthService({ maxLength: 4, cacheLength: 2, penaltyFactor: 1 }),
+        {
+          port: 0,
+          limiter: createLimiter(2),
+          logger: silentLogger,
+        },
+      );
+    });
+    after(() => server.close(100));
+
+    it("scores against a running service and maps gRPC errors to line errors", async () => {
+      const r = await runBin(
+        ["score", "length", "--addr", server.address],
+        [rollout("a", "xxx"), rollout("b", "x", `,"groupSize":0`)].join("\n"),
+      );
+      assert.equal(r.code, 2);
+      const [a] = r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { components: Array<{ value: number }> });
+      assert.equal(a!.components[1]!.value, -0.5); // server's own limits (4, 2), not the defaults
+      assert.match(r.stderr, /^line 2: gRPC 3: 'rollout\.group_size' must be >= 1/m);
+    });
+  });
+
+  it("unknown service and usage errors exit 2 with one line", async () => {
+    const r = await runBin(["score", "nope"], "");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unknown service 'nope'; available: length/);
+    const u = await runBin(["frobnicate"], "");
+    assert.equal(u.code, 2);
+    assert.equal(u.stderr.trim().split("\n").length, 1);
+  });
+});
+
+describe("reward-mesh advantages", () => {
+  it("computes CorrGRPO for the README's example", async () => {
+    const r = await runBin(
+      ["advantages", "--estimator", "corr_grpo"],
+      `{"groups":[{"rewards":[[1,1],[0,1],[1,0],[0,0]]}],"weights":[1,0.5]}`,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { groups: Array<{ advantages: number[] }> };
+    assert.ok(Math.abs(out.groups[0]!.advantages[0]! - 0.5303299533074388) < 1e-12);
+  });
+  it("rejects an unknown estimator with one line and exit 2", async () => {
+    const r = await runBin(["advantages", "--estimator", "ppo"], `{"groups":[]}`);
+    assert.equal(r.code, 2);
+    assert.equal(r.stderr.trim().split("\n").length, 1);
+    assert.match(r.stderr, /ppo/);
+  });
+});
+
+describe("reward-mesh up", () => {
+  it("startMesh starts NATS when nothing answers, brings every service to SERVING, and stops it all", async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), "rm-up-"));
+    try {
+      const config = loadCliConfig({
+        NATS_URL: `nats://127.0.0.1:${port}`,
+        REWARD_MESH_NATS_STORE: join(dir, "js"),
+        REWARD_MESH_LOG_DIR: join(dir, "logs"),
+        PATH: process.env.PATH,
+      });
+      const mesh = await startMesh(config);
+      try {
+        assert.equal(mesh.natsStarted, true);
+        assert.equal(mesh.natsUrl, `nats://127.0.0.1:${port}`);
+        assert.deepEqual(
+          mesh.services.map((s) => s.name),
+          ["length"],
+        );
+        for (const s of mesh.services) {
+          const h = createGrpcClient(health.Health, s.address);
+          assert.equal(
+            (await h.check({ service: "" })).status,
+            health.HealthCheckResponse_ServingStatus.SERVING,
+          );
+          h.close();
+        }
+      } finally {
+        await mesh.stop();
+      }
+      assert.equal(await portOpen(port), false, "NATS stopped");
+      for (const s of mesh.services) {
+        assert.throws(() => process.kill(s.pid, 0), "service process exited");
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the binary prints the addresses and stops cleanly on SIGINT", async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), "rm-up-"));
+    try {
+      const child = spawn(process.execPath, [bin, "up"], {
+        env: {
+          ...process.env,
+          NATS_URL: `nats://127.0.0.1:${port}`,
+          REWARD_MESH_NATS_STORE: join(dir, "js"),
+          REWARD_MESH_LOG_DIR: join(dir, "logs"),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on("data", (d: Buffer) => {
+          out += d.toString();
+          if (out.includes("mesh is up")) resolve();
+        });
+        child.once("exit", (code) => reject(new Error(`up exited early (${code}): ${out}`)));
+      });
+      assert.match(out, /^length\s+127\.0\.0\.1:\d+/m);
+      const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+      child.kill("SIGINT");
+      assert.equal(await exited, 0);
+      assert.equal(await portOpen(port), false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
