@@ -28,3 +28,10 @@ export {
 export * as health from "./gen/grpc/health/v1/health_pb.js";
 export * as reflectionV1 from "./gen/grpc/reflection/v1/reflection_pb.js";
 export * as reflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.js";
+
+// ---- interactive agent environments (AgentDojo-style rollout generation) ----
+export * from "./gen/rewardmesh/v1/agent_environment_pb.js";
+export * from "./gen/rewardmesh/v1/trainer_pb.js";
+
+// ---- learner (policy updates: Generate, client-streaming TrainStep, SyncWeights, SaveCheckpoint) ----
+export * from "./gen/rewardmesh/v1/learner_pb.js";

@@ -89,6 +89,95 @@ export type {
 } from "./advantage/types.js";
 export { AdvantageEstimatorAliases, AdvantageEstimatorNames, GroupFlags } from "./advantage/types.js";
 
+// ── Training runs: config, group assembly over JetStream, the loop, reports ─────────────────
+
+export type {
+  AssembledGroup,
+  AssemblerOptions,
+  AssemblerStats,
+  ExpectedGroup,
+  GroupAssembler,
+} from "./run/assembler.js";
+export { createGroupAssembler } from "./run/assembler.js";
+export { BUILTIN_TASK_SETS, builtinTasks } from "./run/builtin-tasks.js";
+export type { ComponentConfig, RunConfig } from "./run/config.js";
+export {
+  COMPONENT_PRESETS,
+  compileAdvantage,
+  DEFAULT_SERVICE_DOMAINS,
+  loadRunConfig,
+  RunConfigError,
+  resolveRunConfig,
+} from "./run/config.js";
+export type { ExperimentRun, MetricsLine, Series } from "./run/report.js";
+export { lineChart, readMetrics, renderExperimentReport, renderRunReport } from "./run/report.js";
+export type { TrainerCheckpoint } from "./run/state.js";
+export { runPaths } from "./run/state.js";
+export type { TaskDefinition } from "./run/tasks.js";
+export { createRng, mixSeed, promptsForStep, taskDomainOf } from "./run/tasks.js";
+export type { StepReport, TrainingOptions, TrainingResult } from "./run/train.js";
+export { runTraining } from "./run/train.js";
+
+// ── Learners: the Learner contract, the embedded tabular learner, its gRPC server and client ──
+
+export type {
+  AggregationOptions,
+  CispoMode,
+  CispoOptions,
+  CispoTokenLoss,
+  ClipSide,
+  Completion,
+  EmbeddedLearnerOptions,
+  GenerateRequest,
+  ImportanceRatio,
+  KlTerm,
+  Learner,
+  LearnerErrorOptions,
+  LearnerInfo,
+  LossAggregation,
+  LossConfig,
+  LossType as LearnerLossType,
+  OptimConfig,
+  OptimizerName,
+  PpoClipOptions,
+  PpoTokenLoss,
+  PromptSpec,
+  RemoteLearnerOptions,
+  RunningLearnerServer,
+  Sample,
+  ServeLearnerOptions,
+  TrainStepMetrics,
+  TrainStepRequest,
+  TrainStepResult,
+} from "./learner/index.js";
+export {
+  aggregateLoss,
+  aggregationFor,
+  aggregationWeights,
+  CispoModes,
+  cispoTokenLoss,
+  createEmbeddedLearner,
+  createLearnerServiceImpl,
+  createRemoteLearner,
+  EMBEDDED_LEARNER_NAME,
+  importanceRatio,
+  isLearnerError,
+  isLearnerInputError,
+  k3Kl,
+  LearnerCheckpointError,
+  LearnerClosedError,
+  LearnerError,
+  LearnerInputError,
+  LOG_RATIO_CLAMP,
+  LossAggregations,
+  LossTypes,
+  Optimizers,
+  ppoClipTokenLoss,
+  RemoteLearnerError,
+  rolloutIsWeight,
+  serveLearner,
+} from "./learner/index.js";
+
 // ── For other libraries (internal building blocks; may change without notice) ─────────────
 
 /** @private Kernel parameters and scratch memory, for custom estimators built on the registry types. */

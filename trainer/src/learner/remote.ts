@@ -1,0 +1,85 @@
+/**
+ * The gRPC client side of the learner contract: a {@link Learner} backed by a `rewardmesh.v1.Learner`
+ * server (the embedded learner behind {@link serveLearner}, or a Python learner on a GPU node).
+ * @module
+ */
+import { createGrpcClient, grpc, Learner as LearnerService } from "@reward-mesh/proto";
+import { LearnerClosedError } from "./errors.js";
+import type { Learner, LearnerInfo } from "./types.js";
+import {
+  decodeCompletions,
+  decodeTrainStepResult,
+  encodeGenerateRequest,
+  encodeTrainStepRequest,
+  learnerErrorFromGrpc,
+} from "./wire.js";
+
+/** Options of {@link createRemoteLearner}. */
+export interface RemoteLearnerOptions {
+  /** Deadline of every call in milliseconds. @default none (a train step may legitimately take long) */
+  readonly timeoutMs?: number;
+  /** Largest response accepted (a Generate response holds every completion). @default 64 MiB */
+  readonly maxResponseBytes?: number;
+}
+
+/**
+ * A learner at `address` (`host:port`, plaintext). Calls are not retried automatically: a caller
+ * that retries `trainStep` after a retryable {@link RemoteLearnerError} must reuse the idempotency
+ * key, and the server then returns the stored result (`replayed: true`) if the first attempt landed.
+ * INVALID_ARGUMENT comes back as a `LearnerInputError` with the server's field path.
+ */
+export function createRemoteLearner(address: string, options: RemoteLearnerOptions = {}): Learner {
+  const client = createGrpcClient(LearnerService, address, grpc.credentials.createInsecure(), {
+    "grpc.max_receive_message_length": options.maxResponseBytes ?? 64 * 1024 * 1024,
+  });
+  const callOptions = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+  let closed = false;
+
+  async function call<T>(method: string, fn: () => Promise<T>): Promise<T> {
+    if (closed) throw new LearnerClosedError(`the remote learner client for ${address} is closed`);
+    try {
+      return await fn();
+    } catch (err) {
+      throw learnerErrorFromGrpc(err, method);
+    }
+  }
+
+  return {
+    info: () =>
+      call("Info", async (): Promise<LearnerInfo> => {
+        const i = await client.info({}, callOptions);
+        return {
+          name: i.name,
+          policyVersion: i.policyVersion,
+          kind: "remote",
+          description: `Remote learner at ${address} (server kind '${i.kind}'): ${i.description}`,
+        };
+      }),
+    generate: (req) =>
+      call("Generate", async () =>
+        decodeCompletions(await client.generate(encodeGenerateRequest(req), callOptions)),
+      ),
+    trainStep: (req) =>
+      call("TrainStep", async () => {
+        // Encode everything first, so a value that cannot be sent fails before the call starts.
+        const { header, samples } = encodeTrainStepRequest(req);
+        async function* messages() {
+          yield { kind: { case: "header" as const, value: header } };
+          for (const s of samples) yield { kind: { case: "sample" as const, value: s } };
+        }
+        return decodeTrainStepResult(await client.trainStep(messages(), callOptions));
+      }),
+    syncWeights: () =>
+      call("SyncWeights", async () => {
+        const r = await client.syncWeights({}, callOptions);
+        return { policyVersion: r.policyVersion };
+      }),
+    saveCheckpoint: (path) =>
+      call("SaveCheckpoint", async () => (await client.saveCheckpoint({ path }, callOptions)).path),
+    async close() {
+      if (closed) return;
+      closed = true;
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * Serves any {@link Learner} as the gRPC `rewardmesh.v1.Learner` service (plus `grpc.health.v1`),
+ * so the training loop can drive it through {@link createRemoteLearner} exactly as it would drive a
+ * Python learner on a GPU node — CI exercises the real wire protocol without a GPU.
+ * @module
+ */
+import {
+  createGrpcHandlers,
+  createGrpcServiceDefinition,
+  grpc,
+  health,
+  type LearnerSample,
+  Learner as LearnerService,
+  type LearnerTrainStepHeader,
+  type ServiceImpl,
+} from "@reward-mesh/proto";
+import { createHealthState, HealthStatus, type Logger, silentLogger } from "@reward-mesh/sdk";
+import { LearnerInputError } from "./errors.js";
+import type { Learner } from "./types.js";
+import {
+  decodeGenerateRequest,
+  decodeSample,
+  decodeTrainStepRequest,
+  encodeCompletions,
+  learnerErrorToStatus,
+} from "./wire.js";
+
+/** Options of {@link serveLearner}. */
+export interface ServeLearnerOptions {
+  /** Interface to bind. @default "127.0.0.1" (loopback: the learner trusts its callers) */
+  readonly host?: string;
+  /** Port; 0 picks a free one. @default 0 */
+  readonly port?: number;
+  /** Receives handler failures that map to INTERNAL. @default silent */
+  readonly logger?: Logger;
+  /**
+   * Largest single message the server accepts. TrainStep streams one sample per message, so this
+   * bounds one sample (and one generate request), not a batch. @default 16 MiB
+   */
+  readonly maxMessageBytes?: number;
+}
+
+/** A running learner server. */
+export interface RunningLearnerServer {
+  /** `host:port` to pass to {@link createRemoteLearner}. */
+  readonly address: string;
+  /** The bound port. */
+  readonly port: number;
+  /**
+   * Marks NOT_SERVING, lets calls finish for up to `graceMs`, then forces shutdown. Does not close
+   * the learner (the caller owns it).
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** The `rewardmesh.v1.Learner` handlers for `learner`. */
+export function createLearnerServiceImpl(learner: Learner): ServiceImpl<typeof LearnerService> {
+  return {
+    async info() {
+      const i = await learner.info();
+      return { name: i.name, policyVersion: i.policyVersion, kind: i.kind, description: i.description };
+    },
+    async generate(req) {
+      return encodeCompletions(await learner.generate(decodeGenerateRequest(req)));
+    },
+    async trainStep(reqs) {
+      let header: LearnerTrainStepHeader | undefined;
+      const samples = [];
+      for await (const msg of reqs) {
+        const kind = msg.kind;
+        if (kind.case === "header") {
+          if (header) throw new LearnerInputError("header", "was sent twice; send it once, first");
+          header = kind.value;
+        } else if (kind.case === "sample") {
+          if (!header) throw new LearnerInputError("header", "must be the first message of the stream");
+          if (samples.length >= header.sampleCount) {
+            throw new LearnerInputError(
+              "samples",
+              `has more than header.sampleCount = ${header.sampleCount} samples`,
+            );
+          }
+          samples.push(decodeSample(kind.value as LearnerSample));
+        } else {
+          throw new LearnerInputError(`messages[${samples.length + (header ? 1 : 0)}]`, "is empty");
+        }
+      }
+      if (!header) throw new LearnerInputError("header", "is missing (the stream was empty)");
+      if (samples.length !== header.sampleCount) {
+        throw new LearnerInputError(
+          "samples",
+          `has ${samples.length} samples but header.sampleCount is ${header.sampleCount} (stream cut short?)`,
+        );
+      }
+      const res = await learner.trainStep(decodeTrainStepRequest(header, samples));
+      return { policyVersion: res.policyVersion, metrics: { ...res.metrics }, replayed: res.replayed };
+    },
+    async syncWeights() {
+      return learner.syncWeights();
+    },
+    async saveCheckpoint(req) {
+      return { path: await learner.saveCheckpoint(req.path) };
+    },
+  };
+}
+
+/**
+ * Serves `learner` over gRPC. Bad input comes back as INVALID_ARGUMENT with the learner's
+ * `'<field>' <problem>` message; a closed learner as UNAVAILABLE.
+ */
+export async function serveLearner(
+  learner: Learner,
+  options: ServeLearnerOptions = {},
+): Promise<RunningLearnerServer> {
+  const host = options.host ?? "127.0.0.1";
+  const logger = (options.logger ?? silentLogger).child({ component: "learner-grpc" });
+  const maxBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": maxBytes,
+    "grpc.max_send_message_length": -1,
+  });
+  const toStatus = (err: unknown) => {
+    const st = learnerErrorToStatus(err);
+    if (st.code === grpc.status.INTERNAL) logger.error({ err }, "learner handler failed");
+    return st;
+  };
+  const healthState = createHealthState([LearnerService.typeName]);
+  server.addService(
+    createGrpcServiceDefinition(LearnerService),
+    createGrpcHandlers(LearnerService, createLearnerServiceImpl(learner), { toStatus }),
+  );
+  server.addService(
+    createGrpcServiceDefinition(health.Health),
+    createGrpcHandlers(health.Health, healthState.impl, { toStatus }),
+  );
+  const bindHost = host.includes(":") ? `[${host}]` : host;
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${bindHost}:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  healthState.setAll(HealthStatus.SERVING);
+  const dialHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : bindHost;
+  logger.info({ port, host }, "learner gRPC server listening");
+  return {
+    address: `${dialHost}:${port}`,
+    port,
+    async close(graceMs = 5_000) {
+      healthState.setAll(HealthStatus.NOT_SERVING);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        timer.unref();
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}

@@ -1,0 +1,237 @@
+/**
+ * The learner contract: what the training loop asks of a policy learner (sample completions, apply
+ * one clipped policy-gradient update, publish weights, checkpoint), independent of where the policy
+ * lives. Implemented by the embedded tabular learner (`createEmbeddedLearner`) and by the gRPC client
+ * (`createRemoteLearner`); `shared/specs/learner.md` §3 and §5.2.
+ * @module
+ */
+
+/** Loss families, named as TRL's `loss_type`. */
+export const LossTypes = ["grpo", "dr_grpo", "dapo", "cispo", "bnpo"] as const;
+/** One of {@link LossTypes}. */
+export type LossType = (typeof LossTypes)[number];
+
+/**
+ * Loss aggregation modes, named as verl's `loss_agg_mode` (`shared/specs/advantages.md` §8.3):
+ * - `token-mean`: Σ_{i,t} m·ℓ / Σ_{i,t} m
+ * - `seq-mean-token-mean`: mean_i (Σ_t m·ℓ / Σ_t m)
+ * - `seq-mean-token-sum`: mean_i Σ_t m·ℓ
+ * - `seq-mean-token-sum-norm`: Σ_{i,t} m·ℓ / (B · L_max)
+ */
+export const LossAggregations = [
+  "token-mean",
+  "seq-mean-token-mean",
+  "seq-mean-token-sum",
+  "seq-mean-token-sum-norm",
+] as const;
+/** One of {@link LossAggregations}. */
+export type LossAggregation = (typeof LossAggregations)[number];
+
+/**
+ * CISPO's clipped importance weight:
+ * - `two-sided` (verl `loss_mode="cispo"`): `clamp(r, 1 − epsLow, 1 + epsHigh)`;
+ * - `upper-cap` (TRL `loss_type="cispo"`): `min(r, epsHigh)` — `epsHigh` is an absolute ratio cap
+ *   (TRL recommends 5.0).
+ */
+export const CispoModes = ["two-sided", "upper-cap"] as const;
+/** One of {@link CispoModes}. */
+export type CispoMode = (typeof CispoModes)[number];
+
+/** Optimizers of the embedded learner. */
+export const Optimizers = ["adam", "sgd"] as const;
+/** One of {@link Optimizers}. */
+export type OptimizerName = (typeof Optimizers)[number];
+
+/** One prompt to sample from. The vocabulary is the policy's action space for this context. */
+export interface PromptSpec {
+  readonly promptId: string;
+  /** Parameters are kept per context key; its vocabulary size must never change. */
+  readonly contextKey: string;
+  /** Fragments; a completion's text is its fragments joined by `separator`. */
+  readonly vocabulary: readonly string[];
+  /** Most tokens per completion (≥ 1). */
+  readonly maxTokens: number;
+  /**
+   * Token id that ends a completion: kept in `tokenIds` (its logprob counts), left out of `text`.
+   * Unset: every completion has exactly `maxTokens` tokens and is never `truncated`.
+   */
+  readonly stopToken?: number;
+  /** Joiner between fragments. @default "" */
+  readonly separator?: string;
+}
+
+/** A batch of prompts, `n` completions each. */
+export interface GenerateRequest {
+  readonly prompts: readonly PromptSpec[];
+  /** Completions per prompt (the group size G). */
+  readonly n: number;
+  /** Sampling temperature; the behaviour logprobs are those of the tempered distribution. @default 1 */
+  readonly temperature?: number;
+  /**
+   * Seed for this call alone (uint32): the same seed on the same weights gives the same completions.
+   * Unset: the learner's own seeded random stream (deterministic given the learner seed and call order).
+   */
+  readonly seed?: number;
+}
+
+/** One sampled completion. */
+export interface Completion {
+  readonly promptId: string;
+  readonly contextKey: string;
+  /** Position among the prompt's `n` completions. */
+  readonly index: number;
+  readonly tokenIds: number[];
+  /** Fragments joined by the prompt's separator (the stop token's fragment left out). */
+  readonly text: string;
+  /** Behaviour logprob of each token, under the sampling temperature. */
+  readonly logprobs: number[];
+  /** Policy version that generated this completion. */
+  readonly policyVersion: number;
+  /** True when `maxTokens` cut the completion before its stop token. */
+  readonly truncated: boolean;
+}
+
+/** One completion to learn from, with its precomputed (sequence-level) advantage. */
+export interface Sample {
+  readonly sampleId: string;
+  /** The GRPO group (prompt) it belongs to; informational for the learner. */
+  readonly groupId: string;
+  readonly contextKey: string;
+  /** Size of the context's vocabulary (parameters are created on first use). */
+  readonly vocabularySize: number;
+  readonly tokenIds: readonly number[];
+  /** Behaviour logprobs (`Completion.logprobs`), one per token. */
+  readonly rolloutLogprobs: readonly number[];
+  /** 0/1 per token; 0 = the token does not count (tool output, ...). @default all 1 */
+  readonly lossMask?: readonly number[];
+  readonly advantage: number;
+  /** Policy version that generated the sample. */
+  readonly policyVersion: number;
+  /** The completion hit `maxTokens` (masked entirely when `LossConfig.maskTruncated`). */
+  readonly truncated?: boolean;
+}
+
+/** What TrainStep computes (`shared/specs/learner.md` §3.3). */
+export interface LossConfig {
+  readonly lossType: LossType;
+  /** Lower clip ε (PPO ratio ≥ 1 − ε_low; CISPO two-sided lower bound). Typically 0.2. */
+  readonly epsLow: number;
+  /**
+   * Upper clip ε: 0.2 (GRPO), 0.28 (DAPO clip-higher). CISPO `two-sided`: upper bound 1 + ε_high;
+   * CISPO `upper-cap`: the absolute ratio cap (≥ 1, e.g. 5).
+   */
+  readonly epsHigh: number;
+  /** Dual-clip constant c > 1 for negative advantages (verl `clip_ratio_c`). @default 0 (off) */
+  readonly dualClipC?: number;
+  /** KL-to-reference coefficient β (k3 estimator, added per token before aggregation). */
+  readonly klBeta: number;
+  /** L_max, the Dr. GRPO (`seq-mean-token-sum-norm`) normaliser. */
+  readonly maxCompletionLength: number;
+  /** Mask every token of samples with `truncated: true` (DAPO overlong filtering). @default false */
+  readonly maskTruncated?: boolean;
+  /** CISPO clip semantics. @default "two-sided" (verl) — safe with ε = 0.2/0.28 */
+  readonly cispoMode?: CispoMode;
+  /** Overrides the loss type's aggregation (see {@link aggregationFor}). */
+  readonly aggregation?: LossAggregation;
+  /**
+   * Truncated importance sampling against the behaviour logprobs: the policy-gradient term of each
+   * token is multiplied by `min(exp(old − rollout), cap)` (TRL `vllm_importance_sampling_correction`).
+   * Corrects stale-but-kept samples and sampler/learner mismatch (e.g. temperature). @default 0 (off)
+   */
+  readonly rolloutIsCap?: number;
+}
+
+/** How the update is applied. */
+export interface OptimConfig {
+  /** Learning rate. With Adam (the default) 0.05–0.2 suits the embedded tabular policy. */
+  readonly lr: number;
+  /** Global gradient-norm clip (`Infinity` = off). @default 1 (as TRL and verl) */
+  readonly maxGradNorm?: number;
+  /** Passes over the batch. @default 1 */
+  readonly epochs?: number;
+  /** Optimizer steps per pass (contiguous slices of the batch). @default 1 */
+  readonly miniBatches?: number;
+  /** @default "adam" (β = 0.9/0.999, ε = 1e-8, no weight decay) */
+  readonly optimizer?: OptimizerName;
+}
+
+/** One policy update. */
+export interface TrainStepRequest {
+  /** The trainer's step number (informational; part of the idempotency fingerprint). */
+  readonly step: number;
+  /** A retry with the same key returns the stored result instead of stepping again. */
+  readonly idempotencyKey: string;
+  readonly samples: readonly Sample[];
+  readonly loss: LossConfig;
+  readonly optim: OptimConfig;
+  /** Drop samples with `policyVersion < current − maxStaleness`. @default no limit */
+  readonly maxStaleness?: number;
+}
+
+/** Metrics of one update (means over active tokens and inner optimizer steps). */
+export interface TrainStepMetrics {
+  /** Aggregated loss (policy gradient + β·KL), mean over inner optimizer steps. */
+  loss: number;
+  /** Fraction of active tokens whose policy-gradient term was clipped (no gradient). */
+  clipFraction: number;
+  /** Mean k3 KL to the reference policy per active token. */
+  klRef: number;
+  /** Mean approximate KL between the step-start policy and the current one, (r − 1) − log r. */
+  approxKlOld: number;
+  /** Mean entropy of the policy's next-token distribution at active tokens. */
+  entropy: number;
+  /** Global gradient norm before clipping, mean over inner optimizer steps. */
+  gradNorm: number;
+  /** Active (unmasked) tokens in the kept samples. */
+  nTokens: number;
+  /** Samples kept after the staleness filter. */
+  nSamples: number;
+  /** Samples dropped as stale. */
+  nDroppedStale: number;
+  [k: string]: number;
+}
+
+/** Result of one update. */
+export interface TrainStepResult {
+  /** The policy version after the step. */
+  policyVersion: number;
+  metrics: TrainStepMetrics;
+  /** True when the idempotency key was seen and the stored result is returned without a new step. */
+  replayed: boolean;
+}
+
+/** What a learner is. */
+export interface LearnerInfo {
+  readonly name: string;
+  readonly policyVersion: number;
+  readonly kind: "embedded" | "remote";
+  readonly description: string;
+}
+
+/** A policy learner (`shared/specs/learner.md` §5.2). */
+export interface Learner {
+  info(): Promise<LearnerInfo>;
+  /** `n` completions per prompt, prompt by prompt, from the current policy. */
+  generate(req: GenerateRequest): Promise<Completion[]>;
+  /** One update; increments `policyVersion` by 1 (unless replayed). */
+  trainStep(req: TrainStepRequest): Promise<TrainStepResult>;
+  /** Makes the newest weights visible to the rollout engine. */
+  syncWeights(): Promise<{ policyVersion: number }>;
+  /** Writes a checkpoint; resolves to the absolute path written. */
+  saveCheckpoint(path: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The aggregation each loss type uses (`shared/specs/learner.md` §3.3, `advantages.md` §8.3). */
+export function aggregationFor(lossType: LossType): LossAggregation {
+  switch (lossType) {
+    case "grpo":
+      return "seq-mean-token-mean";
+    case "dr_grpo":
+      return "seq-mean-token-sum-norm";
+    case "dapo":
+    case "cispo":
+    case "bnpo":
+      return "token-mean";
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * GroupAssembler: collects the `RewardResult`s of a run from `mesh.rewards.<run>.>` (a durable JetStream
+ * consumer shared by nothing else) into groups. A group is complete when every rollout has a result from
+ * every service expected for its domain. Duplicates (redeliveries, re-published results, replays) are
+ * ignored by `(rollout, service)`; results that arrive before their group is registered (out of order,
+ * or after a restart) are held until it is; results of steps already applied are late and dropped.
+ *
+ * Restart safety: results are acked as soon as they are held in memory, and a restarted trainer replays
+ * the stream from the start of the step in progress (`replaySince`), so a crash loses no complete group.
+ * @module
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import {
+  AckPolicy,
+  type ConsumerMessages,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JsMsg,
+} from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import { type RewardResult, RewardResultSchema } from "@reward-mesh/proto";
+import { checkSubjectToken, type Logger, type MeshBus, silentLogger, Streams } from "@reward-mesh/sdk";
+
+/** A group the trainer published and waits for. */
+export interface ExpectedGroup {
+  readonly groupId: string;
+  readonly step: number;
+  /** Rollout ids by index (length G). */
+  readonly rolloutIds: readonly string[];
+  /** Services whose results complete the group. */
+  readonly services: readonly string[];
+}
+
+/** A group with every result (or the deadline's verdict). */
+export interface AssembledGroup {
+  readonly group: ExpectedGroup;
+  /** `results[index].get(service)`; undefined where missing at the deadline. */
+  readonly results: ReadonlyArray<ReadonlyMap<string, RewardResult>>;
+  /** True when every result arrived. */
+  readonly complete: boolean;
+  /** `index/service` pairs missing at the deadline. */
+  readonly missing: readonly string[];
+}
+
+/** Counters of the assembler. */
+export interface AssemblerStats {
+  readonly received: number;
+  readonly duplicates: number;
+  /** Results of steps already applied. */
+  readonly late: number;
+  /** Results from services no group expects (ignored). */
+  readonly unexpected: number;
+  /** Results held before their group was registered. */
+  readonly outOfOrder: number;
+}
+
+interface GroupState {
+  readonly group: ExpectedGroup;
+  readonly index: Map<string, number>;
+  readonly results: Array<Map<string, RewardResult>>;
+  remaining: number;
+  waiters: Array<() => void>;
+}
+
+/** Options of {@link createGroupAssembler}. */
+export interface AssemblerOptions {
+  readonly bus: MeshBus;
+  readonly runId: string;
+  readonly logger?: Logger;
+  /** @default 60000 */
+  readonly ackWaitMs?: number;
+}
+
+/** The assembler. */
+export interface GroupAssembler {
+  /** Registers a group (before or after its results arrive). */
+  expect(group: ExpectedGroup): void;
+  /**
+   * Waits until every group of `groupIds` is complete or `deadline` (epoch ms) passes; returns them in
+   * order, complete or not, and forgets them.
+   */
+  collect(groupIds: readonly string[], deadline: number): Promise<AssembledGroup[]>;
+  /** Results of steps `<= step` are late from now on. */
+  markApplied(step: number): void;
+  /**
+   * Re-reads the run's stored results published since `since` (epoch ms) — the restart path: results the
+   * previous process had consumed for the step in progress are recovered from the stream.
+   */
+  replaySince(since: number): Promise<number>;
+  stats(): AssemblerStats;
+  /** Stops consuming (the durable consumer stays for the next process). */
+  close(): Promise<void>;
+}
+
+/** Starts the durable consumer `trainer-<run>` and returns the assembler. */
+export async function createGroupAssembler(options: AssemblerOptions): Promise<GroupAssembler> {
+  const { bus } = options;
+  const runId = checkSubjectToken("runId", options.runId);
+  const logger = (options.logger ?? silentLogger).child({ component: "assembler", runId });
+  const durable = `trainer-${runId}`;
+  const ackWait = nanos(options.ackWaitMs ?? 60_000);
+  const groups = new Map<string, GroupState>();
+  const orphans = new Map<string, RewardResult[]>(); // by group id
+  const seen = new Set<string>(); // rolloutId \0 service of results already placed
+  let appliedThrough = -1;
+  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0 };
+
+  const place = (st: GroupState, r: RewardResult): void => {
+    const i = st.index.get(r.rolloutId);
+    if (i === undefined || !st.group.services.includes(r.service)) {
+      stats.unexpected++;
+      return;
+    }
+    const slot = st.results[i]!;
+    if (slot.has(r.service)) {
+      stats.duplicates++;
+      return;
+    }
+    slot.set(r.service, r);
+    seen.add(`${r.rolloutId}\u0000${r.service}`);
+    st.remaining--;
+    if (st.remaining === 0) for (const w of st.waiters.splice(0)) w();
+  };
+
+  const accept = (r: RewardResult): void => {
+    stats.received++;
+    if (r.step <= appliedThrough) {
+      stats.late++;
+      return;
+    }
+    if (seen.has(`${r.rolloutId}\u0000${r.service}`)) {
+      stats.duplicates++;
+      return;
+    }
+    const st = groups.get(r.groupId);
+    if (st) {
+      place(st, r);
+      return;
+    }
+    const held = orphans.get(r.groupId) ?? [];
+    if (held.some((h) => h.rolloutId === r.rolloutId && h.service === r.service)) {
+      stats.duplicates++;
+      return;
+    }
+    held.push(r);
+    orphans.set(r.groupId, held);
+    stats.outOfOrder++;
+  };
+
+  const handle = (m: JsMsg): void => {
+    try {
+      accept(fromBinary(RewardResultSchema, m.data));
+    } catch (err) {
+      // A reward the mesh itself published cannot be undecodable unless something else writes there.
+      logger.warn({ err: String(err), subject: m.subject, seq: m.seq }, "undecodable reward result ignored");
+    }
+    m.ack();
+  };
+
+  try {
+    await bus.jsm.consumers.info(Streams.rewards, durable);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound)) throw err;
+    await bus.jsm.consumers.add(Streams.rewards, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `mesh.rewards.${runId}.>`,
+      ack_wait: ackWait,
+      max_ack_pending: 100_000,
+    });
+  }
+  const consumer = await bus.js.consumers.get(Streams.rewards, durable);
+  const msgs: ConsumerMessages = await consumer.consume({ max_messages: 1024 });
+  const loop = (async () => {
+    for await (const m of msgs) handle(m);
+  })();
+
+  return {
+    expect(group) {
+      if (groups.has(group.groupId)) throw new Error(`group '${group.groupId}' is already expected`);
+      if (group.rolloutIds.length === 0) throw new Error(`group '${group.groupId}' has no rollouts`);
+      const st: GroupState = {
+        group,
+        index: new Map(group.rolloutIds.map((id, i) => [id, i])),
+        results: group.rolloutIds.map(() => new Map()),
+        remaining: group.rolloutIds.length * group.services.length,
+        waiters: [],
+      };
+      groups.set(group.groupId, st);
+      for (const r of orphans.get(group.groupId) ?? []) place(st, r);
+      orphans.delete(group.groupId);
+    },
+    async collect(groupIds, deadline) {
+      const states = groupIds.map((id) => {
+        const st = groups.get(id);
+        if (!st) throw new Error(`group '${id}' was never expected`);
+        return st;
+      });
+      await Promise.all(
+        states.map(
+          (st) =>
+            new Promise<void>((resolve) => {
+              if (st.remaining === 0) return resolve();
+              const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+              st.waiters.push(() => {
+                clearTimeout(t);
+                resolve();
+              });
+            }),
+        ),
+      );
+      return states.map((st) => {
+        groups.delete(st.group.groupId);
+        const missing: string[] = [];
+        st.results.forEach((slot, i) => {
+          for (const s of st.group.services) if (!slot.has(s)) missing.push(`${i}/${s}`);
+        });
+        return { group: st.group, results: st.results, complete: missing.length === 0, missing };
+      });
+    },
+    markApplied(step) {
+      appliedThrough = Math.max(appliedThrough, step);
+      for (const [id, held] of orphans) {
+        if (held.every((r) => r.step <= step)) {
+          stats.late += held.length;
+          orphans.delete(id);
+        }
+      }
+    },
+    async replaySince(since) {
+      const ci = await bus.jsm.consumers.add(Streams.rewards, {
+        ack_policy: AckPolicy.None,
+        deliver_policy: DeliverPolicy.StartTime,
+        opt_start_time: new Date(since).toISOString(),
+        filter_subject: `mesh.rewards.${runId}.>`,
+        inactive_threshold: nanos(30_000),
+      });
+      const c = await bus.js.consumers.get(Streams.rewards, ci.name);
+      let n = 0;
+      let pending = ci.num_pending;
+      while (pending > 0) {
+        const batch = await c.fetch({ max_messages: Math.min(1000, pending), expires: 2000 });
+        let got = 0;
+        for await (const m of batch) {
+          got++;
+          n++;
+          accept(fromBinary(RewardResultSchema, m.data));
+        }
+        if (got === 0) break;
+        pending -= got;
+      }
+      await bus.jsm.consumers.delete(Streams.rewards, ci.name).catch(() => {});
+      logger.info({ replayed: n, since: new Date(since).toISOString() }, "replayed stored results");
+      return n;
+    },
+    stats: () => ({ ...stats }),
+    async close() {
+      msgs.stop();
+      await loop.catch(() => {});
+    },
+  };
+}

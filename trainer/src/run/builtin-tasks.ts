@@ -1,0 +1,73 @@
+/**
+ * The built-in task sets for demos and experiments with the embedded learner. Every task is real:
+ * its rollouts are scored by the real services (`length` for `custom`; `code-exec`, `ast`,
+ * `efficiency` for `code`; `tool-call` for `tool_call`; `agentdojo` for `agent`).
+ * @module
+ */
+import type { TaskDefinition } from "./tasks.js";
+
+const STOP = "<eos>";
+
+/**
+ * `custom`: answer within a length budget. The vocabulary mixes short and long phrases; the `length`
+ * service's DAPO overlong penalty (limits in metadata) is the reward, so the policy learns to stop early.
+ */
+export const CUSTOM_TASKS: readonly TaskDefinition[] = [
+  {
+    id: "custom-brief-greeting",
+    set: "custom",
+    task: {
+      id: "custom-brief-greeting",
+      prompt: "Greet the user in at most 40 characters.",
+      kind: { case: "custom", value: {} },
+    },
+    vocabulary: [
+      STOP,
+      "Hello! ",
+      "Hi there. ",
+      "Good morning, and welcome to a very long greeting indeed. ",
+      "How can I help? ",
+      "It is a pleasure to meet you today. ",
+    ],
+    stopToken: 0,
+    maxTokens: 6,
+    render: (f) => f.filter((x) => x !== STOP).join(""),
+    metadata: { "overlong.max_length": "60", "overlong.cache_length": "20" },
+  },
+  {
+    id: "custom-one-line-summary",
+    set: "custom",
+    task: {
+      id: "custom-one-line-summary",
+      prompt: "Summarise GRPO in one short line.",
+      kind: { case: "custom", value: {} },
+    },
+    vocabulary: [
+      STOP,
+      "GRPO normalises rewards within a group. ",
+      "It needs no critic. ",
+      "Advantages are group-relative. ",
+      "In more detail, the method samples several responses per prompt and then compares each of them with the mean of its group. ",
+    ],
+    stopToken: 0,
+    maxTokens: 5,
+    render: (f) => f.filter((x) => x !== STOP).join(""),
+    metadata: { "overlong.max_length": "80", "overlong.cache_length": "40" },
+  },
+];
+
+/** Every built-in set by name (`code`, `tool_call` and `agent` are registered by their modules). */
+export const BUILTIN_TASK_SETS: Record<string, readonly TaskDefinition[]> = {
+  custom: CUSTOM_TASKS,
+};
+
+/** Tasks of the named built-in sets; unknown names are an error listing the known ones. */
+export function builtinTasks(sets: readonly string[]): TaskDefinition[] {
+  const out: TaskDefinition[] = [];
+  for (const s of sets) {
+    const t = BUILTIN_TASK_SETS[s];
+    if (!t) throw new Error(`unknown task set '${s}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`);
+    out.push(...t);
+  }
+  return out;
+}

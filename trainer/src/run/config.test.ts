@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { COMPONENT_PRESETS, resolveRunConfig } from "./config.js";
+
+const base = { components: "corrgrpo-code" };
+
+describe("run config", () => {
+  it("fills defaults and expands presets", () => {
+    const c = resolveRunConfig({ ...base, run: { id: "r1" } });
+    assert.equal(c.runId, "r1");
+    assert.equal(c.groupSize, 8);
+    assert.equal(c.estimator.name, "grpo_covariance_coefficient");
+    assert.equal(c.loss.type, "dapo");
+    assert.equal(c.loss.epsHigh, 0.28, "DAPO clip-higher default");
+    assert.deepEqual(c.components, COMPONENT_PRESETS["corrgrpo-code"]);
+    assert.deepEqual(
+      c.components.map((x) => x.weight),
+      [0.6, 0.3, 0.25, 0.2, 0.05, 0.05, 0.05],
+    );
+  });
+
+  it("accepts a mix of presets and explicit components, and estimator aliases", () => {
+    const c = resolveRunConfig({
+      components: ["rlla-tool", { service: "length", component: "overlong", weight: 0.5 }],
+      estimator: "corr_grpo",
+    });
+    assert.equal(c.components.length, 5);
+    assert.equal(c.estimator.name, "grpo_covariance_coefficient");
+  });
+
+  it("names the key of every bad value", () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{}, /'components' is required/],
+      [{ ...base, groupSize: 1 }, /'groupSize' must be an integer in \[2, 1024\], got 1/],
+      [
+        { ...base, loss: { type: "ppo" } },
+        /'loss\.type' must be one of grpo, dr_grpo, dapo, cispo, bnpo, got "ppo"/,
+      ],
+      [{ ...base, loss: { epsLow: "x" } }, /'loss\.epsLow' must be a number in \[0, 1\], got "x"/],
+      [{ ...base, estimator: "ppo" }, /'estimator\.name' .*ppo/],
+      [{ ...base, estimator: { name: "grpo", options: { stdMode: "weird" } } }, /'estimator'.*stdMode/],
+      [{ ...base, sgrpo: { p: 0.5 } }, /'sgrpo\.p' must be a number in \[0, 0\.4999999\]/],
+      [{ ...base, sgrpo: {} }, /'sgrpo\.p' is required/],
+      [{ ...base, learner: "http://x" }, /'learner' must be 'embedded' or 'grpc:\/\/host:port'/],
+      [{ ...base, groups: { missing: "retry" } }, /'groups\.missing' must be one of drop, impute/],
+      [{ ...base, run: { id: "a.b" } }, /'run\.id' must match/],
+      [{ ...base, colour: "red" }, /'colour' is not a known key/],
+      [
+        { components: [{ service: "nope", component: "x" }] },
+        /'components\[0\]\.service' unknown service 'nope'/,
+      ],
+      [{ components: ["rlla-tool", "rlla-tool"] }, /'components' lists tool-call\/format twice/],
+      [{ components: "no-such-preset" }, /'components\[0\]' unknown preset "no-such-preset"/],
+      [
+        { ...base, rewardNoise: { p: 0.1, components: ["tool-call/format"] } },
+        /'rewardNoise\.components\[0\]' 'tool-call\/format' is not one of the configured components/,
+      ],
+    ];
+    for (const [doc, re] of cases) assert.throws(() => resolveRunConfig(doc), re, JSON.stringify(doc));
+  });
+});

@@ -1,0 +1,466 @@
+/**
+ * The run configuration (`reward-mesh train --config run.yaml`): parsed from YAML, validated once at
+ * start with messages that name the key (`'loss.epsHigh' must be a number >= 0, got "x"`), presets
+ * expanded, defaults filled. The result is a plain, fully resolved object (what `resolved-config.json`
+ * in the run directory records).
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
+import type { CompiledAdvantageConfig } from "../advantage/engine.js";
+import { resolveEstimatorName } from "../advantage/estimators.js";
+import { type LossType, LossTypes } from "../learner/types.js";
+
+/** Thrown for an invalid run configuration; `key` is the dotted path. */
+export class RunConfigError extends Error {
+  override readonly name = "RunConfigError";
+  readonly retryable = false;
+  readonly key: string;
+  constructor(key: string, problem: string, options: { cause?: unknown } = {}) {
+    super(`'${key}' ${problem}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.key = key;
+  }
+}
+
+/** One weighted component: `component` of the results of `service`. */
+export interface ComponentConfig {
+  readonly service: string;
+  readonly component: string;
+  readonly weight: number;
+}
+
+/** Component presets reproducing the papers' launchers (`specs/advantages.md` §4.7). */
+export const COMPONENT_PRESETS: Readonly<Record<string, readonly ComponentConfig[]>> = {
+  /** CorrGRPO code launcher: pass 0.60, AST 0.30, runtime 0.25, efficiency 0.20, format/syntax/compile 0.05. */
+  "corrgrpo-code": [
+    { service: "code-exec", component: "pass", weight: 0.6 },
+    { service: "ast", component: "similarity", weight: 0.3 },
+    { service: "code-exec", component: "runtime", weight: 0.25 },
+    { service: "efficiency", component: "efficiency", weight: 0.2 },
+    { service: "code-exec", component: "format", weight: 0.05 },
+    { service: "code-exec", component: "syntax", weight: 0.05 },
+    { service: "code-exec", component: "compile", weight: 0.05 },
+  ],
+  /** RLLA / ToolRL: format + the three correctness components, weight 1 each. */
+  "rlla-tool": [
+    { service: "tool-call", component: "format", weight: 1 },
+    { service: "tool-call", component: "function_name", weight: 1 },
+    { service: "tool-call", component: "parameter_name", weight: 1 },
+    { service: "tool-call", component: "parameter_value", weight: 1 },
+  ],
+  /** AgentDojo security launcher: utility 1, security 1. */
+  agentdojo: [
+    { service: "agentdojo", component: "utility", weight: 1 },
+    { service: "agentdojo", component: "security", weight: 1 },
+  ],
+  /** DAPO soft overlong punishment alone. */
+  overlong: [{ service: "length", component: "overlong", weight: 1 }],
+};
+
+/** Which rollout domains each known service scores (a component of a service that does not score a domain is NOT_APPLICABLE there). */
+export const DEFAULT_SERVICE_DOMAINS: Readonly<Record<string, readonly string[]>> = {
+  length: ["code", "tool_call", "agent", "custom"],
+  "code-exec": ["code"],
+  ast: ["code"],
+  efficiency: ["code"],
+  "tool-call": ["tool_call"],
+  agentdojo: ["agent"],
+};
+
+/** The resolved run configuration. */
+export interface RunConfig {
+  /** Run id: a subject token; default `run-<time>`. Reusing an id resumes that run from its checkpoint. */
+  readonly runId: string;
+  readonly seed: number;
+  /** Where `runs/<run-id>/` is created. @default "runs" */
+  readonly outputDir: string;
+  readonly tasks: {
+    /** `builtin` (the task sets shipped with the trainer) or a JSONL file of task definitions. */
+    readonly source: string;
+    /** Built-in sets to use: `code`, `tool_call`, `agent`, `custom`. */
+    readonly sets: readonly string[];
+  };
+  /** Rollouts per prompt (G). */
+  readonly groupSize: number;
+  /** Prompts per step (B). */
+  readonly promptsPerStep: number;
+  readonly steps: number;
+  readonly components: readonly ComponentConfig[];
+  /** Service → domains it scores. */
+  readonly serviceDomains: Readonly<Record<string, readonly string[]>>;
+  readonly estimator: { readonly name: string; readonly options: Readonly<Record<string, unknown>> };
+  /** S-GRPO on top of the estimator; null = off. */
+  readonly sgrpo: {
+    readonly p: number;
+    readonly component?: string;
+    readonly successThreshold?: number;
+    readonly variant?: string;
+  } | null;
+  /** DAPO dynamic sampling; null = off. */
+  readonly dynamicSampling: { readonly component?: string } | null;
+  readonly loss: {
+    readonly type: LossType;
+    readonly epsLow: number;
+    readonly epsHigh: number;
+    readonly dualClipC: number;
+    readonly klBeta: number;
+    readonly maxCompletionLength: number;
+  };
+  readonly optim: { readonly lr: number; readonly epochs: number; readonly maxGradNorm: number };
+  /** `embedded` or `grpc://host:port`. */
+  readonly learner: string;
+  readonly groups: {
+    /** A group not complete this long after its rollouts were published is dropped or imputed. */
+    readonly deadlineMs: number;
+    readonly missing: "drop" | "impute";
+  };
+  /** Label noise applied by the trainer to binary components (experiments on S-GRPO); 0 = none. */
+  readonly rewardNoise: { readonly p: number; readonly components: readonly string[] };
+  /** Checkpoint every N steps (and at the end). */
+  readonly checkpointEvery: number;
+}
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function checkKeys(o: Obj, path: string, allowed: readonly string[]): void {
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) {
+      const where = path === "" ? k : `${path}.${k}`;
+      throw new RunConfigError(where, `is not a known key (known: ${allowed.join(", ")})`);
+    }
+  }
+}
+
+const keyOf = (path: string, k: string) => (path === "" ? k : `${path}.${k}`);
+
+function num(
+  o: Obj,
+  path: string,
+  k: string,
+  def: number,
+  min: number,
+  max = Number.POSITIVE_INFINITY,
+  integer = false,
+): number {
+  const v = o[k];
+  if (v === undefined || v === null) return def;
+  if (
+    typeof v !== "number" ||
+    !Number.isFinite(v) ||
+    v < min ||
+    v > max ||
+    (integer && !Number.isInteger(v))
+  ) {
+    const what = integer ? "an integer" : "a number";
+    const range = max === Number.POSITIVE_INFINITY ? `>= ${min}` : `in [${min}, ${max}]`;
+    throw new RunConfigError(keyOf(path, k), `must be ${what} ${range}, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function str(o: Obj, path: string, k: string, def: string, pattern?: RegExp): string {
+  const v = o[k];
+  if (v === undefined || v === null) return def;
+  if (typeof v !== "string" || v === "")
+    throw new RunConfigError(keyOf(path, k), `must be a non-empty string, got ${JSON.stringify(v)}`);
+  if (pattern && !pattern.test(v))
+    throw new RunConfigError(keyOf(path, k), `must match ${pattern}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function oneOf<T extends string>(o: Obj, path: string, k: string, choices: readonly T[], def: T): T {
+  const v = str(o, path, k, def);
+  if (!(choices as readonly string[]).includes(v)) {
+    throw new RunConfigError(
+      keyOf(path, k),
+      `must be one of ${choices.join(", ")}, got ${JSON.stringify(v)}`,
+    );
+  }
+  return v as T;
+}
+
+function obj(o: Obj, path: string, k: string): Obj {
+  const v = o[k];
+  if (v === undefined || v === null) return {};
+  if (!isObj(v)) throw new RunConfigError(keyOf(path, k), `must be a mapping, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+const TOKEN = /^[A-Za-z0-9_-]+$/;
+
+function components(o: Obj): ComponentConfig[] {
+  const v = o["components"];
+  if (v === undefined)
+    throw new RunConfigError(
+      "components",
+      "is required (a preset name, or a list of {service, component, weight})",
+    );
+  const presetList = (name: string, key: string) => {
+    const p = COMPONENT_PRESETS[name];
+    if (!p)
+      throw new RunConfigError(
+        key,
+        `unknown preset ${JSON.stringify(name)} (known: ${Object.keys(COMPONENT_PRESETS).join(", ")})`,
+      );
+    return p;
+  };
+  const items: unknown[] = typeof v === "string" ? [v] : Array.isArray(v) ? v : [];
+  if (items.length === 0) throw new RunConfigError("components", "must be a preset name or a non-empty list");
+  const out: ComponentConfig[] = [];
+  items.forEach((item, i) => {
+    const key = `components[${i}]`;
+    if (typeof item === "string") out.push(...presetList(item, key));
+    else if (isObj(item) && typeof item["preset"] === "string") {
+      checkKeys(item, key, ["preset"]);
+      out.push(...presetList(item["preset"], `${key}.preset`));
+    } else if (isObj(item)) {
+      checkKeys(item, key, ["service", "component", "weight"]);
+      out.push({
+        service: str(item, key, "service", "", TOKEN),
+        component: str(item, key, "component", "", TOKEN),
+        weight: num(item, key, "weight", 1, Number.NEGATIVE_INFINITY),
+      });
+      if (!item["service"]) throw new RunConfigError(`${key}.service`, "is required");
+      if (!item["component"]) throw new RunConfigError(`${key}.component`, "is required");
+    } else {
+      throw new RunConfigError(
+        key,
+        `must be a preset name or {service, component, weight}, got ${JSON.stringify(item)}`,
+      );
+    }
+  });
+  const seen = new Set<string>();
+  for (const c of out) {
+    const id = `${c.service}/${c.component}`;
+    if (seen.has(id)) throw new RunConfigError("components", `lists ${id} twice`);
+    seen.add(id);
+  }
+  return out;
+}
+
+/** Validates a parsed YAML/JSON document into a {@link RunConfig}. */
+export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfig {
+  if (!isObj(doc)) throw new RunConfigError("(root)", "must be a mapping");
+  checkKeys(doc, "", [
+    "run",
+    "tasks",
+    "groupSize",
+    "promptsPerStep",
+    "steps",
+    "components",
+    "services",
+    "estimator",
+    "sgrpo",
+    "dynamicSampling",
+    "loss",
+    "optim",
+    "learner",
+    "groups",
+    "rewardNoise",
+    "checkpointEvery",
+  ]);
+  const run = obj(doc, "", "run");
+  checkKeys(run, "run", ["id", "seed", "outputDir"]);
+  const tasks = obj(doc, "", "tasks");
+  checkKeys(tasks, "tasks", ["source", "sets"]);
+  const sets = tasks["sets"] ?? ["code", "tool_call", "agent"];
+  if (
+    !Array.isArray(sets) ||
+    sets.length === 0 ||
+    !sets.every((s) => typeof s === "string" && TOKEN.test(s))
+  ) {
+    throw new RunConfigError(
+      "tasks.sets",
+      `must be a non-empty list of set names, got ${JSON.stringify(sets)}`,
+    );
+  }
+
+  const est = doc["estimator"];
+  let estimator: RunConfig["estimator"];
+  if (typeof est === "string" || est === undefined)
+    estimator = { name: est ?? "grpo_covariance_coefficient", options: {} };
+  else if (isObj(est)) {
+    checkKeys(est, "estimator", ["name", "options"]);
+    estimator = {
+      name: str(est, "estimator", "name", "grpo_covariance_coefficient"),
+      options: obj(est, "estimator", "options"),
+    };
+  } else
+    throw new RunConfigError("estimator", `must be a name or {name, options}, got ${JSON.stringify(est)}`);
+  try {
+    estimator = { ...estimator, name: resolveEstimatorName(estimator.name) };
+  } catch (err) {
+    throw new RunConfigError("estimator.name", err instanceof Error ? err.message : String(err), {
+      cause: err,
+    });
+  }
+
+  let sgrpo: RunConfig["sgrpo"] = null;
+  if (doc["sgrpo"] !== undefined && doc["sgrpo"] !== null && doc["sgrpo"] !== false) {
+    const s = obj(doc, "", "sgrpo");
+    checkKeys(s, "sgrpo", ["p", "component", "successThreshold", "variant"]);
+    sgrpo = {
+      p: num(s, "sgrpo", "p", Number.NaN, 0, 0.4999999),
+      ...(s["component"] !== undefined ? { component: str(s, "sgrpo", "component", "") } : {}),
+      ...(s["successThreshold"] !== undefined
+        ? { successThreshold: num(s, "sgrpo", "successThreshold", 0, Number.NEGATIVE_INFINITY) }
+        : {}),
+      ...(s["variant"] !== undefined
+        ? { variant: oneOf(s, "sgrpo", "variant", ["code", "dr_grpo"], "code") }
+        : {}),
+    };
+    if (Number.isNaN(sgrpo.p))
+      throw new RunConfigError("sgrpo.p", "is required (label-flip probability in [0, 0.5))");
+  }
+  let dynamicSampling: RunConfig["dynamicSampling"] = null;
+  const ds = doc["dynamicSampling"];
+  if (ds === true) dynamicSampling = {};
+  else if (isObj(ds)) {
+    checkKeys(ds, "dynamicSampling", ["component"]);
+    dynamicSampling =
+      ds["component"] === undefined ? {} : { component: str(ds, "dynamicSampling", "component", "") };
+  } else if (ds !== undefined && ds !== false && ds !== null) {
+    throw new RunConfigError(
+      "dynamicSampling",
+      `must be true, false or {component}, got ${JSON.stringify(ds)}`,
+    );
+  }
+
+  const loss = obj(doc, "", "loss");
+  checkKeys(loss, "loss", ["type", "epsLow", "epsHigh", "dualClipC", "klBeta", "maxCompletionLength"]);
+  const lossType = oneOf(loss, "loss", "type", LossTypes, "dapo");
+  const optim = obj(doc, "", "optim");
+  checkKeys(optim, "optim", ["lr", "epochs", "maxGradNorm"]);
+  const groups = obj(doc, "", "groups");
+  checkKeys(groups, "groups", ["deadlineMs", "missing"]);
+  const noise = obj(doc, "", "rewardNoise");
+  checkKeys(noise, "rewardNoise", ["p", "components"]);
+  const noiseComponents = noise["components"] ?? [];
+  if (!Array.isArray(noiseComponents) || !noiseComponents.every((c) => typeof c === "string")) {
+    throw new RunConfigError(
+      "rewardNoise.components",
+      "must be a list of component names (service/component)",
+    );
+  }
+
+  const serviceDomains: Record<string, readonly string[]> = { ...DEFAULT_SERVICE_DOMAINS };
+  const svc = obj(doc, "", "services");
+  for (const [name, domains] of Object.entries(svc)) {
+    if (!TOKEN.test(name)) throw new RunConfigError(`services.${name}`, "is not a valid service name");
+    if (!Array.isArray(domains) || !domains.every((d) => typeof d === "string" && TOKEN.test(d))) {
+      throw new RunConfigError(`services.${name}`, "must be a list of domains");
+    }
+    serviceDomains[name] = domains as string[];
+  }
+  const comps = components(doc);
+  for (const [i, c] of comps.entries()) {
+    if (!serviceDomains[c.service]) {
+      throw new RunConfigError(
+        `components[${i}].service`,
+        `unknown service '${c.service}': add it under 'services' with the domains it scores`,
+      );
+    }
+  }
+  for (const [i, n] of (noiseComponents as string[]).entries()) {
+    if (!comps.some((c) => `${c.service}/${c.component}` === n)) {
+      throw new RunConfigError(
+        `rewardNoise.components[${i}]`,
+        `'${n}' is not one of the configured components`,
+      );
+    }
+  }
+
+  const learner = str(doc, "", "learner", "embedded");
+  if (learner !== "embedded" && !/^grpc:\/\/[^/\s]+:\d+$/.test(learner)) {
+    throw new RunConfigError(
+      "learner",
+      `must be 'embedded' or 'grpc://host:port', got ${JSON.stringify(learner)}`,
+    );
+  }
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
+  const resolved: RunConfig = {
+    runId: str(run, "run", "id", `run-${stamp}`, TOKEN),
+    seed: num(run, "run", "seed", 1, 0, 2 ** 31 - 1, true),
+    outputDir: str(run, "run", "outputDir", "runs"),
+    tasks: { source: str(tasks, "tasks", "source", "builtin"), sets: sets as string[] },
+    groupSize: num(doc, "", "groupSize", 8, 2, 1024, true),
+    promptsPerStep: num(doc, "", "promptsPerStep", 4, 1, 4096, true),
+    steps: num(doc, "", "steps", 20, 1, 1_000_000, true),
+    components: comps,
+    serviceDomains,
+    estimator,
+    sgrpo,
+    dynamicSampling,
+    loss: {
+      type: lossType,
+      epsLow: num(loss, "loss", "epsLow", 0.2, 0, 1),
+      epsHigh: num(loss, "loss", "epsHigh", lossType === "dapo" ? 0.28 : lossType === "cispo" ? 5 : 0.2, 0),
+      dualClipC: num(loss, "loss", "dualClipC", 0, 0),
+      klBeta: num(loss, "loss", "klBeta", 0, 0),
+      maxCompletionLength: num(loss, "loss", "maxCompletionLength", 16, 1, 1_000_000, true),
+    },
+    optim: {
+      lr: num(optim, "optim", "lr", 0.5, 0),
+      epochs: num(optim, "optim", "epochs", 1, 1, 100, true),
+      maxGradNorm: num(optim, "optim", "maxGradNorm", 10, 0),
+    },
+    learner,
+    groups: {
+      deadlineMs: num(groups, "groups", "deadlineMs", 60_000, 100),
+      missing: oneOf(groups, "groups", "missing", ["drop", "impute"], "drop"),
+    },
+    rewardNoise: {
+      p: num(noise, "rewardNoise", "p", 0, 0, 0.4999999),
+      components: noiseComponents as string[],
+    },
+    checkpointEvery: num(doc, "", "checkpointEvery", 1, 1, 1_000_000, true),
+  };
+  compileAdvantage(resolved); // options are validated now, not at the first step
+  return resolved;
+}
+
+/** The advantage-engine configuration of a run (validated). */
+export function compileAdvantage(c: RunConfig): CompiledAdvantageConfig {
+  try {
+    return compileUntypedAdvantageConfig({
+      estimator: c.estimator.name,
+      options: c.estimator.options,
+      ...(c.sgrpo ? { sgrpo: c.sgrpo } : {}),
+      ...(c.dynamicSampling
+        ? { dynamicSampling: c.dynamicSampling.component ? { component: c.dynamicSampling.component } : true }
+        : {}),
+    } as never);
+  } catch (err) {
+    throw new RunConfigError("estimator", err instanceof Error ? err.message : String(err), { cause: err });
+  }
+}
+
+/** Reads and validates a YAML run configuration file. */
+export function loadRunConfig(path: string): RunConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new RunConfigError(
+      "--config",
+      `cannot be read: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new RunConfigError(
+      "--config",
+      `is not valid YAML: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+  return resolveRunConfig(doc);
+}

@@ -1,0 +1,346 @@
+/**
+ * The training loop (`reward-mesh train`): per step, sample G completions per prompt from the learner →
+ * publish them as rollouts on `MESH_ROLLOUTS` → assemble every service's results from `MESH_REWARDS` →
+ * advantages (the engine) → `learner.trainStep` → checkpoint → publish advantages and metrics on
+ * `mesh.advantages.<run>` and append them to `runs/<run-id>/metrics.jsonl`.
+ *
+ * Restart: a run started again with the same run id resumes after its last checkpoint. The step in
+ * progress is journalled before its rollouts are published (`pending-step.json`), so the resumed process
+ * republishes the same rollouts (de-duplicated by `Nats-Msg-Id`), replays the results already stored, and
+ * applies that step exactly once (the learner's idempotency key is `<run>:<step>`).
+ * @module
+ */
+import { appendFileSync } from "node:fs";
+import { create, type JsonObject, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { AdvantageBatchSchema, RolloutSchema } from "@reward-mesh/proto";
+import { advantageSubject, type Logger, type MeshBus, publishRollout, silentLogger } from "@reward-mesh/sdk";
+import { computeAdvantages } from "../advantage/engine.js";
+import type { AdvantageBatchResult } from "../advantage/types.js";
+import type { Completion, Learner, Sample, TrainStepResult } from "../learner/index.js";
+import { type AssembledGroup, createGroupAssembler, type ExpectedGroup } from "./assembler.js";
+import { componentId, type PreparedGroup, prepareGroups, rewardMetrics, weightedTotal } from "./batch.js";
+import { compileAdvantage, type RunConfig } from "./config.js";
+import {
+  readJsonIfExists,
+  reconcileMetrics,
+  removeIfExists,
+  runPaths,
+  type TrainerCheckpoint,
+  writeAtomic,
+} from "./state.js";
+import { mixSeed, promptsForStep, type TaskDefinition, taskDomainOf } from "./tasks.js";
+
+/** What one step reports to progress listeners. */
+export interface StepReport {
+  readonly step: number;
+  readonly steps: number;
+  readonly metrics: Record<string, unknown>;
+}
+
+/** Options of {@link runTraining}. */
+export interface TrainingOptions {
+  readonly config: RunConfig;
+  readonly tasks: readonly TaskDefinition[];
+  readonly bus: MeshBus;
+  readonly learner: Learner;
+  readonly logger?: Logger;
+  /** Called after every applied step (progress bar, tests). */
+  readonly onStep?: (r: StepReport) => void;
+  /** Stops the loop after the current step (clean shutdown). */
+  readonly signal?: AbortSignal;
+}
+
+/** How a run ended. */
+export interface TrainingResult {
+  readonly runId: string;
+  readonly dir: string;
+  readonly firstStep: number;
+  readonly lastStep: number;
+  readonly resumedFrom: number;
+  readonly stopped: boolean;
+}
+
+/** A step's generated work, journalled before publishing. */
+interface PendingStep {
+  readonly step: number;
+  readonly createdAt: number;
+  readonly groups: ReadonlyArray<{
+    readonly groupId: string;
+    readonly taskId: string;
+    readonly completions: readonly Completion[];
+  }>;
+}
+
+const rolloutId = (runId: string, groupId: string, i: number) => `${runId}-${groupId}-${i}`;
+
+function servicesFor(config: RunConfig, domain: string): string[] {
+  const services = new Set<string>();
+  for (const c of config.components)
+    if ((config.serviceDomains[c.service] ?? []).includes(domain)) services.add(c.service);
+  return [...services];
+}
+
+/** Runs (or resumes) a training run to `config.steps`. */
+export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
+  const { config, bus, learner, tasks } = o;
+  const logger = (o.logger ?? silentLogger).child({ component: "train", runId: config.runId });
+  const paths = runPaths(config.outputDir, config.runId);
+  const compiled = compileAdvantage(config);
+  const taskById = new Map(tasks.map((t) => [t.id, t]));
+  writeAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
+
+  const ckpt = readJsonIfExists<TrainerCheckpoint>(paths.checkpoint);
+  if (ckpt && ckpt.runId !== config.runId)
+    throw new Error(`checkpoint in ${paths.dir} belongs to run '${ckpt.runId}'`);
+  reconcileMetrics(paths.metrics, ckpt);
+  const resumedFrom = ckpt?.step ?? 0;
+  if (ckpt) logger.info({ step: ckpt.step, policyVersion: ckpt.policyVersion }, "resuming from checkpoint");
+
+  const assembler = await createGroupAssembler({
+    bus,
+    runId: config.runId,
+    logger,
+    ackWaitMs: Math.max(60_000, 2 * config.groups.deadlineMs),
+  });
+  assembler.markApplied(resumedFrom);
+  let step = resumedFrom + 1;
+  let stopped = false;
+  try {
+    let pending = readJsonIfExists<PendingStep>(paths.pending);
+    if (pending && pending.step !== step) pending = undefined;
+    if (pending) {
+      const n = await assembler.replaySince(pending.createdAt - 60_000);
+      logger.info({ step, replayed: n }, "resuming the step in progress");
+    }
+    for (; step <= config.steps; step++) {
+      if (o.signal?.aborted) {
+        stopped = true;
+        break;
+      }
+      const t0 = performance.now();
+      // 1. Generate (or take the journalled generation of a resumed step).
+      if (!pending) {
+        const prompts = promptsForStep(tasks, config.seed, step, config.promptsPerStep);
+        const completions = await learner.generate({
+          prompts: prompts.map((t, j) => ({
+            promptId: `s${step}-p${j}`,
+            contextKey: t.id,
+            vocabulary: t.vocabulary,
+            maxTokens: t.maxTokens,
+            ...(t.stopToken !== undefined ? { stopToken: t.stopToken } : {}),
+          })),
+          n: config.groupSize,
+          seed: mixSeed(config.seed, step),
+        });
+        pending = {
+          step,
+          createdAt: Date.now(),
+          groups: prompts.map((t, j) => ({
+            groupId: `s${step}-p${j}`,
+            taskId: t.id,
+            completions: completions
+              .filter((c) => c.promptId === `s${step}-p${j}`)
+              .sort((a, b) => a.index - b.index),
+          })),
+        };
+        writeAtomic(paths.pending, JSON.stringify(pending));
+      }
+      const tGen = performance.now();
+
+      // 2. Publish rollouts and wait for every service's results.
+      const domainByGroup = new Map<string, string>();
+      const expected: ExpectedGroup[] = [];
+      const publishes: Promise<unknown>[] = [];
+      for (const g of pending.groups) {
+        const task = taskById.get(g.taskId);
+        if (!task) throw new Error(`pending step refers to unknown task '${g.taskId}'`);
+        const domain = taskDomainOf(task);
+        domainByGroup.set(g.groupId, domain);
+        const ids = g.completions.map((_, i) => rolloutId(config.runId, g.groupId, i));
+        expected.push({ groupId: g.groupId, step, rolloutIds: ids, services: servicesFor(config, domain) });
+        g.completions.forEach((c, i) => {
+          const rollout = create(RolloutSchema, {
+            id: ids[i]!,
+            runId: config.runId,
+            step,
+            groupId: g.groupId,
+            index: i,
+            groupSize: g.completions.length,
+            task: task.task as MessageInitShape<typeof RolloutSchema>["task"],
+            response: task.render(c.tokenIds.map((id) => task.vocabulary[id]!)),
+            policyVersion: c.policyVersion,
+            // The embedded policy's tokens are task fragments, not tokenizer tokens: leave the count unset
+            // so length-based rewards measure the text the services see.
+            responseTokens: 0,
+            metadata: { ...(task.metadata ?? {}) },
+          });
+          publishes.push(publishRollout(bus.js, rollout));
+        });
+      }
+      for (const e of expected) assembler.expect(e);
+      await Promise.all(publishes);
+      const assembled: AssembledGroup[] = await assembler.collect(
+        expected.map((e) => e.groupId),
+        Date.now() + config.groups.deadlineMs,
+      );
+      const tScore = performance.now();
+
+      // 3. Advantages.
+      const { prepared, droppedIncomplete, partialNotApplicable } = prepareGroups(
+        assembled,
+        config,
+        (id) => domainByGroup.get(id)!,
+        step,
+      );
+      const result: AdvantageBatchResult = prepared.length
+        ? computeAdvantages(
+            {
+              groups: prepared.map((g) => ({ rewards: g.rewards, lengths: pendingLengths(pending!, g) })),
+              weights: config.components.map((c) => c.weight),
+              components: config.components.map(componentId),
+            },
+            compiled,
+            { diagnostics: true },
+          )
+        : { estimator: compiled.definition.name, groups: [] };
+      const tAdv = performance.now();
+
+      // 4. Policy update (idempotent per step).
+      const samples: Sample[] = [];
+      prepared.forEach((g, gi) => {
+        const pg = pending!.groups.find((x) => x.groupId === g.source.group.groupId)!;
+        const task = taskById.get(pg.taskId)!;
+        const adv = result.groups[gi]!;
+        pg.completions.forEach((c, i) => {
+          samples.push({
+            sampleId: rolloutId(config.runId, pg.groupId, i),
+            groupId: pg.groupId,
+            contextKey: task.id,
+            vocabularySize: task.vocabulary.length,
+            tokenIds: c.tokenIds,
+            rolloutLogprobs: c.logprobs,
+            advantage: adv.advantages[i]!,
+            policyVersion: c.policyVersion,
+            truncated: c.truncated,
+          });
+        });
+      });
+      const train: TrainStepResult = await learner.trainStep({
+        step,
+        idempotencyKey: `${config.runId}:${step}`,
+        samples,
+        loss: {
+          lossType: config.loss.type,
+          epsLow: config.loss.epsLow,
+          epsHigh: config.loss.epsHigh,
+          dualClipC: config.loss.dualClipC,
+          klBeta: config.loss.klBeta,
+          maxCompletionLength: config.loss.maxCompletionLength,
+        },
+        optim: { lr: config.optim.lr, epochs: config.optim.epochs, maxGradNorm: config.optim.maxGradNorm },
+      });
+      const tTrain = performance.now();
+
+      // 5. Metrics, checkpoint, publish.
+      const metrics: Record<string, unknown> = {
+        step,
+        runId: config.runId,
+        policyVersion: train.policyVersion,
+        estimator: compiled.definition.name,
+        ...rewardMetrics(prepared, result, config),
+        droppedGroups: droppedIncomplete,
+        partialNotApplicable,
+        loss: train.metrics.loss,
+        clipFraction: train.metrics.clipFraction,
+        kl: train.metrics.klRef,
+        approxKlOld: train.metrics.approxKlOld,
+        entropy: train.metrics.entropy,
+        gradNorm: train.metrics.gradNorm,
+        samples: train.metrics.nSamples,
+        droppedStale: train.metrics.nDroppedStale,
+        assembler: assembler.stats(),
+        timingsMs: {
+          generate: tGen - t0,
+          score: tScore - tGen,
+          advantages: tAdv - tScore,
+          train: tTrain - tAdv,
+          total: performance.now() - t0,
+        },
+        time: new Date().toISOString(),
+      };
+      if (step % config.checkpointEvery === 0 || step === config.steps) {
+        await learner.saveCheckpoint(paths.learnerCheckpoint);
+      }
+      const ck: TrainerCheckpoint = {
+        runId: config.runId,
+        step,
+        policyVersion: train.policyVersion,
+        metrics,
+        writtenAt: Date.now(),
+      };
+      writeAtomic(paths.checkpoint, JSON.stringify(ck));
+      appendFileSync(paths.metrics, `${JSON.stringify(metrics)}\n`);
+      removeIfExists(paths.pending);
+      assembler.markApplied(step);
+      await publishAdvantages(bus, config, step, train.policyVersion, prepared, result, metrics);
+      pending = undefined;
+      o.onStep?.({ step, steps: config.steps, metrics });
+    }
+  } finally {
+    await assembler.close();
+  }
+  return {
+    runId: config.runId,
+    dir: paths.dir,
+    firstStep: resumedFrom + 1,
+    lastStep: step - 1,
+    resumedFrom,
+    stopped,
+  };
+}
+
+function pendingLengths(pending: PendingStep, g: PreparedGroup): number[] {
+  const pg = pending.groups.find((x) => x.groupId === g.source.group.groupId)!;
+  return pg.completions.map((c) => Math.max(1, c.tokenIds.length));
+}
+
+async function publishAdvantages(
+  bus: MeshBus,
+  config: RunConfig,
+  step: number,
+  policyVersion: number,
+  prepared: readonly PreparedGroup[],
+  result: AdvantageBatchResult,
+  metrics: Record<string, unknown>,
+): Promise<void> {
+  const batch = create(AdvantageBatchSchema, {
+    runId: config.runId,
+    step,
+    estimator: result.estimator,
+    components: config.components.map(componentId),
+    weights: config.components.map((c) => c.weight),
+    policyVersion,
+    groups: prepared.map((g, gi) => {
+      const r = result.groups[gi]!;
+      return {
+        groupId: g.source.group.groupId,
+        kept: r.kept,
+        degenerate: r.degenerate,
+        imputed: g.imputed,
+        sgrpoWeight: r.diagnostics?.sgrpo?.weight ?? 1,
+        denominator: r.diagnostics?.denominator ?? 0,
+        rollouts: g.source.group.rolloutIds.map((id, i) => ({
+          rolloutId: id,
+          index: i,
+          advantage: r.advantages[i]!,
+          weightedReward: weightedTotal(g.rewards[i]!, config.components),
+        })),
+      };
+    }),
+    // google.protobuf.Struct is a plain JSON object in protobuf-es.
+    metrics: JSON.parse(JSON.stringify(metrics)) as JsonObject,
+  });
+  await bus.js.publish(advantageSubject(config.runId), toBinary(AdvantageBatchSchema, batch), {
+    msgID: `${config.runId}:advantages:${step}`,
+  });
+}

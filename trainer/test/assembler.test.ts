@@ -1,0 +1,151 @@
+/** GroupAssembler edge cases against a real nats-server. */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { ComponentStatus, RewardResultSchema } from "@reward-mesh/proto";
+import { type MeshBus, openBus, publishReward } from "@reward-mesh/sdk";
+import { type LocalNats, startTestNats } from "@reward-mesh/sdk/testing";
+import { createGroupAssembler } from "../src/run/assembler.js";
+
+let nats: LocalNats;
+let bus: MeshBus;
+before(async () => {
+  nats = await startTestNats();
+  bus = await openBus(
+    {
+      natsUrl: nats.url,
+      streamMaxAgeSeconds: 3600,
+      streamMaxBytes: -1,
+      duplicateWindowMs: 120_000,
+      streamReplicas: 1,
+    },
+    "assembler-test",
+  );
+});
+after(async () => {
+  await bus.close();
+  await nats.stop();
+});
+
+const result = (runId: string, step: number, groupId: string, index: number, service: string, value = 1) =>
+  create(RewardResultSchema, {
+    rolloutId: `${runId}-${groupId}-${index}`,
+    runId,
+    step,
+    groupId,
+    index,
+    groupSize: 2,
+    service,
+    components: [{ name: "c", value, status: ComponentStatus.OK }],
+  });
+
+// Rollout ids are unique per run (the trainer prefixes the run id), as Nats-Msg-Id de-duplication needs.
+const group = (runId: string, step: number, groupId: string) => ({
+  groupId,
+  step,
+  rolloutIds: [`${runId}-${groupId}-0`, `${runId}-${groupId}-1`],
+  services: ["a", "b"],
+});
+
+describe("GroupAssembler", () => {
+  it("completes a group when every rollout has every service's result; ignores duplicates and strangers", async () => {
+    const asm = await createGroupAssembler({ bus, runId: "asm1" });
+    try {
+      asm.expect(group("asm1", 1, "g1"));
+      await publishReward(bus.js, result("asm1", 1, "g1", 0, "a"), "t");
+      // A re-published result (same Nats-Msg-Id) is stored once; one that bypassed de-duplication is ignored by key.
+      await publishReward(bus.js, result("asm1", 1, "g1", 0, "a", 5), "t2");
+      await bus.js.publish(
+        "mesh.rewards.asm1.a",
+        toBinary(RewardResultSchema, result("asm1", 1, "g1", 0, "a", 7)),
+        { msgID: "other-id" },
+      );
+      await publishReward(bus.js, result("asm1", 1, "g1", 1, "a"), "t");
+      await publishReward(bus.js, result("asm1", 1, "g1", 0, "b"), "t");
+      await publishReward(bus.js, result("asm1", 1, "g1", 0, "zzz"), "t"); // a service the group does not expect
+      await publishReward(bus.js, result("asm1", 1, "g1", 1, "b"), "t");
+      const [g] = await asm.collect(["g1"], Date.now() + 10_000);
+      assert.equal(g!.complete, true);
+      assert.deepEqual(g!.missing, []);
+      assert.equal(
+        g!.results[0]!.get("a")!.components[0]!.value,
+        1,
+        "the first result wins; the re-published one is a duplicate",
+      );
+      const s = asm.stats();
+      assert.ok(s.duplicates >= 1);
+      assert.equal(s.unexpected, 1);
+    } finally {
+      await asm.close();
+    }
+  });
+
+  it("holds results that arrive before their group is expected (out of order)", async () => {
+    const asm = await createGroupAssembler({ bus, runId: "asm2" });
+    try {
+      for (const [i, s] of [
+        [0, "a"],
+        [1, "a"],
+        [0, "b"],
+        [1, "b"],
+      ] as const)
+        await publishReward(bus.js, result("asm2", 1, "g1", i, s), "t");
+      const until = Date.now() + 5_000;
+      while (asm.stats().outOfOrder < 4 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      asm.expect(group("asm2", 1, "g1"));
+      const [g] = await asm.collect(["g1"], Date.now() + 5_000);
+      assert.equal(g!.complete, true);
+      assert.equal(asm.stats().outOfOrder, 4);
+    } finally {
+      await asm.close();
+    }
+  });
+
+  it("returns an incomplete group at the deadline naming what is missing, and drops late results of applied steps", async () => {
+    const asm = await createGroupAssembler({ bus, runId: "asm3" });
+    try {
+      asm.expect(group("asm3", 1, "g1"));
+      await publishReward(bus.js, result("asm3", 1, "g1", 0, "a"), "t");
+      await publishReward(bus.js, result("asm3", 1, "g1", 1, "a"), "t");
+      await publishReward(bus.js, result("asm3", 1, "g1", 0, "b"), "t");
+      const t0 = Date.now();
+      const [g] = await asm.collect(["g1"], Date.now() + 400);
+      assert.ok(Date.now() - t0 >= 350);
+      assert.equal(g!.complete, false);
+      assert.deepEqual(g!.missing, ["1/b"]);
+      asm.markApplied(1);
+      await publishReward(bus.js, result("asm3", 1, "g1", 1, "b"), "t");
+      const until = Date.now() + 5_000;
+      while (asm.stats().late < 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(asm.stats().late, 1);
+    } finally {
+      await asm.close();
+    }
+  });
+
+  it("a restarted assembler recovers the step in progress from the stream", async () => {
+    const first = await createGroupAssembler({ bus, runId: "asm4" });
+    const since = Date.now();
+    first.expect(group("asm4", 2, "g1"));
+    for (const [i, s] of [
+      [0, "a"],
+      [1, "a"],
+      [0, "b"],
+    ] as const)
+      await publishReward(bus.js, result("asm4", 2, "g1", i, s), "t");
+    const until = Date.now() + 5_000;
+    while (first.stats().received < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    await first.close(); // the process "dies": those three were consumed and acked
+    const second = await createGroupAssembler({ bus, runId: "asm4" });
+    try {
+      second.markApplied(1);
+      second.expect(group("asm4", 2, "g1"));
+      assert.equal(await second.replaySince(since - 1000), 3);
+      await publishReward(bus.js, result("asm4", 2, "g1", 1, "b"), "t");
+      const [g] = await second.collect(["g1"], Date.now() + 5_000);
+      assert.equal(g!.complete, true);
+    } finally {
+      await second.close();
+    }
+  });
+});

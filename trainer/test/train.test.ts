@@ -1,0 +1,169 @@
+/**
+ * The training loop end to end: real nats-server, the real length service (its gRPC + JetStream worker),
+ * the embedded learner; and a trainer process killed mid-run (SIGKILL) that resumes from its checkpoint.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { fromBinary } from "@bufbuild/protobuf";
+import { createLengthService } from "@reward-mesh/length";
+import { AdvantageBatchSchema } from "@reward-mesh/proto";
+import {
+  type MeshBus,
+  openBus,
+  readStream,
+  type RunningService,
+  silentLogger,
+  Streams,
+  startRewardService,
+} from "@reward-mesh/sdk";
+import { type LocalNats, startTestNats } from "@reward-mesh/sdk/testing";
+import {
+  builtinTasks,
+  createEmbeddedLearner,
+  readMetrics,
+  resolveRunConfig,
+  runTraining,
+} from "../src/index.js";
+
+let nats: LocalNats;
+let bus: MeshBus;
+let length: RunningService;
+let dir: string;
+const busOptions = (url: string) => ({
+  natsUrl: url,
+  streamMaxAgeSeconds: 3600,
+  streamMaxBytes: -1,
+  duplicateWindowMs: 120_000,
+  streamReplicas: 1,
+});
+
+before(async () => {
+  nats = await startTestNats();
+  bus = await openBus(busOptions(nats.url), "train-test");
+  length = await startRewardService(
+    createLengthService({ maxLength: 20_480, cacheLength: 4_096, penaltyFactor: 1 }),
+    {
+      grpcHost: "127.0.0.1",
+      grpcPort: 0,
+      concurrency: 8,
+      workerEnabled: true,
+      ackWaitMs: 5_000,
+      maxDeliver: 5,
+      nakBackoffMs: 50,
+      nakBackoffMaxMs: 500,
+      logLevel: "silent",
+      bus: busOptions(nats.url),
+    },
+    silentLogger,
+  );
+  dir = mkdtempSync(join(tmpdir(), "rm-train-"));
+});
+after(async () => {
+  await length.close(1000);
+  await bus.close();
+  await nats.stop();
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+});
+
+const doc = (id: string, steps: number) => ({
+  run: { id, seed: 3, outputDir: dir },
+  tasks: { sets: ["custom"] },
+  groupSize: 8,
+  promptsPerStep: 2,
+  steps,
+  components: [{ service: "length", component: "overlong", weight: 1 }],
+  estimator: { name: "corr_grpo", options: { coefficientSumFloor: 1 } },
+  loss: { type: "dapo", klBeta: 0.01 },
+  optim: { lr: 0.1 },
+  groups: { deadlineMs: 20_000 },
+});
+
+describe("training through the mesh", () => {
+  it("learns: the weighted reward of the last steps is above the first (fixed seed)", async () => {
+    const config = resolveRunConfig(doc("e2e", 16));
+    const learner = createEmbeddedLearner({ seed: config.seed });
+    try {
+      const r = await runTraining({ config, tasks: builtinTasks(["custom"]), bus, learner });
+      assert.equal(r.lastStep, 16);
+    } finally {
+      await learner.close();
+    }
+    const lines = readMetrics(join(dir, "e2e", "metrics.jsonl"));
+    assert.deepEqual(
+      lines.map((l) => l.step),
+      Array.from({ length: 16 }, (_, i) => i + 1),
+    );
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const first = mean(lines.slice(0, 4).map((l) => l.weightedReward!));
+    const last = mean(lines.slice(-4).map((l) => l.weightedReward!));
+    assert.ok(last > first + 0.05, `weighted reward ${first.toFixed(3)} -> ${last.toFixed(3)}`);
+    assert.ok(
+      lines.every((l) => (l as unknown as { groups: { used: number } }).groups.used === 2),
+      "no group lost",
+    );
+    // Advantages were published per step on mesh.advantages.<run>.
+    const adv = await readStream(
+      bus,
+      Streams.advantages,
+      "mesh.advantages.e2e",
+      (d) => fromBinary(AdvantageBatchSchema, d),
+      16,
+    );
+    assert.equal(adv.length, 16);
+    assert.equal(adv[0]!.value.groups.length, 2);
+    assert.equal(adv[0]!.value.groups[0]!.rollouts.length, 8);
+    assert.equal(adv[15]!.value.policyVersion, 16);
+  });
+
+  it("a trainer killed mid-run resumes from its checkpoint: every step applied exactly once", async () => {
+    const cfgPath = join(dir, "restart.yaml");
+    writeFileSync(cfgPath, JSON.stringify(doc("restart", 10))); // JSON is YAML
+    const bin = fileURLToPath(new URL("../../cli/bin/reward-mesh.mjs", import.meta.url));
+    const metrics = join(dir, "restart", "metrics.jsonl");
+    const start = () =>
+      spawn(process.execPath, [bin, "train", "--config", cfgPath, "--quiet"], {
+        env: { ...process.env, NATS_URL: nats.url },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+    const lineCount = () =>
+      existsSync(metrics) ? readFileSync(metrics, "utf8").trim().split("\n").filter(Boolean).length : 0;
+    const first: ChildProcess = start();
+    const until = Date.now() + 60_000;
+    while (lineCount() < 3 && Date.now() < until && first.exitCode === null)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.equal(first.exitCode, null, "first trainer still running when killed");
+    const killed = new Promise((r) => first.once("exit", r));
+    first.kill("SIGKILL");
+    await killed;
+    const before = lineCount();
+    assert.ok(before >= 3 && before < 10, `killed mid-run after ${before} steps`);
+
+    const second = start();
+    let out = "";
+    second.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    second.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((r) => second.once("exit", (c) => r(c)));
+    assert.equal(code, 0, out);
+    assert.match(out, /resumed after step \d+/);
+    const lines = readMetrics(metrics);
+    assert.deepEqual(
+      lines.map((l) => l.step),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    );
+    assert.deepEqual(
+      lines.map((l) => (l as unknown as { policyVersion: number }).policyVersion),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      "each step updated the policy exactly once",
+    );
+    assert.ok(
+      lines.every((l) => (l as unknown as { groups: { used: number } }).groups.used === 2),
+      "no complete group lost",
+    );
+    assert.ok(existsSync(join(dir, "restart", "report.html")));
+  });
+});
