@@ -5,6 +5,8 @@
 import { text } from "node:stream/consumers";
 import { runAdvantagesCli } from "@reward-mesh/trainer";
 import { runDemo } from "./commands/demo.js";
+import { runExperiment } from "./commands/experiment.js";
+import { runReport, runTrain } from "./commands/train.js";
 import { runScore } from "./commands/score.js";
 import { runServe } from "./commands/serve.js";
 import { runUp } from "./commands/up.js";
@@ -21,7 +23,10 @@ commands:
   score <service> [--addr host:port]   score proto-JSON rollouts (JSONL on stdin) -> RewardResult JSONL
   advantages --estimator <name> ...    JSON groups on stdin -> advantages (+ --diagnostics)
   up [--services a,b]                  the whole mesh on this machine (NATS + every service)
-  demo                                 what \`npm start\` runs: the mesh plus a scored sample batch
+  train --config run.yaml [--with-mesh]  a training run (resumes a run id from its checkpoint)
+  report <run dir>                     write <run dir>/report.html from its metrics.jsonl
+  experiment --estimators a,b --seeds N [--reward-noise p]   the same run per estimator and seed, compared
+  demo                                 what \`npm start\` runs: the mesh plus a short training run
 
 services: ${SERVICES.map((s) => s.name).join(", ")}
 environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL, OTEL_*
@@ -50,8 +55,14 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case "up":
       return runUp(args, config, process.stdout);
+    case "train":
+      return runTrain(args, config, process.stdout, process.stderr);
+    case "report":
+      return runReport(args, process.stdout);
+    case "experiment":
+      return runExperiment(args, config, process.stdout, process.stderr);
     case "demo":
-      return runDemo(config, process.stdout);
+      return runDemo(args, config, process.stdout, process.stderr);
     default:
       throw new UsageError(`unknown command '${command}' (try 'reward-mesh help')`);
   }

@@ -30,6 +30,26 @@ export const SERVICES: readonly ServiceEntry[] = [
       return m.createLengthService(m.loadConfig());
     },
   },
+  {
+    name: "tool-call",
+    envPrefix: "TOOL_CALL",
+    defaultPort: 50065,
+    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/tool-call/main")),
+    load: async () => {
+      const m = await import("@reward-mesh/tool-call");
+      return m.createToolCallService(m.loadConfig());
+    },
+  },
+  {
+    name: "agentdojo",
+    envPrefix: "AGENTDOJO",
+    defaultPort: 50066,
+    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/agentdojo/main")),
+    load: async () => {
+      const m = await import("@reward-mesh/agentdojo");
+      return m.createAgentDojoService(m.loadConfig());
+    },
+  },
 ];
 
 /** Thrown for an unknown service name; lists the known ones. */

@@ -1,112 +1,109 @@
 /**
- * `reward-mesh demo` (what `npm start` runs): brings the mesh up, publishes a sample batch of rollouts
- * through NATS JetStream, collects the rewards the services stream back, computes CorrGRPO advantages
- * for each group, prints it all, and shuts everything down.
+ * `reward-mesh demo` (what `npm start` runs): brings up NATS and the reward services as separate
+ * processes, trains the embedded learner for a short run on the built-in tasks through the real mesh,
+ * prints a summary (reward per component at the start and the end, estimator, wall time), writes the
+ * report, and shuts everything down.
  * @module
  */
 import type { Writable } from "node:stream";
-import { create, fromBinary } from "@bufbuild/protobuf";
-import { type RewardResult, RewardResultSchema, type Rollout, RolloutSchema } from "@reward-mesh/proto";
-import { openBus, publishRollout, readStream, Streams } from "@reward-mesh/sdk";
-import { computeAdvantages } from "@reward-mesh/trainer";
+import { createLogger } from "@reward-mesh/sdk";
+import {
+  builtinTasks,
+  type MetricsLine,
+  readMetrics,
+  resolveRunConfig,
+  runPaths,
+} from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
-import { startMesh } from "./up.js";
-import { printMesh } from "./up.js";
+import { parseFlags, UsageError } from "../io.js";
+import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
+import { printMesh, startMesh } from "./up.js";
 
-const PROMPTS = [
-  { id: "haiku", lengths: [40, 90, 130, 200] },
-  { id: "summary", lengths: [60, 110, 150, 170] },
-];
+/** Seed documented in the README (the demo's learning figures are for this seed). */
+export const DEMO_SEED = 7;
 
-/** The sample batch: two groups of four responses of growing length, with a small overlong window. */
-export function sampleBatch(runId: string): Rollout[] {
-  const out: Rollout[] = [];
-  for (const p of PROMPTS) {
-    p.lengths.forEach((len, i) => {
-      out.push(
-        create(RolloutSchema, {
-          id: `${runId}-${p.id}-${i}`,
-          runId,
-          step: 0,
-          groupId: p.id,
-          index: i,
-          groupSize: p.lengths.length,
-          task: { id: p.id, prompt: `Write a ${p.id}.`, kind: { case: "custom", value: {} } },
-          response: "lorem ipsum ".repeat(Math.ceil(len / 12)).slice(0, len),
-          metadata: { "overlong.max_length": "160", "overlong.cache_length": "80" },
-        }),
-      );
-    });
-  }
-  return out;
+/** The demo's run configuration document (also the experiment command's default). */
+export function demoRunDocument(seed = DEMO_SEED, steps = 40): Record<string, unknown> {
+  return {
+    run: { id: `demo-${Date.now().toString(36)}`, seed, outputDir: "runs" },
+    tasks: { source: "builtin", sets: ["custom"] },
+    groupSize: 8,
+    promptsPerStep: 2,
+    steps,
+    components: [{ service: "length", component: "overlong", weight: 1 }],
+    estimator: { name: "grpo_covariance_coefficient", options: { coefficientSumFloor: 1 } },
+    loss: { type: "dapo", klBeta: 0.01 },
+    optim: { lr: 0.1 },
+    groups: { deadlineMs: 30_000 },
+  };
 }
 
+const avg = (ls: readonly MetricsLine[], f: (l: MetricsLine) => number | null | undefined) => {
+  const v = ls.map(f).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
+  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
+};
+
 /** Runs the demo; returns the exit code. */
-export async function runDemo(config: CliConfig, out: Writable): Promise<number> {
+export async function runDemo(
+  args: readonly string[],
+  cli: CliConfig,
+  out: Writable,
+  err: Writable & { isTTY?: boolean },
+): Promise<number> {
+  const { flags, positional } = parseFlags(args, { seed: "string", steps: "string" });
+  if (positional.length) throw new UsageError("usage: reward-mesh demo [--seed N] [--steps N]");
+  const seed = Number(flags["seed"] ?? DEMO_SEED);
+  const steps = Number(flags["steps"] ?? 40);
+  if (!Number.isInteger(seed) || seed < 0 || !Number.isInteger(steps) || steps < 2)
+    throw new UsageError("'--seed' and '--steps' must be integers (steps >= 2)");
   const t0 = performance.now();
-  out.write("reward-mesh demo: starting NATS JetStream and the reward services...\n");
-  const mesh = await startMesh(config);
+  const config = resolveRunConfig(demoRunDocument(seed, steps));
+  const tasks = builtinTasks(config.tasks.sets);
+  out.write(
+    `reward-mesh demo — run ${config.runId}, seed ${seed}\nstarting NATS JetStream and the reward services (${servicesOf(config).join(", ")})...\n`,
+  );
+  const mesh = await startMesh(cli, { services: servicesOf(config) });
+  let result: Awaited<ReturnType<typeof trainWithMesh>>;
   try {
     printMesh(mesh, out);
-    const bus = await openBus({ ...config.bus, natsUrl: mesh.natsUrl }, "reward-mesh-demo");
-    try {
-      const runId = `demo-${Date.now().toString(36)}`;
-      const batch = sampleBatch(runId);
-      for (const r of batch) await publishRollout(bus.js, r);
-      out.write(
-        `\npublished ${batch.length} rollouts on mesh.rollouts.custom.${runId}; waiting for rewards...\n`,
-      );
-      const expected = batch.length * mesh.services.length;
-      const stored = await readStream(
-        bus,
-        Streams.rewards,
-        `mesh.rewards.${runId}.>`,
-        (d) => fromBinary(RewardResultSchema, d),
-        expected,
-        30_000,
-      );
-      if (stored.length < expected)
-        throw new Error(`only ${stored.length} of ${expected} rewards arrived within 30 s`);
-      const byRollout = new Map<string, RewardResult[]>();
-      for (const m of stored)
-        byRollout.set(m.value.rolloutId, [...(byRollout.get(m.value.rolloutId) ?? []), m.value]);
-      const component = (r: Rollout, name: string) =>
-        byRollout
-          .get(r.id)
-          ?.flatMap((x) => x.components)
-          .find((c) => c.name === name)?.value ?? Number.NaN;
-
-      // Weighted objective: avoid overlong answers (weight 1), mildly prefer shorter ones (−0.002 / char).
-      const groups = PROMPTS.map((p) => batch.filter((r) => r.groupId === p.id));
-      const adv = computeAdvantages(
-        {
-          groups: groups.map((g) => ({
-            rewards: g.map((r) => [component(r, "overlong"), component(r, "length")]),
-          })),
-          weights: [1, -0.002],
-          components: ["overlong", "length"],
-        },
-        { estimator: "grpo_covariance_coefficient" },
-      );
-      out.write(
-        `\n${"rollout".padEnd(28)} ${"length".padStart(7)} ${"overlong".padStart(9)} ${"CorrGRPO A".padStart(11)}\n`,
-      );
-      groups.forEach((g, gi) => {
-        g.forEach((r, i) => {
-          out.write(
-            `${r.id.padEnd(28)} ${component(r, "length").toFixed(0).padStart(7)} ${component(r, "overlong").toFixed(3).padStart(9)} ${adv.groups[gi]!.advantages[i]!.toFixed(4).padStart(11)}\n`,
-          );
-        });
-      });
-      out.write(
-        `\n${stored.length} rewards streamed back over JetStream in ${((performance.now() - t0) / 1000).toFixed(1)} s total.\n`,
-      );
-    } finally {
-      await bus.close();
-    }
+    out.write(
+      `\ntraining the embedded learner (a small tabular softmax policy over task fragments, not an LLM): ${tasks.length} tasks, G=${config.groupSize}, ${config.promptsPerStep} prompts/step, ${config.steps} steps, estimator ${config.estimator.name}, loss ${config.loss.type}\n`,
+    );
+    result = await trainWithMesh({
+      cli,
+      config,
+      tasks,
+      withMesh: false,
+      mesh,
+      logger: createLogger({ service: "demo", level: "warn" }),
+      onStep: progressPrinter(err),
+    });
   } finally {
     await mesh.stop();
   }
-  out.write("mesh stopped.\n");
+  const lines = readMetrics(runPaths(config.outputDir, config.runId).metrics);
+  const n = Math.min(10, Math.floor(lines.length / 2));
+  const first = lines.slice(0, n);
+  const last = lines.slice(-n);
+  const comps = Object.keys(lines[0]?.components ?? {});
+  const row = (name: string, a: number | null, b: number | null) =>
+    `${name.padEnd(28)} ${a === null ? "–".padStart(10) : a.toFixed(4).padStart(10)} ${b === null ? "–".padStart(10) : b.toFixed(4).padStart(10)}\n`;
+  out.write(`\n${"".padEnd(28)} ${`first ${n}`.padStart(10)} ${`last ${n}`.padStart(10)}\n`);
+  const w0 = avg(first, (l) => l.weightedReward);
+  const w1 = avg(last, (l) => l.weightedReward);
+  out.write(row("weighted reward", w0, w1));
+  for (const c of comps)
+    out.write(
+      row(
+        c,
+        avg(first, (l) => l.components?.[c]?.mean),
+        avg(last, (l) => l.components?.[c]?.mean),
+      ),
+    );
+  out.write(
+    `\nestimator ${config.estimator.name}, loss ${config.loss.type}, ${lines.length} steps, wall time ${((performance.now() - t0) / 1000).toFixed(1)} s\n` +
+      `weighted reward ${w0?.toFixed(4)} -> ${w1?.toFixed(4)} (${w0 !== null && w1 !== null ? `${w1 - w0 >= 0 ? "+" : ""}${(w1 - w0).toFixed(4)}` : "n/a"})\n` +
+      `report ${result.report}\nmesh stopped.\n`,
+  );
   return 0;
 }

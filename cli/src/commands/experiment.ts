@@ -1,0 +1,181 @@
+/**
+ * `reward-mesh experiment --estimators grpo,corr_grpo,s_grpo --seeds N [--reward-noise p]`: the same run
+ * under each estimator and seed, on one mesh, then one comparison report (mean ± spread curves).
+ *
+ * Estimator names are the engine's (`grpo`, `dr_grpo`, `corr_grpo`, `gdpo`, `mo_grpo`, …) plus `s_grpo`
+ * (GRPO with the S-GRPO weight, as released) and `<name>+s_grpo` (S-GRPO on top of any estimator).
+ * `--reward-noise p` flips the binary components listed by `--noise-components` (default: the config's
+ * `rewardNoise.components`, else `sgrpo.component`) with probability p in the trainer, and S-GRPO uses that
+ * p — the setting the S-GRPO paper studies.
+ * @module
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Writable } from "node:stream";
+import { createLogger } from "@reward-mesh/sdk";
+import {
+  builtinTasks,
+  type ExperimentRun,
+  loadRunConfig,
+  readMetrics,
+  renderExperimentReport,
+  type RunConfig,
+  resolveRunConfig,
+  runPaths,
+} from "@reward-mesh/trainer";
+import type { CliConfig } from "../config.js";
+import { parseFlags, UsageError } from "../io.js";
+import { demoRunDocument } from "./demo.js";
+import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
+import { startMesh } from "./up.js";
+
+/** Usage of the experiment command. */
+export const EXPERIMENT_USAGE =
+  "usage: reward-mesh experiment --estimators a,b,... [--seeds N] [--reward-noise p] [--noise-components svc/comp,...] [--config base.yaml] [--steps N] [--id ID]";
+
+/** The run config of one arm of the experiment. */
+export function armConfig(
+  base: RunConfig,
+  arm: string,
+  seed: number,
+  noise: number,
+  noiseComponents: readonly string[],
+  expId: string,
+): RunConfig {
+  const sgrpo = arm === "s_grpo" || arm.endsWith("+s_grpo");
+  const estimator = arm === "s_grpo" ? "grpo" : arm.replace(/\+s_grpo$/, "");
+  const sgrpoComponent = noiseComponents[0] ?? base.sgrpo?.component;
+  const doc = {
+    ...toDocument(base),
+    run: {
+      id: `${expId}-${arm.replace(/[^A-Za-z0-9_-]/g, "_")}-s${seed}`,
+      seed,
+      outputDir: join(base.outputDir, expId),
+    },
+    estimator: { name: estimator, options: estimator === base.estimator.name ? base.estimator.options : {} },
+    sgrpo: sgrpo
+      ? {
+          p: noise > 0 ? noise : (base.sgrpo?.p ?? 0.1),
+          ...(sgrpoComponent ? { component: sgrpoComponent, successThreshold: 0.5 } : {}),
+        }
+      : null,
+    rewardNoise: { p: noise, components: noise > 0 ? [...noiseComponents] : [] },
+  };
+  return resolveRunConfig(doc);
+}
+
+/** A resolved config back to the document form `resolveRunConfig` reads. */
+function toDocument(c: RunConfig): Record<string, unknown> {
+  return {
+    tasks: c.tasks,
+    groupSize: c.groupSize,
+    promptsPerStep: c.promptsPerStep,
+    steps: c.steps,
+    components: c.components,
+    services: c.serviceDomains,
+    dynamicSampling: c.dynamicSampling ?? false,
+    loss: c.loss,
+    optim: c.optim,
+    learner: c.learner,
+    groups: c.groups,
+    checkpointEvery: c.checkpointEvery,
+  };
+}
+
+/** `reward-mesh experiment`. */
+export async function runExperiment(
+  args: readonly string[],
+  cli: CliConfig,
+  stdout: Writable,
+  stderr: Writable & { isTTY?: boolean },
+): Promise<number> {
+  const { flags, positional } = parseFlags(args, {
+    estimators: "string",
+    seeds: "string",
+    "reward-noise": "string",
+    "noise-components": "string",
+    config: "string",
+    steps: "string",
+    id: "string",
+  });
+  if (positional.length > 0 || typeof flags["estimators"] !== "string")
+    throw new UsageError(EXPERIMENT_USAGE);
+  const arms = flags["estimators"]
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const seeds = Number(flags["seeds"] ?? 3);
+  if (!Number.isInteger(seeds) || seeds < 1 || seeds > 100)
+    throw new UsageError("'--seeds' must be an integer in [1, 100]");
+  const noise = Number(flags["reward-noise"] ?? 0);
+  if (!Number.isFinite(noise) || noise < 0 || noise >= 0.5)
+    throw new UsageError("'--reward-noise' must be in [0, 0.5)");
+  let base =
+    typeof flags["config"] === "string"
+      ? loadRunConfig(flags["config"])
+      : resolveRunConfig(demoRunDocument());
+  if (typeof flags["steps"] === "string") {
+    const n = Number(flags["steps"]);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError("'--steps' must be a positive integer");
+    base = { ...base, steps: n };
+  }
+  const noiseComponents =
+    typeof flags["noise-components"] === "string"
+      ? flags["noise-components"].split(",").map((s) => s.trim())
+      : base.rewardNoise.components.length
+        ? base.rewardNoise.components
+        : base.sgrpo?.component
+          ? [base.sgrpo.component]
+          : [];
+  if (noise > 0 && noiseComponents.length === 0)
+    throw new UsageError(
+      "'--reward-noise' needs '--noise-components' (binary components such as code-exec/pass)",
+    );
+  const expId =
+    typeof flags["id"] === "string"
+      ? flags["id"]
+      : `exp-${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-")}`;
+  // Validate every arm before starting anything.
+  const configs = arms.flatMap((arm) =>
+    Array.from({ length: seeds }, (_, s) => ({
+      arm,
+      config: armConfig(base, arm, s + 1, noise, noiseComponents, expId),
+    })),
+  );
+  const tasks = builtinTasks(base.tasks.sets);
+  const mesh = await startMesh(cli, { services: servicesOf(base) });
+  const logger = createLogger({ service: "experiment", level: "warn" });
+  const runs: ExperimentRun[] = [];
+  try {
+    for (const { arm, config } of configs) {
+      stderr.write(`\n== ${arm}, seed ${config.seed} (${config.runId})\n`);
+      await trainWithMesh({
+        cli,
+        config,
+        tasks,
+        withMesh: false,
+        mesh,
+        logger,
+        onStep: progressPrinter(stderr),
+      });
+      runs.push({
+        estimator: arm,
+        seed: config.seed,
+        lines: readMetrics(runPaths(config.outputDir, config.runId).metrics),
+      });
+    }
+  } finally {
+    await mesh.stop();
+  }
+  const dir = join(base.outputDir, expId);
+  mkdirSync(dir, { recursive: true });
+  const out = join(dir, "experiment.html");
+  const note = `${arms.length} estimators × ${seeds} seeds × ${base.steps} steps; G=${base.groupSize}, B=${base.promptsPerStep}; reward noise p=${noise}${noise > 0 ? ` on ${noiseComponents.join(", ")}` : ""}. Embedded learner (a small tabular policy, not an LLM).`;
+  writeFileSync(out, renderExperimentReport(`reward-mesh experiment ${expId}`, runs, note));
+  writeFileSync(
+    join(dir, "experiment.json"),
+    `${JSON.stringify({ id: expId, arms, seeds, noise, noiseComponents, runs: runs.map((r) => ({ estimator: r.estimator, seed: r.seed, steps: r.lines.length })) }, null, 2)}\n`,
+  );
+  stdout.write(`experiment ${expId}: ${runs.length} runs\nreport ${out}\n`);
+  return 0;
+}

@@ -1,0 +1,202 @@
+/**
+ * `reward-mesh train --config run.yaml [--with-mesh]` and `reward-mesh report <run dir>`.
+ *
+ * `train` connects to NATS at `NATS_URL` and expects the services of the run's components to be running
+ * (`reward-mesh up`); `--with-mesh` starts NATS (if needed) and exactly those services for the run's
+ * duration. A second Ctrl-C is not needed: the first stops after the current step, checkpointed; running
+ * the same command again resumes.
+ * @module
+ */
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Writable } from "node:stream";
+import { createLogger, type Logger, openBus } from "@reward-mesh/sdk";
+import {
+  builtinTasks,
+  createEmbeddedLearner,
+  createRemoteLearner,
+  type Learner,
+  loadRunConfig,
+  readMetrics,
+  renderRunReport,
+  type RunConfig,
+  runPaths,
+  runTraining,
+  type StepReport,
+  type TaskDefinition,
+  type TrainingResult,
+} from "@reward-mesh/trainer";
+import type { CliConfig } from "../config.js";
+import { parseFlags, UsageError } from "../io.js";
+import { SERVICES } from "../services.js";
+import { type RunningMesh, startMesh } from "./up.js";
+
+/** Usage of the train command. */
+export const TRAIN_USAGE =
+  "usage: reward-mesh train --config run.yaml [--with-mesh] [--steps N] [--run-id ID] [--quiet]";
+
+/** Services a run needs (those of its components). */
+export function servicesOf(config: RunConfig): string[] {
+  const names = [...new Set(config.components.map((c) => c.service))];
+  const known = new Set(SERVICES.map((s) => s.name));
+  const unknown = names.filter((n) => !known.has(n));
+  if (unknown.length) {
+    throw new UsageError(
+      `the run uses services this build does not ship: ${unknown.join(", ")} (available: ${[...known].join(", ")})`,
+    );
+  }
+  return names;
+}
+
+/** A progress bar on `out` (one updating line on a TTY, a line per step otherwise). */
+export function progressPrinter(out: Writable & { isTTY?: boolean }): (r: StepReport) => void {
+  const t0 = performance.now();
+  let first: number | null = null;
+  return (r) => {
+    const w = r.metrics["weightedReward"] as number | null;
+    if (first === null && w !== null) first = w;
+    const width = 24;
+    const done = Math.round((r.step / r.steps) * width);
+    const bar = `${"█".repeat(done)}${"░".repeat(width - done)}`;
+    const secs = (performance.now() - t0) / 1000;
+    const fmt = (v: unknown, d = 3) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(d) : "–");
+    const line = `step ${String(r.step).padStart(String(r.steps).length)}/${r.steps} ${bar} reward ${fmt(w)} (${w !== null && first !== null ? (w - first >= 0 ? "+" : "") + (w - first).toFixed(3) : "–"}) loss ${fmt(r.metrics["loss"], 4)} kl ${fmt(r.metrics["kl"], 4)} entropy ${fmt(r.metrics["entropy"], 2)} ${secs.toFixed(0)} s`;
+    if (out.isTTY) out.write(`\r${line}${r.step === r.steps ? "\n" : ""}`);
+    else out.write(`${line}\n`);
+  };
+}
+
+/** Creates the learner a run asks for (resuming the embedded one from its checkpoint). */
+export async function learnerFor(config: RunConfig): Promise<Learner> {
+  if (config.learner === "embedded") {
+    const ckpt = runPaths(config.outputDir, config.runId).learnerCheckpoint;
+    return createEmbeddedLearner({ seed: config.seed, ...(existsSync(ckpt) ? { checkpoint: ckpt } : {}) });
+  }
+  return createRemoteLearner(config.learner.slice("grpc://".length));
+}
+
+/** Options of {@link trainWithMesh}. */
+export interface TrainWithMeshOptions {
+  readonly cli: CliConfig;
+  readonly config: RunConfig;
+  readonly tasks: readonly TaskDefinition[];
+  readonly withMesh: boolean;
+  /** An already running mesh to use (experiments share one). */
+  readonly mesh?: RunningMesh;
+  readonly onStep?: (r: StepReport) => void;
+  readonly logger: Logger;
+  readonly signal?: AbortSignal;
+}
+
+/** Runs one training run (optionally bringing up the mesh it needs) and writes its report. */
+export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingResult & { report: string }> {
+  let mesh = o.mesh;
+  const ownMesh = !mesh && o.withMesh;
+  if (ownMesh) mesh = await startMesh(o.cli, { services: servicesOf(o.config) });
+  try {
+    const bus = await openBus(
+      { ...o.cli.bus, natsUrl: mesh?.natsUrl ?? o.cli.bus.natsUrl },
+      `trainer-${o.config.runId}`,
+    );
+    const learner = await learnerFor(o.config);
+    try {
+      const result = await runTraining({
+        config: o.config,
+        tasks: o.tasks,
+        bus,
+        learner,
+        logger: o.logger,
+        ...(o.onStep ? { onStep: o.onStep } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+      });
+      const paths = runPaths(o.config.outputDir, o.config.runId);
+      writeFileSync(
+        paths.report,
+        renderRunReport(
+          o.config.runId,
+          readMetrics(paths.metrics),
+          "Embedded learner: a small tabular softmax policy over task fragments, not an LLM.",
+        ),
+      );
+      return { ...result, report: paths.report };
+    } finally {
+      await learner.close();
+      await bus.close();
+    }
+  } finally {
+    if (ownMesh) await mesh!.stop();
+  }
+}
+
+/** `reward-mesh train`. */
+export async function runTrain(
+  args: readonly string[],
+  cli: CliConfig,
+  stdout: Writable,
+  stderr: Writable & { isTTY?: boolean },
+): Promise<number> {
+  const { flags, positional } = parseFlags(args, {
+    config: "string",
+    "with-mesh": "boolean",
+    steps: "string",
+    "run-id": "string",
+    quiet: "boolean",
+  });
+  if (positional.length > 0 || typeof flags["config"] !== "string") throw new UsageError(TRAIN_USAGE);
+  let config = loadRunConfig(flags["config"]);
+  if (typeof flags["steps"] === "string") {
+    const n = Number(flags["steps"]);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError("'--steps' must be a positive integer");
+    config = { ...config, steps: n };
+  }
+  if (typeof flags["run-id"] === "string") {
+    if (!/^[A-Za-z0-9_-]+$/.test(flags["run-id"]))
+      throw new UsageError("'--run-id' must match [A-Za-z0-9_-]+");
+    config = { ...config, runId: flags["run-id"] };
+  }
+  if (config.tasks.source !== "builtin")
+    throw new UsageError(
+      `'tasks.source' ${config.tasks.source}: only 'builtin' task sets are supported by this build`,
+    );
+  const tasks = builtinTasks(config.tasks.sets);
+  const abort = new AbortController();
+  const onSignal = () => {
+    stderr.write("\nstopping after the current step (checkpointed; run the same command to resume)...\n");
+    abort.abort();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    const r = await trainWithMesh({
+      cli,
+      config,
+      tasks,
+      withMesh: flags["with-mesh"] === true,
+      logger: createLogger({ service: "trainer", level: "warn" }),
+      ...(flags["quiet"] ? {} : { onStep: progressPrinter(stderr) }),
+      signal: abort.signal,
+    });
+    stdout.write(
+      `${r.stopped ? "stopped" : "finished"} run ${r.runId}: steps ${r.firstStep}..${r.lastStep}${r.resumedFrom ? ` (resumed after step ${r.resumedFrom})` : ""}\nmetrics ${join(r.dir, "metrics.jsonl")}\nreport  ${r.report}\n`,
+    );
+    return 0;
+  } finally {
+    process.removeListener("SIGINT", onSignal);
+    process.removeListener("SIGTERM", onSignal);
+  }
+}
+
+/** `reward-mesh report <run dir>`. */
+export function runReport(args: readonly string[], stdout: Writable): number {
+  if (args.length !== 1 || args[0]!.startsWith("-"))
+    throw new UsageError("usage: reward-mesh report <run dir>");
+  const dir = args[0]!;
+  const metrics = join(dir, "metrics.jsonl");
+  if (!existsSync(metrics))
+    throw new UsageError(`'${dir}' has no metrics.jsonl (is it a run directory under runs/?)`);
+  const out = join(dir, "report.html");
+  const runId = dir.replace(/\/+$/, "").split("/").at(-1) ?? dir;
+  writeFileSync(out, renderRunReport(runId, readMetrics(metrics)));
+  stdout.write(`${out}\n`);
+  return 0;
+}
