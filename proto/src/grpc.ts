@@ -292,7 +292,9 @@ export type Client<S extends GenService<GenServiceMethods>> = {
             reqs: AsyncIterable<InInit<Methods<S>[K]>>,
             opts?: CallOptions,
           ) => AsyncIterable<Out<Methods<S>[K]>>;
-} & { readonly close: () => void; readonly raw: grpc.Client };
+} & { readonly raw: grpc.Client } & ("close" extends keyof Methods<S>
+    ? unknown
+    : { readonly close: () => void });
 
 function callOptionsFor(opts: CallOptions | undefined): grpc.CallOptions {
   const o: grpc.CallOptions = {};
@@ -336,8 +338,12 @@ export function createGrpcClient<S extends GenService<GenServiceMethods>>(
   channelOptions: grpc.ChannelOptions = {},
 ): Client<S> {
   const raw = new grpc.Client(address, credentials, channelOptions);
+  // A service with an RPC named `close` (e.g. AgentEnvironment.Close) gets the RPC there; its channel is
+  // closed with `client.raw.close()`. The type of the client says which one a caller has.
   const client: Record<string, unknown> = { close: () => raw.close(), raw };
   for (const method of (service as DescService).methods) {
+    if (method.localName === "raw")
+      throw new TypeError(`${service.typeName}.${method.name} clashes with the client's 'raw' channel`);
     const path = methodPath(method);
     const ser = serializer(method.input);
     const de = deserializer(method.output);

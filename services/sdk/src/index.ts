@@ -43,7 +43,7 @@ export {
 } from "./errors.js";
 export type { LogFields, Logger, LoggerOptions } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
-export type { RunningService } from "./runtime.js";
+export type { RunningService, ServiceExtras } from "./runtime.js";
 export { serveRewardService, startRewardService } from "./runtime.js";
 export { MAX_RESPONSE_CHARS, taskDomain, validateRollout } from "./validate.js";
 
@@ -73,8 +73,8 @@ export type { HealthState } from "./health.js";
 export { createHealthState, HealthStatus } from "./health.js";
 export type { Limiter } from "./limiter.js";
 export { createLimiter } from "./limiter.js";
-export type { GrpcServerOptions, RunningGrpcServer } from "./server.js";
-export { createRewardServiceImpl, startGrpcServer } from "./server.js";
+export type { GrpcServerOptions, GrpcServicesOptions, HostedService, RunningGrpcServer } from "./server.js";
+export { createRewardServiceImpl, grpcService, startGrpcServer, startGrpcServices } from "./server.js";
 export {
   advantageSubject,
   checkSubjectToken,

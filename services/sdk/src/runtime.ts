@@ -9,7 +9,7 @@ import type { ServiceRuntimeOptions } from "./config.js";
 import { openBus } from "./bus.js";
 import { createLimiter } from "./limiter.js";
 import type { Logger } from "./logger.js";
-import { type RunningGrpcServer, startGrpcServer } from "./server.js";
+import { type HostedService, type RunningGrpcServer, startGrpcServer } from "./server.js";
 import type { RewardServiceDefinition } from "./service.js";
 import { type RunningWorker, startWorker } from "./worker.js";
 
@@ -22,11 +22,18 @@ export interface RunningService {
   close(graceMs?: number): Promise<void>;
 }
 
+/** Extras of a service process. */
+export interface ServiceExtras {
+  /** More gRPC services on the reward service's port (e.g. agentdojo's AgentEnvironment). */
+  readonly extraServices?: readonly HostedService[];
+}
+
 /** Starts gRPC and (unless disabled) the JetStream worker. */
 export async function startRewardService(
   def: RewardServiceDefinition,
   options: ServiceRuntimeOptions,
   logger: Logger,
+  extras: ServiceExtras = {},
 ): Promise<RunningService> {
   const limiter = createLimiter(options.concurrency);
   const grpcServer = await startGrpcServer(def, {
@@ -34,6 +41,7 @@ export async function startRewardService(
     port: options.grpcPort,
     limiter,
     logger,
+    ...(extras.extraServices ? { extraServices: extras.extraServices } : {}),
   });
   let worker: RunningWorker | undefined;
   let closeBus: (() => Promise<void>) | undefined;
@@ -77,8 +85,9 @@ export async function serveRewardService(
   options: ServiceRuntimeOptions,
   logger: Logger,
   onShutdown: () => Promise<void> = async () => {},
+  extras: ServiceExtras = {},
 ): Promise<RunningService> {
-  const running = await startRewardService(def, options, logger);
+  const running = await startRewardService(def, options, logger, extras);
   logger.info(
     {
       address: running.grpc.address,

@@ -1,9 +1,12 @@
 /**
  * The gRPC side of a reward service: `rewardmesh.v1.RewardService` (Describe, Score, ScoreStream),
- * `grpc.health.v1.Health` and server reflection, on one grpc-js server.
+ * `grpc.health.v1.Health` and server reflection, on one grpc-js server; and the generic server every
+ * other mesh gRPC service (agent environment, learner) is hosted on.
  * @module
  */
 import { setMaxListeners } from "node:events";
+import type { DescService } from "@bufbuild/protobuf";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import {
   createGrpcHandlers,
   createGrpcServiceDefinition,
@@ -23,6 +26,45 @@ import { createReflectionImpls } from "./reflection.js";
 import type { RewardServiceDefinition } from "./service.js";
 import { extractFromMetadata } from "./telemetry.js";
 
+/**
+ * One gRPC service to host: its descriptor and its typed handlers (build with {@link grpcService}, so a
+ * missing or mistyped RPC is a compile error).
+ */
+export interface HostedService {
+  readonly descriptor: DescService;
+  readonly handlers: grpc.UntypedServiceImplementation;
+}
+
+/** Pairs a protobuf-es service with its {@link ServiceImpl}, mapping errors with `toGrpcStatus`. */
+export function grpcService<S extends GenService<GenServiceMethods>>(
+  service: S,
+  impl: ServiceImpl<S>,
+  logger?: Logger,
+): HostedService {
+  const toStatus = (err: unknown) => {
+    const st = toGrpcStatus(err);
+    if (st.code === grpc.status.INTERNAL) logger?.error({ err, service: service.typeName }, "handler failed");
+    return st;
+  };
+  return {
+    descriptor: service as unknown as DescService,
+    handlers: createGrpcHandlers(service, impl, { toStatus }),
+  };
+}
+
+/** Options of {@link startGrpcServices}. */
+export interface GrpcServicesOptions {
+  /** @default "127.0.0.1" */
+  readonly host?: string;
+  /** 0 picks a free port. @default 0 */
+  readonly port?: number;
+  readonly logger: Logger;
+  /** @default 16 MiB */
+  readonly maxMessageBytes?: number;
+  /** Also serve `grpc.reflection.v1` / `v1alpha` for these services. @default true */
+  readonly reflection?: boolean;
+}
+
 /** Options of {@link startGrpcServer}. */
 export interface GrpcServerOptions {
   /** @default "127.0.0.1" */
@@ -32,6 +74,8 @@ export interface GrpcServerOptions {
   /** Shared with the JetStream worker so that both together respect the service's concurrency. */
   readonly limiter: Limiter;
   readonly logger: Logger;
+  /** More services on the same port (e.g. the agentdojo service's AgentEnvironment). */
+  readonly extraServices?: readonly HostedService[];
 }
 
 /** A running gRPC server. */
@@ -124,49 +168,42 @@ export function createRewardServiceImpl(
   };
 }
 
-/** Starts the gRPC server for `def` and marks it SERVING. */
-export async function startGrpcServer(
-  def: RewardServiceDefinition,
-  options: GrpcServerOptions,
+/**
+ * Starts one grpc-js server hosting `services` plus `grpc.health.v1` (every service and "" SERVING once
+ * bound) and server reflection. The one place the mesh builds a gRPC server: reward services, the agent
+ * environment and the learner all use it.
+ */
+export async function startGrpcServices(
+  services: readonly HostedService[],
+  options: GrpcServicesOptions,
 ): Promise<RunningGrpcServer> {
   const host = options.host ?? "127.0.0.1";
   const logger = options.logger.child({ component: "grpc" });
+  const max = options.maxMessageBytes ?? 16 * 1024 * 1024;
   const server = new grpc.Server({
-    "grpc.max_receive_message_length": 16 * 1024 * 1024,
-    "grpc.max_send_message_length": 16 * 1024 * 1024,
+    "grpc.max_receive_message_length": max,
+    "grpc.max_send_message_length": max,
   });
-  const toStatus = (err: unknown) => {
-    const st = toGrpcStatus(err);
-    if (st.code === grpc.status.INTERNAL) logger.error({ err }, "handler failed");
-    return st;
-  };
-  const healthState = createHealthState([RewardService.typeName]);
-  const reflection = createReflectionImpls([RewardService, health.Health]);
-  server.addService(
-    createGrpcServiceDefinition(RewardService),
-    createGrpcHandlers(RewardService, createRewardServiceImpl(def, options.limiter, logger), { toStatus }),
-  );
-  server.addService(
-    createGrpcServiceDefinition(health.Health),
-    createGrpcHandlers(health.Health, healthState.impl, { toStatus }),
-  );
-  server.addService(
-    createGrpcServiceDefinition(reflectionV1.ServerReflection),
-    createGrpcHandlers(reflectionV1.ServerReflection, reflection.v1, { toStatus }),
-  );
-  server.addService(
-    createGrpcServiceDefinition(reflectionV1alpha.ServerReflection),
-    createGrpcHandlers(reflectionV1alpha.ServerReflection, reflection.v1alpha, { toStatus }),
-  );
+  const healthState = createHealthState(services.map((s) => s.descriptor.typeName));
+  const all: HostedService[] = [...services, grpcService(health.Health, healthState.impl, logger)];
+  if (options.reflection ?? true) {
+    const reflection = createReflectionImpls(all.map((s) => s.descriptor));
+    all.push(grpcService(reflectionV1.ServerReflection, reflection.v1, logger));
+    all.push(grpcService(reflectionV1alpha.ServerReflection, reflection.v1alpha, logger));
+  }
+  for (const s of all) server.addService(createGrpcServiceDefinition(s.descriptor), s.handlers);
   const bindHost = host.includes(":") ? `[${host}]` : host;
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${bindHost}:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
       err ? reject(err) : resolve(p),
     ),
-  );
+  ).catch((err: unknown) => {
+    server.forceShutdown();
+    throw err;
+  });
   healthState.setAll(HealthStatus.SERVING);
   const dialHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : bindHost;
-  logger.info({ port, host }, "gRPC server listening");
+  logger.info({ port, host, services: services.map((s) => s.descriptor.typeName) }, "gRPC server listening");
   return {
     port,
     address: `${dialHost}:${port}`,
@@ -186,4 +223,19 @@ export async function startGrpcServer(
       });
     },
   };
+}
+
+/** Starts the gRPC server for `def` (plus `extraServices`) and marks it SERVING. */
+export function startGrpcServer(
+  def: RewardServiceDefinition,
+  options: GrpcServerOptions,
+): Promise<RunningGrpcServer> {
+  const logger = options.logger.child({ component: "grpc" });
+  return startGrpcServices(
+    [
+      grpcService(RewardService, createRewardServiceImpl(def, options.limiter, logger), logger),
+      ...(options.extraServices ?? []),
+    ],
+    { host: options.host ?? "127.0.0.1", port: options.port ?? 0, logger: options.logger },
+  );
 }

@@ -6,15 +6,13 @@
  */
 import {
   createGrpcHandlers,
-  createGrpcServiceDefinition,
   grpc,
-  health,
   type LearnerSample,
   Learner as LearnerService,
   type LearnerTrainStepHeader,
   type ServiceImpl,
 } from "@reward-mesh/proto";
-import { createHealthState, HealthStatus, type Logger, silentLogger } from "@reward-mesh/sdk";
+import { type Logger, silentLogger, startGrpcServices } from "@reward-mesh/sdk";
 import { LearnerInputError } from "./errors.js";
 import type { Learner } from "./types.js";
 import {
@@ -111,52 +109,25 @@ export async function serveLearner(
   learner: Learner,
   options: ServeLearnerOptions = {},
 ): Promise<RunningLearnerServer> {
-  const host = options.host ?? "127.0.0.1";
   const logger = (options.logger ?? silentLogger).child({ component: "learner-grpc" });
-  const maxBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
-  const server = new grpc.Server({
-    "grpc.max_receive_message_length": maxBytes,
-    "grpc.max_send_message_length": -1,
-  });
   const toStatus = (err: unknown) => {
     const st = learnerErrorToStatus(err);
     if (st.code === grpc.status.INTERNAL) logger.error({ err }, "learner handler failed");
     return st;
   };
-  const healthState = createHealthState([LearnerService.typeName]);
-  server.addService(
-    createGrpcServiceDefinition(LearnerService),
-    createGrpcHandlers(LearnerService, createLearnerServiceImpl(learner), { toStatus }),
-  );
-  server.addService(
-    createGrpcServiceDefinition(health.Health),
-    createGrpcHandlers(health.Health, healthState.impl, { toStatus }),
-  );
-  const bindHost = host.includes(":") ? `[${host}]` : host;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${bindHost}:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  healthState.setAll(HealthStatus.SERVING);
-  const dialHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : bindHost;
-  logger.info({ port, host }, "learner gRPC server listening");
-  return {
-    address: `${dialHost}:${port}`,
-    port,
-    async close(graceMs = 5_000) {
-      healthState.setAll(HealthStatus.NOT_SERVING);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        timer.unref();
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+  const server = await startGrpcServices(
+    [
+      {
+        descriptor: LearnerService,
+        handlers: createGrpcHandlers(LearnerService, createLearnerServiceImpl(learner), { toStatus }),
+      },
+    ],
+    {
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 0,
+      logger,
+      maxMessageBytes: options.maxMessageBytes ?? 16 * 1024 * 1024,
     },
-  };
+  );
+  return { address: server.address, port: server.port, close: (graceMs?: number) => server.close(graceMs) };
 }

@@ -1,0 +1,119 @@
+/**
+ * How AgentDojo shows tool results to the agent (`tool_result_to_str`): models and lists of models as
+ * YAML (`yaml.safe_dump`, keys sorted), everything else as Python's `str()` (dicts in Python repr,
+ * floats as `1810.0`). Quoting follows PyYAML's rules closely but not byte for byte (multi-line and
+ * tab-containing strings are always double-quoted here).
+ * @module
+ */
+
+/** A scalar of a tool result. `float` fields are declared by the caller (Python keeps int and float apart). */
+export type Scalar = string | number | boolean | null;
+
+/** Python's `repr(float)` / `str(float)`: shortest round-trip digits, `.0` on integral values, `1e+16` exponents. */
+export function pyFloat(x: number): string {
+  if (Number.isNaN(x)) return "nan";
+  if (x === Number.POSITIVE_INFINITY) return "inf";
+  if (x === Number.NEGATIVE_INFINITY) return "-inf";
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+  const [mant, expPart] = x.toExponential().split("e") as [string, string];
+  const exp = Number(expPart);
+  const neg = mant.startsWith("-");
+  const digits = mant.replace("-", "").replace(".", "");
+  if (exp < -4 || exp >= 16) {
+    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${neg ? "-" : ""}${m}e${exp < 0 ? "-" : "+"}${Math.abs(exp).toString().padStart(2, "0")}`;
+  }
+  let s: string;
+  if (exp < 0) s = `0.${"0".repeat(-exp - 1)}${digits}`;
+  else if (digits.length <= exp + 1) s = `${digits}${"0".repeat(exp + 1 - digits.length)}.0`;
+  else s = `${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
+  return `${neg ? "-" : ""}${s}`;
+}
+
+/** Python's `repr(str)`. */
+export function pyStr(s: string): string {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const ch of s) {
+    if (ch === quote || ch === "\\") out += `\\${ch}`;
+    else if (ch === "\n") out += "\\n";
+    else if (ch === "\r") out += "\\r";
+    else if (ch === "\t") out += "\\t";
+    else if (ch < " " || ch === "\x7f") out += `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`;
+    else out += ch;
+  }
+  return out + quote;
+}
+
+/**
+ * Python's `repr()` of a JSON-like value; numbers are ints when integral unless `floats` is set
+ * (then every number prints as a float).
+ */
+export function pyRepr(v: unknown, floats = false): string {
+  if (v === null || v === undefined) return "None";
+  if (v === true) return "True";
+  if (v === false) return "False";
+  if (typeof v === "string") return pyStr(v);
+  if (typeof v === "number") return floats || !Number.isInteger(v) ? pyFloat(v) : String(v);
+  if (Array.isArray(v)) return `[${v.map((x) => pyRepr(x, floats)).join(", ")}]`;
+  if (typeof v === "object")
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${pyStr(k)}: ${pyRepr(x, floats)}`)
+      .join(", ")}}`;
+  return String(v);
+}
+
+const YAML_RESOLVES = [
+  /^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/,
+  /^(?:~|null|Null|NULL)$/,
+  /^[-+]?(?:0b[01_]+|0[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?::[0-5]?[0-9])*)$/,
+  /^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)?$/,
+  /^[-+]?\.(?:inf|Inf|INF)$/,
+  /^\.(?:nan|NaN|NAN)$/,
+  /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}/,
+];
+
+/** One string as a PyYAML block-context scalar: plain when safe, else single- or double-quoted. */
+export function yamlString(s: string): string {
+  const needsDouble = [...s].some((ch) => {
+    const c = ch.codePointAt(0)!;
+    return c < 0x20 || c === 0x7f || c === 0x85 || c === 0x2028 || c === 0x2029 || c === 0xfeff;
+  });
+  if (needsDouble) return JSON.stringify(s);
+  const plain =
+    s !== "" &&
+    !/^[\s\-?:,[\]{}#&*!|>'"%@`]/.test(s) &&
+    !/\s$/.test(s) &&
+    !s.includes(": ") &&
+    !s.includes(" #") &&
+    !s.endsWith(":") &&
+    !YAML_RESOLVES.some((re) => re.test(s));
+  if (plain) return s;
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+function yamlScalar(v: Scalar, isFloat: boolean): string {
+  if (v === null) return "null";
+  if (typeof v === "boolean") return v ? "true" : "false";
+  if (typeof v === "number") return isFloat ? pyFloat(v) : String(v);
+  return yamlString(v);
+}
+
+/**
+ * `yaml.safe_dump([model.model_dump() for model in models]).strip()`: a YAML list of flat records with
+ * keys sorted; `floatFields` are printed as Python floats.
+ */
+export function yamlRecords(
+  records: readonly Readonly<Record<string, Scalar>>[],
+  floatFields: ReadonlySet<string>,
+): string {
+  if (records.length === 0) return "[]";
+  const out: string[] = [];
+  for (const r of records) {
+    const keys = Object.keys(r).sort();
+    keys.forEach((k, i) => {
+      out.push(`${i === 0 ? "- " : "  "}${k}: ${yamlScalar(r[k]!, floatFields.has(k))}`);
+    });
+  }
+  return out.join("\n");
+}

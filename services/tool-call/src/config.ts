@@ -1,0 +1,77 @@
+/**
+ * Configuration of the tool-call service (prefix `TOOL_CALL_`). The only module here that reads the
+ * environment.
+ * @module
+ */
+import {
+  type Env,
+  envBool,
+  envEnum,
+  envInt,
+  loadServiceRuntimeOptions,
+  processEnv,
+  type ServiceRuntimeOptions,
+} from "@reward-mesh/sdk";
+import { RLLA_FORMAT_STYLES, type RllaFormatStyle } from "./rlla.js";
+
+/** Default gRPC port of the tool-call service. */
+export const TOOL_CALL_DEFAULT_PORT = 50065;
+
+/** Scoring options of the tool-call service. */
+export interface ToolCallOptions {
+  /**
+   * Responses longer than this (UTF-8 bytes) get the minimum scores without being parsed.
+   * @default 1048576 — 1 MiB: far above any real tool-call answer, keeps scoring time bounded.
+   */
+  readonly maxResponseBytes: number;
+  /**
+   * Most calls (lines of a `<tool_call>` block, or entries of a JSON list) scored; more → minimum scores.
+   * @default 1024 — RLLA gold has at most 5 calls; this only bounds the matching work.
+   */
+  readonly maxCalls: number;
+  /**
+   * `corrgrpo`: blocks may be separated by any whitespace (`\s*`, CorrGRPO's relaxed regex);
+   * `toolrl`: exactly one newline (ToolRL's original regex).
+   * @default "corrgrpo" — the reward CorrGRPO trained with (`specs/rewards.md` §1.4).
+   */
+  readonly formatStyle: RllaFormatStyle;
+  /**
+   * Accept responses without the opening `<think>` (CorrGRPO does when the model name contains
+   * "think", because such chat templates open the block themselves). Per rollout:
+   * metadata `tool_call.allow_missing_opening_think` = `true` / `false`.
+   * @default false — the RLLA system prompt asks for `<think>`.
+   */
+  readonly allowMissingOpeningThink: boolean;
+}
+
+/** Everything the tool-call process needs. */
+export interface ToolCallConfig extends ToolCallOptions {
+  readonly runtime: ServiceRuntimeOptions;
+}
+
+/** Default scoring options (what `loadConfig({})` gives). */
+export const DEFAULT_TOOL_CALL_OPTIONS: ToolCallOptions = {
+  maxResponseBytes: 1024 * 1024,
+  maxCalls: 1024,
+  formatStyle: "corrgrpo",
+  allowMissingOpeningThink: false,
+};
+
+/**
+ * Reads `TOOL_CALL_MAX_RESPONSE_BYTES`, `TOOL_CALL_MAX_CALLS`, `TOOL_CALL_FORMAT_STYLE`,
+ * `TOOL_CALL_ALLOW_MISSING_OPENING_THINK` and the runtime options (`TOOL_CALL_GRPC_PORT`, ...).
+ */
+export function loadConfig(env: Env = processEnv()): ToolCallConfig {
+  const d = DEFAULT_TOOL_CALL_OPTIONS;
+  return {
+    maxResponseBytes: envInt(env, "TOOL_CALL_MAX_RESPONSE_BYTES", d.maxResponseBytes, 1, 64 * 1024 * 1024),
+    maxCalls: envInt(env, "TOOL_CALL_MAX_CALLS", d.maxCalls, 1, 100_000),
+    formatStyle: envEnum(env, "TOOL_CALL_FORMAT_STYLE", RLLA_FORMAT_STYLES, d.formatStyle),
+    allowMissingOpeningThink: envBool(
+      env,
+      "TOOL_CALL_ALLOW_MISSING_OPENING_THINK",
+      d.allowMissingOpeningThink,
+    ),
+    runtime: loadServiceRuntimeOptions("TOOL_CALL", TOOL_CALL_DEFAULT_PORT, env),
+  };
+}
