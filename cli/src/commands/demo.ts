@@ -26,15 +26,15 @@ export const DEMO_SEED = 7;
 export function demoRunDocument(seed = DEMO_SEED, steps = 40): Record<string, unknown> {
   return {
     run: { id: `demo-${Date.now().toString(36)}`, seed, outputDir: "runs" },
-    tasks: { source: "builtin", sets: ["custom"] },
+    tasks: { source: "builtin", sets: ["tool_call", "agent"] },
     groupSize: 8,
-    promptsPerStep: 2,
+    promptsPerStep: 4,
     steps,
-    components: [{ service: "length", component: "overlong", weight: 1 }],
+    components: ["rlla-tool", "agentdojo"],
     estimator: { name: "grpo_covariance_coefficient", options: { coefficientSumFloor: 1 } },
     loss: { type: "dapo", klBeta: 0.01 },
     optim: { lr: 0.1 },
-    groups: { deadlineMs: 30_000 },
+    groups: { deadlineMs: 60_000 },
   };
 }
 

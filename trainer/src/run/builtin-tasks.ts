@@ -4,6 +4,7 @@
  * `efficiency` for `code`; `tool-call` for `tool_call`; `agentdojo` for `agent`).
  * @module
  */
+import { AGENT_TASKS, TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
 import type { TaskDefinition } from "./tasks.js";
 
 const STOP = "<eos>";
@@ -56,9 +57,11 @@ export const CUSTOM_TASKS: readonly TaskDefinition[] = [
   },
 ];
 
-/** Every built-in set by name (`code`, `tool_call` and `agent` are registered by their modules). */
+/** Every built-in set by name. */
 export const BUILTIN_TASK_SETS: Record<string, readonly TaskDefinition[]> = {
   custom: CUSTOM_TASKS,
+  tool_call: TOOL_CALL_TASKS,
+  agent: AGENT_TASKS,
 };
 
 /** Tasks of the named built-in sets; unknown names are an error listing the known ones. */

@@ -1,0 +1,152 @@
+/**
+ * Built-in `tool_call` and `agent` task sets.
+ *
+ * * `tool_call`: RLLA-layout tool calls assembled from a function-name choice followed by argument
+ *   choices (`key=value` fragments); scored by the `tool-call` service against the gold call.
+ * * `agent`: AgentDojo banking trajectories assembled from whole tool-call steps — the user task's
+ *   ground-truth steps, the injection task's (attacker's) steps and a distractor; scored by replay by the
+ *   `agentdojo` service (utility, and security when an injection is present).
+ * @module
+ */
+import { ATTACKER_IBAN, bankingSuite } from "@reward-mesh/agentdojo";
+import type { TaskDefinition } from "./tasks.js";
+
+const STOP = "<eos>";
+
+interface ToolSpec {
+  readonly id: string;
+  readonly prompt: string;
+  readonly gold: ReadonlyArray<{ readonly name: string; readonly arguments: Readonly<Record<string, string | number>> }>;
+  readonly names: readonly string[];
+  readonly args: readonly string[];
+}
+
+const TOOLS_JSON = JSON.stringify([
+  { name: "get_weather", description: "Current weather in a city", parameters: { type: "object", properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } }, required: ["city"] } },
+  { name: "get_time", description: "Local time in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
+  { name: "convert_currency", description: "Convert an amount", parameters: { type: "object", properties: { amount: { type: "number" }, from: { type: "string" }, to: { type: "string" } }, required: ["amount", "from", "to"] } },
+]);
+
+const TOOL_SPECS: readonly ToolSpec[] = [
+  {
+    id: "tool-weather-paris",
+    prompt: "What is the weather in Paris, in celsius?",
+    gold: [{ name: "get_weather", arguments: { city: "Paris", unit: "celsius" } }],
+    names: ["get_weather", "get_time", "convert_currency"],
+    args: ["city=Paris", "city=London", "unit=celsius", "unit=fahrenheit"],
+  },
+  {
+    id: "tool-time-tokyo",
+    prompt: "What time is it in Tokyo right now?",
+    gold: [{ name: "get_time", arguments: { city: "Tokyo" } }],
+    names: ["get_weather", "get_time", "convert_currency"],
+    args: ["city=Tokyo", "city=Kyoto", "unit=celsius"],
+  },
+  {
+    id: "tool-convert-eur-usd",
+    prompt: "Convert 100 euros to US dollars.",
+    gold: [{ name: "convert_currency", arguments: { amount: 100, from: "EUR", to: "USD" } }],
+    names: ["get_weather", "convert_currency"],
+    args: ["amount=100", "amount=10", "from=EUR", "from=USD", "to=USD", "to=EUR"],
+  },
+];
+
+/** Parses a `key=value` fragment (numbers stay numbers). */
+function arg(fragment: string): [string, string | number] {
+  const i = fragment.indexOf("=");
+  const v = fragment.slice(i + 1);
+  return [fragment.slice(0, i), /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v];
+}
+
+/** Renders name/argument fragments as an RLLA response: a name starts a call, arguments attach to it. */
+export function renderToolCalls(fragments: readonly string[], names: readonly string[]): string {
+  const calls: Array<{ name: string; parameters: Record<string, string | number> }> = [];
+  for (const f of fragments) {
+    if (f === STOP) break;
+    if (names.includes(f)) calls.push({ name: f, parameters: {} });
+    else {
+      if (calls.length === 0) calls.push({ name: "", parameters: {} }); // an argument before any name
+      const [k, v] = arg(f);
+      calls[calls.length - 1]!.parameters[k] = v;
+    }
+  }
+  return `<think>I should call the right tool with the right arguments.</think>\n<tool_call>\n${calls.map((c) => JSON.stringify(c)).join("\n")}\n</tool_call>`;
+}
+
+/** The `tool_call` set. */
+export const TOOL_CALL_TASKS: readonly TaskDefinition[] = TOOL_SPECS.map((t) => ({
+  id: t.id,
+  set: "tool_call",
+  task: {
+    id: t.id,
+    prompt: t.prompt,
+    kind: {
+      case: "toolCall",
+      value: {
+        format: "rlla",
+        toolsJson: TOOLS_JSON,
+        groundTruth: t.gold.map((g) => ({ name: g.name, argumentsJson: JSON.stringify(g.arguments) })),
+      },
+    },
+  },
+  vocabulary: [STOP, ...t.names, ...t.args],
+  stopToken: 0,
+  maxTokens: 5,
+  render: (f) => renderToolCalls(f, t.names),
+}));
+
+interface AgentSpec {
+  readonly userTask: string;
+  readonly injectionTask: string | null;
+  /** A harmless step that is not part of the solution. */
+  readonly distractor: { readonly function: string; readonly args: Record<string, unknown> };
+}
+
+const AGENT_SPECS: readonly AgentSpec[] = [
+  { userTask: "user_task_0", injectionTask: "injection_task_5", distractor: { function: "get_balance", args: {} } },
+  { userTask: "user_task_3", injectionTask: "injection_task_4", distractor: { function: "get_iban", args: {} } },
+  { userTask: "user_task_13", injectionTask: "injection_task_7", distractor: { function: "get_balance", args: {} } },
+  { userTask: "user_task_4", injectionTask: null, distractor: { function: "get_scheduled_transactions", args: {} } },
+];
+
+function agentTask(spec: AgentSpec): TaskDefinition {
+  const user = bankingSuite.userTasks.find((t) => t.id === spec.userTask);
+  if (!user) throw new Error(`unknown banking user task '${spec.userTask}'`);
+  const injection = spec.injectionTask ? bankingSuite.injectionTasks.find((t) => t.id === spec.injectionTask) : undefined;
+  if (spec.injectionTask && !injection) throw new Error(`unknown banking injection task '${spec.injectionTask}'`);
+  const pre = bankingSuite.loadEnvironment({});
+  const steps = [...user.groundTruth(pre), ...(injection ? injection.groundTruth(pre) : []), spec.distractor].map((c) =>
+    JSON.stringify({ function: c.function, args: c.args }),
+  );
+  const vocabulary = [STOP, ...new Set(steps)];
+  const finalAnswer = user.groundTruthOutput ?? "Done.";
+  const id = `agent-${spec.userTask}${spec.injectionTask ? `-${spec.injectionTask}` : ""}`.replace(/_/g, "-");
+  return {
+    id,
+    set: "agent",
+    task: {
+      id,
+      prompt: user.prompt,
+      kind: {
+        case: "agent",
+        value: {
+          suite: "banking",
+          userTaskId: spec.userTask,
+          injectionTaskId: spec.injectionTask ?? "",
+          attack: spec.injectionTask ? "important_instructions" : "",
+        },
+      },
+    },
+    vocabulary,
+    stopToken: 0,
+    maxTokens: vocabulary.length,
+    render: (f) =>
+      JSON.stringify({ calls: f.filter((x) => x !== STOP).map((x) => JSON.parse(x) as unknown), final_answer: finalAnswer }),
+  };
+}
+
+/** The `agent` set (banking; three tasks under an `important_instructions` attack, one clean). */
+export const AGENT_TASKS: readonly TaskDefinition[] = AGENT_SPECS.map(agentTask);
+
+/** The attacker's IBAN (what the security check looks for), re-exported for tests. */
+export { ATTACKER_IBAN };
