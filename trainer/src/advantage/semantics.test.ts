@@ -433,3 +433,23 @@ describe("registry and options", () => {
     assert.equal(isAdvantageError(new Error("x")), false);
   });
 });
+
+describe("S-GRPO in mixed-domain batches", () => {
+  it("leaves a group alone when its S-GRPO component is NOT_APPLICABLE for every rollout", () => {
+    // Group 0 has the binary outcome (component 0); group 1 (another domain) has only component 1.
+    const input: AdvantageBatchInput = {
+      components: ["pass", "format"],
+      groups: [
+        { rewards: [[1, 1], [0, 1], [0, 0], [0, 1], [1, 0], [0, 1], [0, 0], [0, 1]] },
+        { rewards: [[null, 1], [null, 0], [null, 0], [null, 1]] },
+      ],
+    };
+    const plain = computeAdvantages(input, { estimator: "grpo" });
+    const noisy = computeAdvantages(input, { estimator: "grpo", sgrpo: { p: 0.1, component: "pass" } }, { diagnostics: true });
+    assert.deepEqual(noisy.groups[1]!.advantages, plain.groups[1]!.advantages, "unweighted");
+    assert.equal(noisy.groups[1]!.diagnostics!.sgrpo!.weight, 1);
+    const w = sgrpoWeight(8, 2, 0.1);
+    assert.ok(w > 0 && w < 1);
+    noisy.groups[0]!.advantages.forEach((a, i) => assertClose(a, w * plain.groups[0]!.advantages[i]!, `rollout ${i}`));
+  });
+});

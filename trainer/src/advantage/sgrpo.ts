@@ -110,9 +110,15 @@ export function sgrpoWeight(n: number, k: number, p: number, epsilon = 1e-8): nu
   return sgrpoWeightUnchecked(n, k, p, epsilon);
 }
 
+function allNotApplicable(na: Uint8Array, row0: number, G: number, K: number, k: number): boolean {
+  for (let i = 0; i < G; i++) if (na[(row0 + i) * K + k] === 0) return false;
+  return true;
+}
+
 /**
- * Applies S-GRPO to every kept group, in place on `out`. `component` is the resolved component
- * index (−1 = weighted total). Records `w*` and `k` in `ws.sgrpoWeights` / `ws.sgrpoSuccesses`
+ * Applies S-GRPO to every kept group, in place on `out`. A group whose metric component is
+ * NOT_APPLICABLE for every rollout is left as it is (weight 1): the S-GRPO model needs that outcome.
+ * `component` is the resolved component index (−1 = weighted total). Records `w*` and `k` in `ws.sgrpoWeights` / `ws.sgrpoSuccesses`
  * and sets {@link GroupFlags.sgrpoGated} when `w* = 0` silenced a group whose advantages were not
  * all 0 (for binary rewards: `0 < k < G` with `q ≤ p` or `q ≥ 1 − p`). Allocation-free.
  */
@@ -132,6 +138,13 @@ export function applySgrpo(
     const G = groupOffsets[g + 1]! - row0;
     if ((flags[g]! & GroupFlags.dropped) !== 0) {
       ws.sgrpoWeights[g] = 0;
+      ws.sgrpoSuccesses[g] = 0;
+      continue;
+    }
+    if (component >= 0 && batch.notApplicable !== null && allNotApplicable(batch.notApplicable, row0, G, K, component)) {
+      // The group has no binary outcome to de-noise (e.g. a tool-call group in a run whose S-GRPO
+      // metric is code-exec/pass): S-GRPO does not apply; its advantages stay as the estimator made them.
+      ws.sgrpoWeights[g] = 1;
       ws.sgrpoSuccesses[g] = 0;
       continue;
     }
