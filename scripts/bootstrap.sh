@@ -1,14 +1,32 @@
 #!/usr/bin/env bash
 # Set-up shared by `npm start` and `npm test`: installs what is missing, idempotently.
-#   * system packages (Debian/Ubuntu, as root): nats-server
+#   * system packages (Debian/Ubuntu, as root): nats-server, bubblewrap (the code sandbox), and for the
+#     Docker sandbox docker.io + debootstrap (skip those with REWARD_MESH_DOCKER=0)
 #   * npm packages: `npm ci` when node_modules is missing or older than package-lock.json
+#   * with --with-docker (what `npm test` passes): the Docker sandbox — a dockerd started by hand when none
+#     answers (sandbox-images/dockerd.sh: no bridge, no iptables, persistent data-root) and the sandbox
+#     image built offline when its tag is missing (sandbox-images/python/build.sh) — see
+#     sandbox-images/README.md. `npm start` does not need it (the demo's sandbox is bubblewrap).
 # Elsewhere (not root, no apt) it prints exactly what to install and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_docker=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-docker) with_docker=1 ;;
+    *) echo "bootstrap: unknown argument '$arg' (known: --with-docker)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 have nats-server || missing+=(nats-server)
+have bwrap || missing+=(bubblewrap)
+docker_wanted=${REWARD_MESH_DOCKER:-1}
+if [ "$docker_wanted" != 0 ] && [ "$(id -u)" = "0" ]; then
+  have dockerd || missing+=(docker.io)
+  have debootstrap || missing+=(debootstrap)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
@@ -19,7 +37,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   else
     echo "bootstrap: missing system packages: ${missing[*]}" >&2
     echo "  Debian/Ubuntu:  sudo apt-get install -y ${missing[*]}" >&2
-    echo "  other systems:  install nats-server >= 2.9 (https://docs.nats.io) and put it on PATH" >&2
+    echo "  other systems:  install nats-server >= 2.9 (https://docs.nats.io) and bubblewrap (bwrap), and put them on PATH" >&2
     exit 1
   fi
 fi
@@ -33,4 +51,16 @@ fi
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "bootstrap: installing npm packages (npm ci)" >&2
   npm ci --no-audit --no-fund >&2
+fi
+
+# The Docker sandbox: a daemon (started by hand when none answers) and the image of the current harness.
+# Not fatal: services choose bwrap when Docker is unusable (SANDBOX_BACKEND=auto), and the Docker tests
+# say exactly what is missing.
+if [ "$with_docker" = 1 ] && [ "$docker_wanted" != 0 ] && command -v docker >/dev/null 2>&1; then
+  if bash sandbox-images/dockerd.sh start; then
+    bash sandbox-images/python/build.sh ||
+      echo "bootstrap: warning: the sandbox image could not be built (sandbox-images/python/build.sh)" >&2
+  else
+    echo "bootstrap: warning: no Docker daemon; the sandbox will use bubblewrap" >&2
+  fi
 fi

@@ -50,6 +50,36 @@ export const SERVICES: readonly ServiceEntry[] = [
       return m.createAgentDojoService(m.loadConfig());
     },
   },
+  {
+    name: "code-exec",
+    envPrefix: "CODE_EXEC",
+    defaultPort: 50062,
+    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/code-exec/main")),
+    load: async () => {
+      const m = await import("@reward-mesh/code-exec");
+      return m.createCodeExecService(m.loadConfig());
+    },
+  },
+  {
+    name: "ast",
+    envPrefix: "AST",
+    defaultPort: 50063,
+    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/ast/main")),
+    load: async () => {
+      const m = await import("@reward-mesh/ast");
+      return m.createAstService(m.loadConfig());
+    },
+  },
+  {
+    name: "efficiency",
+    envPrefix: "EFFICIENCY",
+    defaultPort: 50064,
+    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/efficiency/main")),
+    load: async () => {
+      const m = await import("@reward-mesh/efficiency");
+      return m.createEfficiencyService(m.loadConfig());
+    },
+  },
 ];
 
 /** Thrown for an unknown service name; lists the known ones. */

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the sandbox image without any registry:
+#   1. a base: debootstrap a minimal Debian (minbase + python3) and `docker import` it as
+#      reward-mesh/debian-python:<suite>  (skipped when BASE_IMAGE is set and present locally);
+#   2. `docker build --network=none` of sandbox-images/python/Dockerfile on it, with the harness,
+#      tagged reward-mesh/sandbox-python:h-<first 12 hex of the harness's sha256> (and :latest).
+#
+#   sandbox-images/python/build.sh            # build if that tag is missing
+#   sandbox-images/python/build.sh --force    # rebuild the image (not the base)
+#   BASE_IMAGE=python:3.12-slim sandbox-images/python/build.sh   # another (local) base
+#
+# Needs: a Docker daemon at DOCKER_HOST (sandbox-images/dockerd.sh start), and for the default base
+# root + debootstrap (apt-get install -y debootstrap) + a Debian mirror (taken from apt's sources).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+harness=$root/services/sandbox/harness/harness.py
+sha=$(sha256sum "$harness" | cut -d' ' -f1)
+tag=reward-mesh/sandbox-python:h-${sha:0:12}
+force=0
+[ "${1:-}" = "--force" ] && force=1
+export DOCKER_BUILDKIT=0 # the classic builder: no frontend image to pull
+
+suite=$( (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") || true)
+suite=${DEBIAN_SUITE:-${suite:-bookworm}}
+base=${BASE_IMAGE:-reward-mesh/debian-python:$suite}
+
+have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+lockdir=${REWARD_MESH_DOCKER_RUN:-/run/reward-mesh}
+mkdir -p "$lockdir" 2>/dev/null || lockdir=${TMPDIR:-/tmp}
+exec 9>"$lockdir/image-build.lock"
+flock 9
+
+if have_image "$tag" && [ $force = 0 ]; then
+  echo "build.sh: $tag is present" >&2
+  exit 0
+fi
+
+t0=$SECONDS
+if ! have_image "$base"; then
+  if [ -n "${BASE_IMAGE:-}" ]; then
+    echo "build.sh: base image $base is not present locally (no registry is used); load or build it first" >&2
+    exit 1
+  fi
+  command -v debootstrap >/dev/null || { echo "build.sh: debootstrap not found (apt-get install -y debootstrap)" >&2; exit 1; }
+  [ "$(id -u)" = 0 ] || { echo "build.sh: debootstrap needs root" >&2; exit 1; }
+  # The first Debian mirror apt already uses (deb822 or one-line format).
+  mirror=${DEBIAN_MIRROR:-$(
+    { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2}';
+      cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '/^deb / {print $2}'; } |
+      grep -v -e security -e nodesource -e google | head -n1 || true
+  )}
+  mirror=${mirror:-http://deb.debian.org/debian}
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  echo "build.sh: debootstrap $suite (minbase + python3) from $mirror" >&2
+  debootstrap --variant=minbase --include=python3 "$suite" "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+    { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+  rm -rf "$work/root"/var/cache/apt/archives/*.deb "$work/root"/var/lib/apt/lists/* \
+    "$work/root"/usr/share/doc "$work/root"/usr/share/man "$work/root"/usr/share/info "$work/root"/usr/share/locale
+  tar -C "$work/root" -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$base" >/dev/null
+  rm -rf "$work/root"
+  echo "build.sh: imported $base in $((SECONDS - t0)) s" >&2
+fi
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx" ${work:+"$work"}' EXIT
+cp "$here/Dockerfile" "$harness" "$ctx/"
+docker build --network=none -q \
+  --build-arg "BASE_IMAGE=$base" --build-arg "HARNESS_SHA256=$sha" \
+  -t "$tag" -t reward-mesh/sandbox-python:latest "$ctx" >/dev/null
+echo "build.sh: built $tag on $base in $((SECONDS - t0)) s" >&2

@@ -1,0 +1,15 @@
+/**
+ * Entrypoint of the ast service: config, OpenTelemetry SDK, gRPC + JetStream worker, drain on SIGTERM.
+ * Run with `reward-mesh serve ast`.
+ */
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { createLogger, serveRewardService } from "@reward-mesh/sdk";
+import { loadConfig } from "./config.js";
+import { createAstService } from "./service.js";
+
+const config = loadConfig();
+// Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...).
+const otel = new NodeSDK({ serviceName: "reward-mesh-ast" });
+otel.start();
+const logger = createLogger({ service: "ast", level: config.runtime.logLevel });
+await serveRewardService(createAstService(config), config.runtime, logger, () => otel.shutdown());

@@ -1,0 +1,121 @@
+/** code-exec against the real harness in a real bwrap sandbox: the correctness cases, statuses, validation. */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ComponentStatus } from "@reward-mesh/proto";
+import { createSandbox, loadSandboxConfig, type Sandbox } from "@reward-mesh/sandbox";
+import type { ConfigError } from "@reward-mesh/sdk";
+import { makeRollout } from "@reward-mesh/sdk/testing";
+import { cases, twoSum } from "../test/cases.js";
+import { loadConfig } from "./config.js";
+import { createCodeExecService } from "./service.js";
+
+const sandboxConfig = { ...loadSandboxConfig({}), backend: "bwrap" as const };
+
+describe("code-exec service (bwrap sandbox)", () => {
+  let sandbox: Sandbox;
+  let svc: ReturnType<typeof createCodeExecService>;
+  before(async () => {
+    sandbox = await createSandbox(sandboxConfig);
+    svc = createCodeExecService({ sandbox: sandboxConfig, sandboxInstance: sandbox });
+  });
+  after(() => sandbox.close());
+
+  for (const c of cases) {
+    it(c.name, async () => {
+      const r = await svc.scoreRollout(
+        makeRollout({ response: c.response, task: { id: "t", kind: { case: "code", value: c.task } } }),
+      );
+      const got = r.components.map((x) => x.value);
+      assert.deepEqual(
+        r.components.map((x) => x.name),
+        ["format", "syntax", "compile", "runtime", "pass", "pass_rate"],
+      );
+      const byName = Object.fromEntries(r.components.map((x) => [x.name, x]));
+      const msg = JSON.stringify(
+        r.components.map((x) => [x.name, x.value, ComponentStatus[x.status], x.details]),
+        null,
+        1,
+      );
+      got.forEach((v, i) => {
+        assert.ok(Math.abs(v - c.expected[i]!) < 1e-12, `${r.components[i]!.name}: ${msg}`);
+      });
+      if (c.runtimeStatus) {
+        assert.equal(ComponentStatus[byName.runtime!.status], c.runtimeStatus, msg);
+        if (c.runtimeStatus !== "OK") assert.equal(byName.pass!.status, byName.runtime!.status, msg);
+      }
+      if (c.details) assert.match(byName.pass!.details, c.details, msg);
+      assert.equal(byName.format!.status, ComponentStatus.OK);
+    });
+  }
+
+  it("scores a group concurrently (the sandbox bounds the parallelism)", async () => {
+    const responses = cases.slice(0, 6).filter((c) => c.task === twoSum && !c.name.startsWith("timeout"));
+    const results = await Promise.all(
+      responses.map((c) =>
+        svc.scoreRollout(
+          makeRollout({ response: c.response, task: { id: "t", kind: { case: "code", value: c.task } } }),
+        ),
+      ),
+    );
+    results.forEach((r, i) => {
+      assert.deepEqual(
+        r.components.map((x) => x.value),
+        [...responses[i]!.expected],
+      );
+    });
+  });
+
+  it("rejects contract violations naming the field", async () => {
+    const bad = async (task: object, pattern: RegExp) =>
+      assert.rejects(
+        svc.scoreRollout(
+          makeRollout({ response: "x", task: { id: "t", kind: { case: "code", value: task } } }),
+        ),
+        pattern,
+      );
+    await bad({ ...twoSum, language: "java" }, /'rollout\.task\.code\.language' must be "python"/);
+    await bad({ language: "python" }, /'rollout\.task\.code\.test' is required \(or io_tests\)/);
+    await bad(
+      { ...twoSum, entryPoint: "" },
+      /'rollout\.task\.code\.entry_point' is required when test defines check/,
+    );
+    await bad({ ...twoSum, memoryLimitMb: 4 }, /'rollout\.task\.code\.memory_limit_mb' must be 0/);
+    await assert.rejects(
+      svc.scoreRollout(makeRollout({ response: "x" })),
+      /'rollout\.task\.kind' must be one of code/,
+    );
+  });
+
+  it("an aborted request stops its execution and rejects", async () => {
+    const ac = new AbortController();
+    const slow = cases.find((c) => c.name.startsWith("timeout"))!;
+    const p = svc.scoreRollout(
+      makeRollout({
+        response: slow.response,
+        task: { id: "t", kind: { case: "code", value: { ...twoSum, timeLimitMs: 30_000 } } },
+      }),
+      { signal: ac.signal },
+    );
+    setTimeout(() => ac.abort(new Error("deadline")), 300);
+    await assert.rejects(p, /deadline/);
+  });
+});
+
+describe("code-exec configuration", () => {
+  it("reads CODE_EXEC_* and SANDBOX_*", () => {
+    const c = loadConfig({
+      CODE_EXEC_GRPC_PORT: "0",
+      SANDBOX_BACKEND: "bwrap",
+      SANDBOX_TIME_LIMIT_MS: "3000",
+    });
+    assert.equal(c.runtime.grpcPort, 0);
+    assert.equal(c.sandbox.backend, "bwrap");
+    assert.equal(c.sandbox.timeLimitMs, 3000);
+    assert.equal(loadConfig({}).runtime.grpcPort, 50062);
+    assert.throws(
+      () => loadConfig({ SANDBOX_CONCURRENCY: "0" }),
+      (e: ConfigError) =>
+        e.name === "ConfigError" && /'SANDBOX_CONCURRENCY' must be in \[1, 1024\]/.test(e.message),
+    );
+  });
+});

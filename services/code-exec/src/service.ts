@@ -1,0 +1,171 @@
+/**
+ * The code-exec service: CorrGRPO's staged code components (`specs/rewards.md` §1.3 items 1–7) for a
+ * Python solution, computed by running `prompt + solution + test + check(entry_point)` (and/or the
+ * stdin → stdout tests) in the sandbox through the harness.
+ *
+ * | component | value |
+ * |---|---|
+ * | `format` | 1 iff the code came from a ```` ```python ```` fence and defines the entry point's root (`class Solution`, `def f`) |
+ * | `syntax` | 1 iff the solution alone parses (CPython `ast.parse`) |
+ * | `compile` | 1 iff the full program compiles |
+ * | `runtime` | 1 iff it ran to the end, failing asserts included, with no other exception, timeout or OOM |
+ * | `pass` | 1 iff every test passed |
+ * | `pass_rate` | fraction of tests passed (each `assert` of the test code, each io test) |
+ *
+ * A candidate's failure is a component status with details (first failing test, error type), never
+ * an exception: `ERROR` for a syntax/compile/runtime error or OOM, `TIMEOUT` for a timeout.
+ * @module
+ */
+import { type CodeTask, ComponentStatus } from "@reward-mesh/proto";
+import {
+  createSandbox,
+  extractCode,
+  entryPointRoot,
+  programFor,
+  runPythonTests,
+  type Sandbox,
+  type SandboxConfig,
+  type TestReport,
+  validateCodeTask,
+} from "@reward-mesh/sandbox";
+import {
+  type ComponentDeclaration,
+  type ComponentValue,
+  defineRewardService,
+  type RewardServiceDefinition,
+} from "@reward-mesh/sdk";
+import { sandboxStartFailed } from "./errors.js";
+
+/** Version of the scoring logic. */
+export const CODE_EXEC_SERVICE_VERSION = "1.0.0";
+
+/** The components, in emission order. */
+export const codeExecComponents: readonly ComponentDeclaration[] = [
+  {
+    name: "format",
+    description: "1 iff a ```python fence holds code defining the entry point",
+    min: 0,
+    max: 1,
+  },
+  { name: "syntax", description: "1 iff the solution parses (CPython ast.parse)", min: 0, max: 1 },
+  {
+    name: "compile",
+    description: "1 iff prompt + solution + test + check(entry_point) compiles",
+    min: 0,
+    max: 1,
+  },
+  {
+    name: "runtime",
+    description:
+      "1 iff the program ran to completion (failing asserts allowed) without error, timeout or OOM",
+    min: 0,
+    max: 1,
+  },
+  { name: "pass", description: "1 iff every test passed", min: 0, max: 1 },
+  { name: "pass_rate", description: "fraction of tests (asserts of check, io tests) passed", min: 0, max: 1 },
+];
+
+/** Options of {@link createCodeExecService}. */
+export interface CodeExecServiceOptions {
+  /** Sandbox configuration; the sandbox is created from it on first use unless `sandboxInstance` is given. */
+  readonly sandbox: SandboxConfig;
+  /** A sandbox created by the caller (main.ts creates it at start, logs its backend, closes it on shutdown). */
+  readonly sandboxInstance?: Sandbox;
+}
+
+function formatDetails(how: string, fenced: boolean, defines: boolean, entryPoint: string): string {
+  const root = entryPointRoot(entryPoint);
+  const def = root ? `${root.kind} ${root.name}` : "";
+  if (!fenced) return `code taken ${how.replace(/ \(no fence\)$/, "")}: no closed \`\`\`python fence`;
+  if (!defines) return `${how} does not define ${def}`;
+  return def ? `${how} defines ${def}` : how;
+}
+
+/** Components from a report (pure; exported for tests through the service). */
+function components(report: TestReport, format: ComponentValue): ComponentValue[] {
+  const { status, summary } = report;
+  const stage = (ok: boolean, okDetails: string, failDetails: string): Omit<ComponentValue, "name"> =>
+    ok ? { value: 1, details: okDetails } : { value: 0, status: ComponentStatus.ERROR, details: failDetails };
+  const err = (e: TestReport["syntax"]["error"]) =>
+    e ? `${e.type}: ${e.message}${e.where ? ` (${e.where})` : ""}` : "";
+  const syntax = stage(
+    report.syntax.ok,
+    "parses",
+    status === "worker_error" ? summary : `syntax error: ${err(report.syntax.error)}`,
+  );
+  const compile = stage(
+    report.compile.ok,
+    "compiles",
+    !report.syntax.ok && status !== "worker_error"
+      ? "not compiled: syntax error"
+      : status === "worker_error"
+        ? summary
+        : `compile error: ${err(report.compile.error)}`,
+  );
+  const executed = report.compile.ok;
+  const failStatus = status === "timeout" ? ComponentStatus.TIMEOUT : ComponentStatus.ERROR;
+  const runtime: Omit<ComponentValue, "name"> = report.ranToCompletion
+    ? { value: 1, details: summary }
+    : { value: 0, status: failStatus, details: executed ? summary : `not run: ${status.replace("_", " ")}` };
+  const allPassed = status === "passed";
+  // Wrong answers are a legitimate 0 (OK); crashes, OOM and timeouts carry their status.
+  const outcomeStatus = allPassed || status === "assertion_failed" ? ComponentStatus.OK : failStatus;
+  const rate = report.total > 0 ? report.passed / report.total : allPassed ? 1 : 0;
+  const notRun = executed ? summary : `not run: ${status.replace("_", " ")}`;
+  return [
+    format,
+    { name: "syntax", ...syntax },
+    { name: "compile", ...compile },
+    { name: "runtime", ...runtime },
+    { name: "pass", value: allPassed ? 1 : 0, status: outcomeStatus, details: notRun },
+    { name: "pass_rate", value: rate, status: outcomeStatus, details: notRun },
+  ];
+}
+
+/** Creates the code-exec service. */
+export function createCodeExecService(options: CodeExecServiceOptions): RewardServiceDefinition {
+  let sandbox: Promise<Sandbox> | undefined = options.sandboxInstance
+    ? Promise.resolve(options.sandboxInstance)
+    : undefined;
+  const getSandbox = () => {
+    sandbox ??= createSandbox(options.sandbox).catch((err: unknown) => {
+      sandbox = undefined; // retry on the next request
+      throw sandboxStartFailed(err);
+    });
+    return sandbox;
+  };
+  return defineRewardService({
+    name: "code-exec",
+    version: CODE_EXEC_SERVICE_VERSION,
+    domains: ["code"],
+    taskKinds: ["code"],
+    components: codeExecComponents,
+    validate: (rollout) => validateCodeTask(rollout.task!.kind.value as CodeTask),
+    score: async (rollout, { signal }) => {
+      const task = rollout.task!.kind.value as CodeTask;
+      const extracted = extractCode(rollout.response, task.entryPoint);
+      const format: ComponentValue = {
+        name: "format",
+        value: extracted.fenced && extracted.definesEntryPoint ? 1 : 0,
+        details:
+          extracted.code === ""
+            ? "no code in the response"
+            : formatDetails(extracted.how, extracted.fenced, extracted.definesEntryPoint, task.entryPoint),
+      };
+      if (extracted.code === "") {
+        const none = "not run: no code in the response";
+        return [
+          format,
+          { name: "syntax", value: 0, status: ComponentStatus.ERROR, details: "no code in the response" },
+          { name: "compile", value: 0, status: ComponentStatus.ERROR, details: "not compiled: no code" },
+          { name: "runtime", value: 0, status: ComponentStatus.ERROR, details: none },
+          { name: "pass", value: 0, status: ComponentStatus.ERROR, details: none },
+          { name: "pass_rate", value: 0, status: ComponentStatus.ERROR, details: none },
+        ];
+      }
+      const sb = await getSandbox();
+      const report = await runPythonTests(sb, programFor(task, extracted.code, options.sandbox), { signal });
+      return components(report, format);
+    },
+  });
+}

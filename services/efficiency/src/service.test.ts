@@ -1,0 +1,130 @@
+/** efficiency against the real harness in a real bwrap sandbox. */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ComponentStatus } from "@reward-mesh/proto";
+import { createSandbox, loadSandboxConfig, type Sandbox } from "@reward-mesh/sandbox";
+import { makeRollout } from "@reward-mesh/sdk/testing";
+import { loadConfig } from "./config.js";
+import { createEfficiencyService, efficiencyScore } from "./service.js";
+
+const sandboxConfig = { ...loadSandboxConfig({}), backend: "bwrap" as const };
+
+const SLOW = "def total(n):\n    s = 0\n    for i in range(n + 1):\n        s += i\n    return s\n";
+const FAST = "def total(n):\n    return n * (n + 1) // 2\n";
+const task = (referenceSolution: string, extra: object = {}) => ({
+  language: "python",
+  test: "def check(candidate):\n    assert candidate(400000) == 80000200000\n    assert candidate(10) == 55\n",
+  entryPoint: "total",
+  referenceSolution,
+  timeLimitMs: 3_000,
+  ...extra,
+});
+const fence = (code: string) => `\`\`\`python\n${code}\`\`\``;
+
+describe("efficiencyScore (CorrGRPO's table, §1.3 item 9)", () => {
+  it("clip(1 - t_gen/t_ref, 0, 1), undefined when not measurable", () => {
+    assert.equal(efficiencyScore(0.25, 1), 0.75);
+    assert.equal(efficiencyScore(1, 1), 0);
+    assert.equal(efficiencyScore(2, 1), 0);
+    assert.equal(efficiencyScore(0.5, 1), 0.5);
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      assert.equal(efficiencyScore(1, bad), undefined);
+      assert.equal(efficiencyScore(bad, 1), undefined);
+    }
+  });
+});
+
+describe("efficiency service (bwrap sandbox)", () => {
+  let sandbox: Sandbox;
+  const runs: string[] = [];
+  let svc: ReturnType<typeof createEfficiencyService>;
+  before(async () => {
+    sandbox = await createSandbox(sandboxConfig);
+    // Record which program each execution ran (candidate or reference), to check interleaving and the cache.
+    const recording: Sandbox = {
+      ...sandbox,
+      backend: sandbox.backend,
+      limits: sandbox.limits,
+      run: (req) => {
+        const text = Buffer.from(req.stdin as Uint8Array).toString();
+        runs.push(
+          text.includes("for i in range(n + 1)") ? (text.includes("# candidate") ? "cand" : "ref") : "cand",
+        );
+        return sandbox.run(req);
+      },
+    };
+    svc = createEfficiencyService({
+      repeats: 3,
+      cacheSize: 16,
+      sandbox: sandboxConfig,
+      sandboxInstance: recording,
+    });
+  });
+  after(() => sandbox.close());
+
+  const score = async (response: string, t: object) => {
+    const r = await svc.scoreRollout(
+      makeRollout({ response, task: { id: "t", kind: { case: "code", value: t } } }),
+    );
+    return r.components[0]!;
+  };
+
+  it("a much faster passing candidate scores high; runs interleave with the reference; the reference is cached", async () => {
+    runs.length = 0;
+    const c = await score(fence(FAST), task(SLOW));
+    assert.equal(c.status, ComponentStatus.OK, c.details);
+    assert.ok(c.value > 0.5, `${c.value} ${c.details}`);
+    assert.match(
+      c.details,
+      /^t_gen [\d.]+ ms, t_ref [\d.]+ ms — CPU time, min of 3 and 3 runs; speed-up ×[\d.]+$/,
+    );
+    assert.deepEqual(runs, ["cand", "ref", "ref", "cand", "cand", "ref"]);
+    runs.length = 0;
+    const again = await score(fence(`${FAST}# another rollout\n`), task(SLOW));
+    assert.deepEqual(runs, ["cand", "cand", "cand"], "the reference timing came from the cache");
+    assert.match(again.details, /\(cached\)/);
+  });
+
+  it("a slower passing candidate scores 0 (one-sided)", async () => {
+    const c = await score(fence(`${SLOW}# candidate\n`), task(FAST));
+    assert.equal(c.value, 0);
+    assert.equal(c.status, ComponentStatus.OK);
+    assert.match(c.details, /speed-up ×0\./);
+  });
+
+  it("0 unless every test passes: wrong answer (OK), crash (ERROR), timeout (TIMEOUT)", async () => {
+    const wrong = await score(fence("def total(n):\n    return 55\n"), task(SLOW));
+    assert.deepEqual([wrong.value, wrong.status], [0, ComponentStatus.OK]);
+    assert.match(wrong.details, /^not every test passes: 1\/2 tests passed/);
+    const crash = await score(fence("def total(n):\n    return n / 0\n"), task(SLOW));
+    assert.deepEqual([crash.value, crash.status], [0, ComponentStatus.ERROR]);
+    const slow = await score(
+      fence("def total(n):\n    while True:\n        pass\n"),
+      task(SLOW, { timeLimitMs: 1_000 }),
+    );
+    assert.deepEqual([slow.value, slow.status], [0, ComponentStatus.TIMEOUT]);
+  });
+
+  it("NOT_APPLICABLE without a reference, or when the reference fails its own tests", async () => {
+    const none = await score(fence(FAST), task(""));
+    assert.deepEqual(
+      [none.value, none.status, none.details],
+      [0, ComponentStatus.NOT_APPLICABLE, "no reference_solution"],
+    );
+    const broken = await score(fence(FAST), task("def total(n):\n    return 0\n"));
+    assert.equal(broken.status, ComponentStatus.NOT_APPLICABLE);
+    assert.match(broken.details, /^reference fails its own tests: 0\/2 tests passed/);
+  });
+
+  it("reads EFFICIENCY_* and SANDBOX_*", () => {
+    const c = loadConfig({ EFFICIENCY_REPEATS: "5", SANDBOX_BACKEND: "docker" });
+    assert.equal(c.repeats, 5);
+    assert.equal(c.cacheSize, 4096);
+    assert.equal(c.sandbox.backend, "docker");
+    assert.equal(c.runtime.grpcPort, 50064);
+    assert.throws(
+      () => loadConfig({ EFFICIENCY_REPEATS: "0" }),
+      /'EFFICIENCY_REPEATS' must be in \[1, 100\]/,
+    );
+  });
+});

@@ -1,0 +1,415 @@
+/**
+ * The bubblewrap backend. Each execution gets:
+ *
+ * * its own user, pid, network, ipc, uts and cgroup namespaces (`--unshare-all`), no further user
+ *   namespaces inside (`--disable-userns`), a new session, no capabilities, a real non-root uid on
+ *   the host (`setpriv` before bwrap, so even files the host's root owns stay closed);
+ * * a read-only `/usr` (and the `/bin`, `/lib*` links) and nothing else of the host: no `/etc`,
+ *   `/home`, `/root`, `/run` (no Docker socket), no repository, no host `/tmp`; a fresh `/proc`
+ *   and `/dev`; a size-limited tmpfs `/tmp` as work directory; the harness read-only at
+ *   `/opt/reward-mesh`; an environment of a few fixed variables (none of the service's);
+ * * memory and pids limits from its own cgroup under the service's cgroup (v1 or v2), CPU time
+ *   from RLIMIT_CPU, a wall-clock limit enforced from here, output caps.
+ *
+ * Joining a cgroup v1 takes an RCU grace period (several ms per hierarchy), so sandboxes are
+ * *prepared* ahead: a root shell joins the run's fresh cgroups, drops to the sandbox uid and execs
+ * bwrap, whose inner shell then waits for its script on fd 3. A request only writes the limits,
+ * the files (fd 4), the script (`ulimit`, `exec argv`) and stdin. A prepared sandbox is used once.
+ * @module
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable, Writable } from "node:stream";
+import { type Logger, silentLogger } from "@reward-mesh/sdk";
+import type { CgroupManager, CgroupRun } from "./cgroup.js";
+import { detectCgroups } from "./cgroup.js";
+import type { SandboxConfig } from "./config.js";
+import { backendUnusable, sandboxUnavailable } from "./errors.js";
+import { HARNESS_PATH, HARNESS_SANDBOX_DIR } from "./harness-file.js";
+import { BoundedOutput } from "./output.js";
+import { SANDBOX_ENV, type SandboxEngine, shellQuote } from "./engine.js";
+import type { SandboxLimits, SandboxRunRequest, SandboxRunResult } from "./types.js";
+
+const HOST_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** Outer shell: join the cgroups (as root), drop to the sandbox uid, exec bwrap. */
+const JOIN_SCRIPT =
+  'uid=$1; shift; for f in "$@"; do case $f in --) break;; esac; echo 0 > "$f" || exit 97; shift; done; shift; ' +
+  'exec setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"';
+
+/**
+ * Inner shell: wait for the one-line script on fd 3 (a socket, so it cannot be opened as a file),
+ * then run it. The script unpacks the files from fd 4, sets the environment and rlimits, and execs.
+ */
+const INNER_SCRIPT =
+  's=; while IFS= read -r l <&3; do s="$s$l\n"; done; exec 3<&-; [ -n "$s" ] || exit 0; eval "$s"';
+
+interface Prepared {
+  readonly child: ChildProcess;
+  readonly cgroup: CgroupRun;
+  readonly name: string;
+  exited: boolean;
+}
+
+/** Removes harness copies left in the temp dir by processes that are gone. */
+function removeStaleStaging(): void {
+  try {
+    for (const e of readdirSync(tmpdir())) {
+      const m = e.match(/^reward-mesh-sandbox-(\d+)-[0-9a-f]+$/);
+      if (!m || Number(m[1]) === process.pid) continue;
+      try {
+        process.kill(Number(m[1]), 0);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ESRCH")
+          rmSync(join(tmpdir(), e), { recursive: true, force: true });
+      }
+    }
+  } catch {
+    // best effort
+  }
+}
+
+/** Resolves `bwrap` on the host PATH (or takes an absolute path). */
+function resolveBinary(name: string): string | undefined {
+  if (name.includes("/")) return name;
+  for (const dir of HOST_PATH.split(":")) {
+    const p = join(dir, name);
+    try {
+      lstatSync(p);
+      return p;
+    } catch {
+      // next
+    }
+  }
+  return undefined;
+}
+
+/** `--ro-bind`/`--symlink` arguments that expose `/usr` and the merged-/usr links, nothing else. */
+function rootFsArgs(): string[] {
+  const args = ["--ro-bind", "/usr", "/usr"];
+  for (const d of ["bin", "sbin", "lib", "lib32", "lib64", "libx32"]) {
+    const p = `/${d}`;
+    try {
+      const st = lstatSync(p);
+      if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(p), p);
+      else if (st.isDirectory()) args.push("--ro-bind", p, p);
+    } catch {
+      // absent on this host
+    }
+  }
+  args.push("--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache");
+  return args;
+}
+
+/** Creates the bwrap engine after checking that bwrap, setpriv and cgroups work here. */
+export async function createBwrapEngine(
+  config: SandboxConfig,
+  logger: Logger = silentLogger,
+): Promise<SandboxEngine> {
+  const bwrap = resolveBinary(config.bwrapPath);
+  const version = bwrap ? spawnSync(bwrap, ["--version"], { encoding: "utf8" }) : undefined;
+  if (!bwrap || !version || version.status !== 0) {
+    throw backendUnusable(
+      "SANDBOX_BWRAP_PATH",
+      `bubblewrap not found or not runnable ('${config.bwrapPath}'); install it: apt-get install -y bubblewrap`,
+    );
+  }
+  if (!resolveBinary("setpriv")) throw backendUnusable("SANDBOX_BACKEND", "bwrap needs setpriv (util-linux)");
+  if (process.getuid?.() !== 0) {
+    throw backendUnusable(
+      "SANDBOX_BACKEND",
+      "the bwrap backend runs as root: it creates per-run cgroups and starts sandboxes as a non-root uid",
+    );
+  }
+  const detected = await detectCgroups(config.cgroupParent);
+  if (!detected.ok)
+    throw backendUnusable("SANDBOX_CGROUP_PARENT", `bwrap needs memory and pids cgroups: ${detected.reason}`);
+  const cgroups: CgroupManager = detected.manager;
+
+  // A private copy of the harness the sandbox uid can read (the repository may not be searchable by it).
+  removeStaleStaging();
+  const staging = join(tmpdir(), `reward-mesh-sandbox-${process.pid}-${randomBytes(4).toString("hex")}`);
+  const harnessDir = join(staging, "harness");
+  mkdirSync(harnessDir, { recursive: true, mode: 0o711 });
+  chmodSync(staging, 0o711);
+  chmodSync(harnessDir, 0o755);
+  copyFileSync(HARNESS_PATH, join(harnessDir, "harness.py"));
+  chmodSync(join(harnessDir, "harness.py"), 0o444);
+
+  const fixedArgs = [
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--uid",
+    String(config.bwrapUid),
+    "--gid",
+    String(config.bwrapUid),
+    "--hostname",
+    "sandbox",
+    ...rootFsArgs(),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--size",
+    String(config.tmpfsMb * 1024 * 1024),
+    "--tmpfs",
+    "/tmp",
+    "--ro-bind",
+    harnessDir,
+    HARNESS_SANDBOX_DIR,
+    "--remount-ro",
+    "/",
+    "--chdir",
+    "/tmp",
+    "--clearenv",
+    "--",
+    "/bin/sh",
+    "-c",
+    INNER_SCRIPT,
+  ];
+
+  let counter = 0;
+  let closed = false;
+  const pool: Prepared[] = [];
+  const removals = new Set<Promise<void>>();
+  const live = new Set<Prepared>();
+
+  const track = (p: Promise<void>) => {
+    removals.add(p);
+    void p.finally(() => removals.delete(p));
+  };
+
+  const unrefAll = (child: ChildProcess, ref: boolean) => {
+    for (const s of child.stdio) {
+      const h = s as unknown as { ref?: () => void; unref?: () => void } | null;
+      if (h) (ref ? h.ref : h.unref)?.call(h);
+    }
+    if (ref) child.ref();
+    else child.unref();
+  };
+
+  const prepare = (): Prepared => {
+    const name = `run-${++counter}-${randomBytes(3).toString("hex")}`;
+    const cgroup = cgroups.create(name);
+    // Limits first: nothing runs unbounded even before the request sets its own.
+    cgroup.setLimits(config.memoryLimitMb * 1024 * 1024, config.maxProcesses);
+    const child = spawn(
+      "/bin/sh",
+      ["-c", JOIN_SCRIPT, "sh", String(config.bwrapUid), ...cgroup.procsFiles, "--", bwrap, ...fixedArgs],
+      { stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], env: { PATH: HOST_PATH } },
+    );
+    const p: Prepared = { child, cgroup, name, exited: false };
+    live.add(p);
+    child.once("exit", () => {
+      p.exited = true;
+    });
+    child.on("error", () => {
+      p.exited = true;
+    });
+    for (const s of child.stdio) (s as Readable | Writable | null)?.on("error", () => {});
+    unrefAll(child, false);
+    return p;
+  };
+
+  const refill = () => {
+    while (!closed && pool.length < config.bwrapPrepared) {
+      try {
+        pool.push(prepare());
+      } catch (err) {
+        logger.warn({ error: (err as Error).message }, "sandbox: could not prepare a bwrap sandbox");
+        return;
+      }
+    }
+  };
+
+  const dispose = (p: Prepared) => {
+    live.delete(p);
+    if (!p.exited) {
+      try {
+        p.child.kill("SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    track(p.cgroup.remove());
+  };
+
+  const take = (): Prepared => {
+    while (pool.length > 0) {
+      const p = pool.shift()!;
+      if (!p.exited) return p;
+      dispose(p);
+    }
+    return prepare();
+  };
+
+  const execute = async (
+    request: SandboxRunRequest,
+    limits: SandboxLimits,
+    files: ReadonlyArray<readonly [string, Buffer]>,
+  ): Promise<SandboxRunResult> => {
+    if (closed) throw sandboxUnavailable("the sandbox is closed");
+    let p: Prepared;
+    try {
+      p = take();
+      p.cgroup.setLimits(limits.memoryBytes, limits.maxProcesses);
+    } catch (err) {
+      throw sandboxUnavailable("cannot create the run's cgroups", err);
+    }
+    queueMicrotask(refill);
+    const { child } = p;
+    unrefAll(child, true);
+    const started = performance.now();
+    let timedOut = false;
+    let outputLimitExceeded = false;
+    const kill = () => {
+      try {
+        child.kill("SIGKILL"); // bwrap; --die-with-parent takes the whole pid namespace with it
+      } catch {
+        // gone
+      }
+    };
+    const stdout = new BoundedOutput(limits.maxOutputBytes, () => {
+      outputLimitExceeded = true;
+      kill();
+    });
+    const stderr = new BoundedOutput(limits.maxOutputBytes, () => {
+      outputLimitExceeded = true;
+      kill();
+    });
+    child.stdout!.on("data", (d: Buffer) => stdout.push(d));
+    child.stderr!.on("data", (d: Buffer) => stderr.push(d));
+    const closedStreams = Promise.all([
+      new Promise((r) => child.stdout!.once("close", r)),
+      new Promise((r) => child.stderr!.once("close", r)),
+    ]);
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      if (p.exited) resolve({ code: child.exitCode, signal: child.signalCode });
+      else child.once("exit", (code, signal) => resolve({ code, signal }));
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, limits.wallTimeMs);
+    const onAbort = () => kill();
+    request.signal?.addEventListener("abort", onAbort, { once: true });
+
+    const cpuSeconds = Math.max(1, Math.ceil(limits.cpuTimeMs / 1000));
+    const script = [
+      ...files.map(([name, data]) => `head -c ${data.length} <&4 > ${shellQuote(name)} || exit 125`),
+      "exec 4<&-",
+      ...Object.entries(SANDBOX_ENV).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+      `ulimit -c 0; ulimit -S -t ${cpuSeconds} && ulimit -H -t ${cpuSeconds + 1} || exit 125`,
+      `exec ${request.argv.map(shellQuote).join(" ")}`,
+      "",
+    ].join("\n");
+    const fdFiles = child.stdio[4] as Writable;
+    const fdScript = child.stdio[3] as Writable;
+    for (const [, data] of files) fdFiles.write(data);
+    fdFiles.end();
+    fdScript.end(script);
+    const stdin = request.stdin;
+    child.stdin!.end(
+      stdin === undefined ? undefined : typeof stdin === "string" ? Buffer.from(stdin) : stdin,
+    );
+
+    try {
+      const { code, signal } = await exited;
+      await closedStreams;
+      const wallTimeMs = performance.now() - started;
+      const stats = p.cgroup.stats();
+      if (request.signal?.aborted) throw request.signal.reason;
+      if (code === 97 || (code === 1 && stderr.bytes.toString().startsWith("bwrap:"))) {
+        throw sandboxUnavailable(`bwrap failed to start: ${stderr.bytes.toString().trim().slice(0, 300)}`);
+      }
+      return {
+        backend: "bwrap",
+        exitCode: signal !== null || (code !== null && code > 128 && code < 160) ? null : code,
+        signal: signal ?? (code !== null && code > 128 && code < 160 ? signalName(code - 128) : null),
+        stdout: stdout.bytes,
+        stderr: stderr.bytes,
+        stdoutTruncated: stdout.truncated,
+        stderrTruncated: stderr.truncated,
+        outputLimitExceeded,
+        timedOut,
+        oomKilled: stats.oomKills > 0,
+        cpuTimeMs: stats.cpuTimeMs,
+        wallTimeMs,
+        peakMemoryBytes: stats.peakMemoryBytes,
+      };
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener("abort", onAbort);
+      dispose(p);
+    }
+  };
+
+  // A real run through the whole chain, so a broken host fails at start, not at the first rollout.
+  const probe = await execute(
+    { argv: ["python3", "-c", "print('ok')"] },
+    {
+      wallTimeMs: 20_000,
+      cpuTimeMs: 10_000,
+      memoryBytes: 256 * 1024 * 1024,
+      maxProcesses: 16,
+      maxOutputBytes: 4096,
+    },
+    [],
+  ).catch((err: unknown) => err as Error);
+  if (probe instanceof Error || probe.stdout.toString().trim() !== "ok") {
+    const why =
+      probe instanceof Error
+        ? probe.message
+        : `exit ${probe.exitCode}: ${probe.stderr.toString().trim().slice(0, 300)}`;
+    closed = true;
+    await cgroups.close().catch(() => {});
+    rmSync(staging, { recursive: true, force: true });
+    throw backendUnusable("SANDBOX_BACKEND", `bwrap cannot run python3 here: ${why}`);
+  }
+  // If the process exits without close() (e.g. `reward-mesh score` in-process): prepared sandboxes
+  // end on their own (their script pipe closes), the staging copy goes now, cgroups at the next start.
+  const onExit = () => {
+    for (const p of live) if (!p.exited) p.child.kill("SIGKILL");
+    rmSync(staging, { recursive: true, force: true });
+  };
+  process.once("exit", onExit);
+  refill();
+  logger.debug({ bwrap: version.stdout.trim(), cgroups: cgroups.description }, "sandbox: bwrap ready");
+
+  return {
+    backend: "bwrap",
+    description: `bwrap (${version.stdout.trim()}, uid ${config.bwrapUid}, ${cgroups.description})`,
+    execute,
+    async close() {
+      if (closed) return;
+      closed = true;
+      process.removeListener("exit", onExit);
+      for (const p of [...live]) dispose(p);
+      pool.length = 0;
+      await Promise.all([...removals]);
+      await cgroups.close().catch(() => {});
+      rmSync(staging, { recursive: true, force: true });
+    },
+  };
+}
+
+const SIGNALS: Record<number, string> = {
+  1: "SIGHUP",
+  2: "SIGINT",
+  6: "SIGABRT",
+  9: "SIGKILL",
+  11: "SIGSEGV",
+  15: "SIGTERM",
+  24: "SIGXCPU",
+  25: "SIGXFSZ",
+};
+
+function signalName(n: number): string {
+  return SIGNALS[n] ?? `SIG${n}`;
+}

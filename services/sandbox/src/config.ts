@@ -1,0 +1,139 @@
+/**
+ * Configuration of the sandbox (prefix `SANDBOX_`, shared by every service that runs code). The only
+ * module of the sandbox that reads the environment.
+ * @module
+ */
+import { availableParallelism } from "node:os";
+import { ConfigError, type Env, envEnum, envInt, envString, processEnv } from "@reward-mesh/sdk";
+import { HARNESS_SHA256 } from "./harness-file.js";
+
+/** `SANDBOX_BACKEND` values: a real backend, or `auto` (Docker when its daemon answers, else bwrap). */
+export const SandboxBackendChoices = ["auto", "docker", "bwrap"] as const;
+/** A backend choice. */
+export type SandboxBackendChoice = (typeof SandboxBackendChoices)[number];
+
+/** The image tag the build script gives the image of the current harness. */
+export const DEFAULT_DOCKER_IMAGE = `reward-mesh/sandbox-python:h-${HARNESS_SHA256.slice(0, 12)}`;
+
+/** Everything the sandbox needs. */
+export interface SandboxConfig {
+  /**
+   * Which backend runs programs.
+   * @default "auto" — Docker when the daemon answers a ping, else bubblewrap; the choice is logged at start.
+   */
+  readonly backend: SandboxBackendChoice;
+  /**
+   * Executions at once per service process (a semaphore; more requests wait).
+   * @default the number of CPUs — code execution is CPU-bound, more only adds noise to timings.
+   */
+  readonly concurrency: number;
+  /**
+   * Wall-time limit of one execution when the task sets none.
+   * @default 5000 — CorrGRPO's launcher (`timeout 5.0`).
+   */
+  readonly timeLimitMs: number;
+  /**
+   * Memory limit of one execution when the task sets none, in MiB.
+   * @default 1024 — CorrGRPO's launcher.
+   */
+  readonly memoryLimitMb: number;
+  /**
+   * Processes and threads at once in one sandbox.
+   * @default 64 — enough for multiprocessing in a test, small enough to stop a fork bomb at once.
+   */
+  readonly maxProcesses: number;
+  /**
+   * Bytes kept per output stream (stdout, stderr); a program writing more is killed and flagged.
+   * @default 1048576 (1 MiB)
+   */
+  readonly maxOutputBytes: number;
+  /**
+   * Size of the sandbox's `/tmp` (its work directory), in MiB; it also counts towards the memory limit.
+   * @default 64
+   */
+  readonly tmpfsMb: number;
+  /**
+   * Docker daemon address (`unix:///path`, `tcp://host:port`).
+   * @default `DOCKER_HOST`, else `unix:///var/run/docker.sock` — where `scripts/bootstrap.sh` starts dockerd.
+   */
+  readonly dockerHost: string;
+  /**
+   * Directory with `ca.pem`, `cert.pem`, `key.pem` for a TLS (`https://`/`tcp://` + TLS) daemon.
+   * @default `DOCKER_CERT_PATH`, else none (plain unix socket or TCP)
+   */
+  readonly dockerCertPath: string;
+  /**
+   * Image with Python and the harness (built by `sandbox-images/python/build.sh`).
+   * @default `reward-mesh/sandbox-python:h-<first 12 hex of the harness's sha256>` — the tag pins the
+   * harness version, so a stale image is never used.
+   */
+  readonly dockerImage: string;
+  /**
+   * CPUs one container may use (`NanoCpus`).
+   * @default 1 — a candidate cannot speed itself up with threads, and timings stay comparable.
+   */
+  readonly dockerCpus: number;
+  /**
+   * How long `auto` waits for the Docker daemon's ping before choosing bwrap.
+   * @default 1500
+   */
+  readonly dockerPingTimeoutMs: number;
+  /**
+   * The bubblewrap binary.
+   * @default "bwrap" (looked up on PATH; Debian's `bubblewrap` package)
+   */
+  readonly bwrapPath: string;
+  /**
+   * Uid and gid the bwrap sandbox runs as (a real non-root id on the host, never root).
+   * @default 65534 (nobody)
+   */
+  readonly bwrapUid: number;
+  /**
+   * Sandboxes prepared ahead (cgroups joined, bwrap waiting for its arguments) per service process.
+   * Joining a cgroup v1 costs an RCU grace period (~5 ms per hierarchy); preparing hides it. 0 = off.
+   * @default the concurrency
+   */
+  readonly bwrapPrepared: number;
+  /**
+   * Parent cgroup for the bwrap backend's per-run cgroups, as a path relative to each hierarchy's
+   * mount point. The default puts them under the service's own cgroup.
+   * @default "" (the service's own cgroup, read from /proc/self/cgroup)
+   */
+  readonly cgroupParent: string;
+}
+
+/** Reads every `SANDBOX_*` option (and `DOCKER_HOST`). Bad values fail start-up naming the key. */
+export function loadSandboxConfig(env: Env = processEnv()): SandboxConfig {
+  const concurrency = envInt(env, "SANDBOX_CONCURRENCY", Math.max(1, availableParallelism()), 1, 1024);
+  const dockerHost = envString(
+    env,
+    "SANDBOX_DOCKER_HOST",
+    envString(env, "DOCKER_HOST", "unix:///var/run/docker.sock"),
+  );
+  if (!/^(unix|tcp|http|https):\/\//.test(dockerHost))
+    throw new ConfigError(
+      "SANDBOX_DOCKER_HOST",
+      `must be unix:///path or tcp://host:port, got '${dockerHost}'`,
+    );
+  const dockerCpus = Number(envString(env, "SANDBOX_DOCKER_CPUS", "1"));
+  if (!Number.isFinite(dockerCpus) || dockerCpus <= 0 || dockerCpus > 64)
+    throw new ConfigError("SANDBOX_DOCKER_CPUS", `must be a number in (0, 64], got '${dockerCpus}'`);
+  return {
+    backend: envEnum(env, "SANDBOX_BACKEND", SandboxBackendChoices, "auto"),
+    concurrency,
+    timeLimitMs: envInt(env, "SANDBOX_TIME_LIMIT_MS", 5_000, 100, 600_000),
+    memoryLimitMb: envInt(env, "SANDBOX_MEMORY_LIMIT_MB", 1_024, 32, 65_536),
+    maxProcesses: envInt(env, "SANDBOX_MAX_PROCESSES", 64, 4, 4_096),
+    maxOutputBytes: envInt(env, "SANDBOX_MAX_OUTPUT_BYTES", 1 << 20, 1_024, 1 << 30),
+    tmpfsMb: envInt(env, "SANDBOX_TMPFS_MB", 64, 1, 65_536),
+    dockerHost,
+    dockerCertPath: envString(env, "SANDBOX_DOCKER_CERT_PATH", envString(env, "DOCKER_CERT_PATH", "")),
+    dockerImage: envString(env, "SANDBOX_DOCKER_IMAGE", DEFAULT_DOCKER_IMAGE),
+    dockerCpus,
+    dockerPingTimeoutMs: envInt(env, "SANDBOX_DOCKER_PING_TIMEOUT_MS", 1_500, 50, 60_000),
+    bwrapPath: envString(env, "SANDBOX_BWRAP_PATH", "bwrap"),
+    bwrapUid: envInt(env, "SANDBOX_BWRAP_UID", 65_534, 1, 4_294_967_294),
+    bwrapPrepared: envInt(env, "SANDBOX_BWRAP_PREPARED", concurrency, 0, 1024),
+    cgroupParent: envString(env, "SANDBOX_CGROUP_PARENT", "").replace(/^\/+|\/+$/g, ""),
+  };
+}
