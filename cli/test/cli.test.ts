@@ -1,7 +1,7 @@
 /** The `reward-mesh` binary and its commands, as a user runs them. */
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +16,7 @@ import {
   silentLogger,
   startGrpcServer,
 } from "@reward-mesh/sdk";
-import { loadCliConfig, startMesh } from "../src/index.js";
+import { loadCliConfig, SERVICES, startMesh } from "../src/index.js";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
@@ -119,7 +119,7 @@ describe("reward-mesh score", () => {
   it("unknown service and usage errors exit 2 with one line", async () => {
     const r = await runBin(["score", "nope"], "");
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /unknown service 'nope'; available: length/);
+    assert.match(r.stderr, /unknown service 'nope'; available: length, tool-call, agentdojo/);
     const u = await runBin(["frobnicate"], "");
     assert.equal(u.code, 2);
     assert.equal(u.stderr.trim().split("\n").length, 1);
@@ -144,6 +144,72 @@ describe("reward-mesh advantages", () => {
   });
 });
 
+describe("reward-mesh experiment", () => {
+  it("trains every arm and seed on one mesh and writes the comparison report", async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), "rm-exp-"));
+    try {
+      const cfg = join(dir, "base.yaml");
+      writeFileSync(
+        cfg,
+        [
+          `run: { outputDir: ${JSON.stringify(join(dir, "runs"))} }`,
+          "tasks: { sets: [tool_call] }",
+          "groupSize: 4",
+          "promptsPerStep: 2",
+          "steps: 3",
+          "components: [rlla-tool, { service: tool-call, component: exact_match, weight: 0 }]",
+        ].join("\n"),
+      );
+      const env = {
+        NATS_URL: `nats://127.0.0.1:${port}`,
+        REWARD_MESH_NATS_STORE: join(dir, "js"),
+        REWARD_MESH_LOG_DIR: join(dir, "logs"),
+      };
+      const r = await runBin(
+        [
+          "experiment",
+          "--config",
+          cfg,
+          "--estimators",
+          "grpo,s_grpo",
+          "--seeds",
+          "2",
+          "--reward-noise",
+          "0.1",
+          "--noise-components",
+          "tool-call/exact_match",
+          "--id",
+          "exp1",
+        ],
+        "",
+        env,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /experiment exp1: 4 runs/);
+      const html = readFileSync(join(dir, "runs", "exp1", "experiment.html"), "utf8");
+      assert.match(html, /<tr><th>grpo<\/th>/);
+      assert.match(html, /<tr><th>s_grpo<\/th>/);
+      const sg = JSON.parse(
+        readFileSync(join(dir, "runs", "exp1", "exp1-s_grpo-s2", "resolved-config.json"), "utf8"),
+      ) as {
+        sgrpo: { p: number; component: string };
+        rewardNoise: { p: number };
+        seed: number;
+      };
+      assert.deepEqual(
+        [sg.sgrpo.p, sg.sgrpo.component, sg.rewardNoise.p, sg.seed],
+        [0.1, "tool-call/exact_match", 0.1, 2],
+      );
+      const bad = await runBin(["experiment", "--estimators", "grpo", "--reward-noise", "0.7"], "", env);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /'--reward-noise' must be in \[0, 0\.5\)/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("reward-mesh up", () => {
   it("startMesh starts NATS when nothing answers, brings every service to SERVING, and stops it all", async () => {
     const port = await freePort();
@@ -161,7 +227,7 @@ describe("reward-mesh up", () => {
         assert.equal(mesh.natsUrl, `nats://127.0.0.1:${port}`);
         assert.deepEqual(
           mesh.services.map((s) => s.name),
-          ["length"],
+          SERVICES.map((s) => s.name),
         );
         for (const s of mesh.services) {
           const h = createGrpcClient(health.Health, s.address);

@@ -188,7 +188,7 @@ export function referenceAdvantages(
     A = A.map((a, g) => {
       if (!kept[g]) return a;
       const na = groups[g]!.notApplicable;
-      if (o.component !== undefined && na !== undefined && na.every((row) => row[o.component!])) return a;
+      if (o.component !== undefined && na?.every((row) => row[o.component!])) return a;
       const metric = o.component === undefined ? totals[g]! : column(R[g]!, o.component);
       const k = metric.filter((m) => m > (o.successThreshold ?? 0)).length;
       const w = referenceSgrpoWeight(a.length, k, o.p);

@@ -440,16 +440,40 @@ describe("S-GRPO in mixed-domain batches", () => {
     const input: AdvantageBatchInput = {
       components: ["pass", "format"],
       groups: [
-        { rewards: [[1, 1], [0, 1], [0, 0], [0, 1], [1, 0], [0, 1], [0, 0], [0, 1]] },
-        { rewards: [[null, 1], [null, 0], [null, 0], [null, 1]] },
+        {
+          rewards: [
+            [1, 1],
+            [0, 1],
+            [0, 0],
+            [0, 1],
+            [1, 0],
+            [0, 1],
+            [0, 0],
+            [0, 1],
+          ],
+        },
+        {
+          rewards: [
+            [null, 1],
+            [null, 0],
+            [null, 0],
+            [null, 1],
+          ],
+        },
       ],
     };
     const plain = computeAdvantages(input, { estimator: "grpo" });
-    const noisy = computeAdvantages(input, { estimator: "grpo", sgrpo: { p: 0.1, component: "pass" } }, { diagnostics: true });
+    const noisy = computeAdvantages(
+      input,
+      { estimator: "grpo", sgrpo: { p: 0.1, component: "pass" } },
+      { diagnostics: true },
+    );
     assert.deepEqual(noisy.groups[1]!.advantages, plain.groups[1]!.advantages, "unweighted");
     assert.equal(noisy.groups[1]!.diagnostics!.sgrpo!.weight, 1);
     const w = sgrpoWeight(8, 2, 0.1);
     assert.ok(w > 0 && w < 1);
-    noisy.groups[0]!.advantages.forEach((a, i) => assertClose(a, w * plain.groups[0]!.advantages[i]!, `rollout ${i}`));
+    noisy.groups[0]!.advantages.forEach((a, i) => {
+      assertClose(a, w * plain.groups[0]!.advantages[i]!, `rollout ${i}`);
+    });
   });
 });

@@ -141,7 +141,11 @@ export function applySgrpo(
       ws.sgrpoSuccesses[g] = 0;
       continue;
     }
-    if (component >= 0 && batch.notApplicable !== null && allNotApplicable(batch.notApplicable, row0, G, K, component)) {
+    if (
+      component >= 0 &&
+      batch.notApplicable !== null &&
+      allNotApplicable(batch.notApplicable, row0, G, K, component)
+    ) {
       // The group has no binary outcome to de-noise (e.g. a tool-call group in a run whose S-GRPO
       // metric is code-exec/pass): S-GRPO does not apply; its advantages stay as the estimator made them.
       ws.sgrpoWeights[g] = 1;

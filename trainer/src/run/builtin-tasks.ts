@@ -4,6 +4,7 @@
  * `efficiency` for `code`; `tool-call` for `tool_call`; `agentdojo` for `agent`).
  * @module
  */
+import { CODE_TASKS } from "./builtin-code-tasks.js";
 import { AGENT_TASKS, TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
 import type { TaskDefinition } from "./tasks.js";
 
@@ -60,6 +61,7 @@ export const CUSTOM_TASKS: readonly TaskDefinition[] = [
 /** Every built-in set by name. */
 export const BUILTIN_TASK_SETS: Record<string, readonly TaskDefinition[]> = {
   custom: CUSTOM_TASKS,
+  code: CODE_TASKS,
   tool_call: TOOL_CALL_TASKS,
   agent: AGENT_TASKS,
 };

@@ -16,15 +16,38 @@ const STOP = "<eos>";
 interface ToolSpec {
   readonly id: string;
   readonly prompt: string;
-  readonly gold: ReadonlyArray<{ readonly name: string; readonly arguments: Readonly<Record<string, string | number>> }>;
+  readonly gold: ReadonlyArray<{
+    readonly name: string;
+    readonly arguments: Readonly<Record<string, string | number>>;
+  }>;
   readonly names: readonly string[];
   readonly args: readonly string[];
 }
 
 const TOOLS_JSON = JSON.stringify([
-  { name: "get_weather", description: "Current weather in a city", parameters: { type: "object", properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } }, required: ["city"] } },
-  { name: "get_time", description: "Local time in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
-  { name: "convert_currency", description: "Convert an amount", parameters: { type: "object", properties: { amount: { type: "number" }, from: { type: "string" }, to: { type: "string" } }, required: ["amount", "from", "to"] } },
+  {
+    name: "get_weather",
+    description: "Current weather in a city",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string" }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } },
+      required: ["city"],
+    },
+  },
+  {
+    name: "get_time",
+    description: "Local time in a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+  {
+    name: "convert_currency",
+    description: "Convert an amount",
+    parameters: {
+      type: "object",
+      properties: { amount: { type: "number" }, from: { type: "string" }, to: { type: "string" } },
+      required: ["amount", "from", "to"],
+    },
+  },
 ]);
 
 const TOOL_SPECS: readonly ToolSpec[] = [
@@ -103,21 +126,42 @@ interface AgentSpec {
 }
 
 const AGENT_SPECS: readonly AgentSpec[] = [
-  { userTask: "user_task_0", injectionTask: "injection_task_5", distractor: { function: "get_balance", args: {} } },
-  { userTask: "user_task_3", injectionTask: "injection_task_4", distractor: { function: "get_iban", args: {} } },
-  { userTask: "user_task_13", injectionTask: "injection_task_7", distractor: { function: "get_balance", args: {} } },
-  { userTask: "user_task_4", injectionTask: null, distractor: { function: "get_scheduled_transactions", args: {} } },
+  {
+    userTask: "user_task_0",
+    injectionTask: "injection_task_5",
+    distractor: { function: "get_balance", args: {} },
+  },
+  {
+    userTask: "user_task_3",
+    injectionTask: "injection_task_4",
+    distractor: { function: "get_iban", args: {} },
+  },
+  {
+    userTask: "user_task_13",
+    injectionTask: "injection_task_7",
+    distractor: { function: "get_balance", args: {} },
+  },
+  {
+    userTask: "user_task_4",
+    injectionTask: null,
+    distractor: { function: "get_scheduled_transactions", args: {} },
+  },
 ];
 
 function agentTask(spec: AgentSpec): TaskDefinition {
   const user = bankingSuite.userTasks.find((t) => t.id === spec.userTask);
   if (!user) throw new Error(`unknown banking user task '${spec.userTask}'`);
-  const injection = spec.injectionTask ? bankingSuite.injectionTasks.find((t) => t.id === spec.injectionTask) : undefined;
-  if (spec.injectionTask && !injection) throw new Error(`unknown banking injection task '${spec.injectionTask}'`);
+  const injection = spec.injectionTask
+    ? bankingSuite.injectionTasks.find((t) => t.id === spec.injectionTask)
+    : undefined;
+  if (spec.injectionTask && !injection)
+    throw new Error(`unknown banking injection task '${spec.injectionTask}'`);
   const pre = bankingSuite.loadEnvironment({});
-  const steps = [...user.groundTruth(pre), ...(injection ? injection.groundTruth(pre) : []), spec.distractor].map((c) =>
-    JSON.stringify({ function: c.function, args: c.args }),
-  );
+  const steps = [
+    ...user.groundTruth(pre),
+    ...(injection ? injection.groundTruth(pre) : []),
+    spec.distractor,
+  ].map((c) => JSON.stringify({ function: c.function, args: c.args }));
   const vocabulary = [STOP, ...new Set(steps)];
   const finalAnswer = user.groundTruthOutput ?? "Done.";
   const id = `agent-${spec.userTask}${spec.injectionTask ? `-${spec.injectionTask}` : ""}`.replace(/_/g, "-");
@@ -141,7 +185,10 @@ function agentTask(spec: AgentSpec): TaskDefinition {
     stopToken: 0,
     maxTokens: vocabulary.length,
     render: (f) =>
-      JSON.stringify({ calls: f.filter((x) => x !== STOP).map((x) => JSON.parse(x) as unknown), final_answer: finalAnswer }),
+      JSON.stringify({
+        calls: f.filter((x) => x !== STOP).map((x) => JSON.parse(x) as unknown),
+        final_answer: finalAnswer,
+      }),
   };
 }
 

@@ -59,3 +59,11 @@ describe("run config", () => {
     for (const [doc, re] of cases) assert.throws(() => resolveRunConfig(doc), re, JSON.stringify(doc));
   });
 });
+
+it("the example configuration in trainer/examples is valid", async () => {
+  const { loadRunConfig } = await import("./config.js");
+  const c = loadRunConfig(new URL("../../examples/tool-agent.yaml", import.meta.url).pathname);
+  assert.equal(c.runId, "tool-agent-example");
+  assert.deepEqual(c.tasks.sets, ["tool_call", "agent"]);
+  assert.equal(c.components.length, 6);
+});

@@ -99,7 +99,7 @@ export function lineChart(
     );
   }
   parts.push(
-    `<text x="${m.l}" y="${H - 8}">${fmt(x0)}</text><text x="${W - m.r}" y="${H - 8}" text-anchor="end">step ${fmt(x1)}</text>`,
+    `<text x="${m.l}" y="${H - 8}">step ${Math.round(x0)}</text><text x="${W - m.r}" y="${H - 8}" text-anchor="end">step ${Math.round(x1)}</text>`,
   );
   series.forEach((s, si) => {
     const color = PALETTE[si % PALETTE.length]!;
@@ -155,7 +155,7 @@ export function correlationHeatmap(lines: readonly MetricsLine[]): string {
     return `<figure><figcaption>Correlation between components over time</figcaption><p class="empty">no component pair varied together in any group</p></figure>`;
   const cw = Math.max(3, Math.min(16, Math.floor(600 / withCorr.length)));
   const ch = 16;
-  const lw = 230;
+  const lw = 330;
   const W = lw + cw * withCorr.length + 10;
   const H = ch * active.length + 30;
   const cells: string[] = [];
@@ -194,6 +194,20 @@ const series = (
   points: lines.map((l) => [l.step, f(l) ?? null] as const),
 });
 
+/** Trailing moving average over the last `window` defined values (steps mix task domains, so raw curves are jumpy). */
+export function smooth(s: Series, window = 5): Series {
+  const out: Array<readonly [number, number | null]> = [];
+  const recent: number[] = [];
+  for (const [x, y] of s.points) {
+    if (y !== null && Number.isFinite(y)) {
+      recent.push(y);
+      if (recent.length > window) recent.shift();
+    }
+    out.push([x, recent.length ? recent.reduce((a, b) => a + b, 0) / recent.length : null]);
+  }
+  return { name: s.name, points: out };
+}
+
 /** The HTML report of one run. */
 export function renderRunReport(runId: string, lines: readonly MetricsLine[], note = ""): string {
   const comps = Object.keys(lines.find((l) => l.components)?.components ?? {});
@@ -223,7 +237,7 @@ export function renderRunReport(runId: string, lines: readonly MetricsLine[], no
     `<h2>Reward</h2>`,
     lineChart("Weighted reward (mean ± std over rollouts)", [
       {
-        ...series(lines, "weighted reward", (l) => l.weightedReward),
+        ...series(lines, "weighted reward (band: ± std over rollouts)", (l) => l.weightedReward),
         band: lines.map(
           (l) =>
             [
@@ -237,20 +251,21 @@ export function renderRunReport(runId: string, lines: readonly MetricsLine[], no
             ] as const,
         ),
       },
+      smooth(series(lines, "moving average (5 steps)", (l) => l.weightedReward)),
     ]),
     lineChart(
-      "Per-component mean reward",
-      comps.map((c) => series(lines, c, (l) => l.components?.[c]?.mean)),
+      "Per-component mean reward (moving average over 5 steps)",
+      comps.map((c) => smooth(series(lines, c, (l) => l.components?.[c]?.mean))),
     ),
     `<h2>Correlation and the advantage denominator</h2>`,
     correlationHeatmap(lines),
     lineChart(
-      "GRPO: each component's share of the denominator (row share of Σ Cov)",
-      shares.map((c, k) => series(lines, c, (l) => l.denominatorShares?.grpoRow[k])),
+      "GRPO: each component's share of the denominator (row share of Σ Cov; moving average)",
+      shares.map((c, k) => smooth(series(lines, c, (l) => l.denominatorShares?.grpoRow[k]))),
     ),
     lineChart(
-      "CorrGRPO: each component's share of the denominator (row share of Σ ρ)",
-      shares.map((c, k) => series(lines, c, (l) => l.denominatorShares?.corrGrpoRow[k])),
+      "CorrGRPO: each component's share of the denominator (row share of Σ ρ; moving average)",
+      shares.map((c, k) => smooth(series(lines, c, (l) => l.denominatorShares?.corrGrpoRow[k]))),
     ),
     `<h2>Policy</h2>`,
     lineChart("Entropy (nats / token)", [series(lines, "entropy", (l) => l.entropy)]),
