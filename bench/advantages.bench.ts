@@ -18,6 +18,7 @@ import {
   AdvantageEstimatorNames,
   compileAdvantageConfig,
   createAdvantageEngine,
+  createRng,
   packFlatBatch,
 } from "@reward-mesh/trainer";
 
@@ -34,18 +35,6 @@ const GOAL = {
   groupsPerSecond: 1_000_000,
 };
 
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A batch that looks like real rewards: binary, continuous [0,1], 0–100 scale, the odd constant column. */
 function makeBatch(
   G: number,
@@ -53,7 +42,7 @@ function makeBatch(
   B: number,
   seed: number,
 ): { batch: PackedBatch; values: Float64Array } {
-  const rand = prng(seed);
+  const rand = createRng(seed);
   const values = new Float64Array(B * G * K);
   for (let g = 0; g < B; g++) {
     const kinds = Array.from({ length: K }, () => Math.floor(rand() * 4));

@@ -9,16 +9,20 @@
  *  - latency: rollouts paced at a fixed rate below capacity, publish→reward latency p50/p99 measured by a
  *    consumer of `mesh.rewards.<run>.length` in this process.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
-import { createGrpcClient, health, RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
-import { freePort, type MeshBus, openBus, publishRollout, Streams } from "@reward-mesh/sdk";
-import { startTestNats } from "@reward-mesh/sdk/testing";
+import { RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
+import { type MeshBus, openBus, publishRollout, Streams } from "@reward-mesh/sdk";
+import {
+  type ServiceProcess,
+  startServiceProcess,
+  startTestNats,
+  testBusOptions,
+} from "@reward-mesh/sdk/testing";
 
 const N_THROUGHPUT = 5_000;
 const N_RAW = 10_000;
@@ -80,42 +84,6 @@ async function rawRate(bus: MeshBus): Promise<{ msgsPerSecond: number; publishPe
   const t1 = performance.now();
   await bus.jsm.streams.delete("BENCH_RAW");
   return { msgsPerSecond: N_RAW / ((t1 - t0) / 1000), publishPerSecond: N_RAW / ((tPub - t0) / 1000) };
-}
-
-async function startLength(natsUrl: string): Promise<ChildProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", lengthMain], {
-    env: {
-      PATH: "/usr/bin:/bin",
-      NATS_URL: natsUrl,
-      LENGTH_GRPC_PORT: String(port),
-      LOG_LEVEL: "warn",
-      OTEL_TRACES_EXPORTER: "none",
-      OTEL_METRICS_EXPORTER: "none",
-      OTEL_LOGS_EXPORTER: "none",
-    },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  const h = createGrpcClient(health.Health, `127.0.0.1:${port}`);
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const ok = await h.check({ service: "" }, { timeoutMs: 300 }).then(
-      (r) => r.status === health.HealthCheckResponse_ServingStatus.SERVING,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  h.close();
-  return child;
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((r) => {
-    if (child.exitCode !== null) return r();
-    child.once("exit", () => r());
-    child.kill("SIGTERM");
-  });
 }
 
 /** Consumes `mesh.rewards.<run>.length`, recording receive times by rollout id. */
@@ -191,17 +159,8 @@ async function meshRun(bus: MeshBus, replicas: number) {
 }
 
 const nats = await startTestNats();
-const bus = await openBus(
-  {
-    natsUrl: nats.url,
-    streamMaxAgeSeconds: 3600,
-    streamMaxBytes: -1,
-    duplicateWindowMs: 120_000,
-    streamReplicas: 1,
-  },
-  "bench-mesh",
-);
-const children: ChildProcess[] = [];
+const bus = await openBus(testBusOptions(nats.url), "bench-mesh");
+const children: ServiceProcess[] = [];
 try {
   const raw = await rawRate(bus);
   process.stdout.write(
@@ -209,7 +168,8 @@ try {
   );
   const runs = [];
   for (const replicas of [1, 2]) {
-    while (children.length < replicas) children.push(await startLength(nats.url));
+    while (children.length < replicas)
+      children.push(await startServiceProcess(lengthMain, { envPrefix: "LENGTH", natsUrl: nats.url }));
     const r = await meshRun(bus, replicas);
     runs.push({ ...r, fractionOfRaw: r.throughput.rolloutsPerSecond / raw.msgsPerSecond });
     process.stdout.write(
@@ -229,7 +189,7 @@ try {
   writeFileSync(new URL("./results/mesh.json", import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
   process.stdout.write("wrote bench/results/mesh.json\n");
 } finally {
-  await Promise.all(children.map(stop));
+  await Promise.all(children.map((c) => c.stop()));
   await bus.close();
   await nats.stop();
 }

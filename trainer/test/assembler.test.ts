@@ -4,23 +4,14 @@ import { after, before, describe, it } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { ComponentStatus, RewardResultSchema } from "@reward-mesh/proto";
 import { type MeshBus, openBus, publishReward } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats } from "@reward-mesh/sdk/testing";
+import { type LocalNats, startTestNats, testBusOptions } from "@reward-mesh/sdk/testing";
 import { createGroupAssembler } from "../src/run/assembler.js";
 
 let nats: LocalNats;
 let bus: MeshBus;
 before(async () => {
   nats = await startTestNats();
-  bus = await openBus(
-    {
-      natsUrl: nats.url,
-      streamMaxAgeSeconds: 3600,
-      streamMaxBytes: -1,
-      duplicateWindowMs: 120_000,
-      streamReplicas: 1,
-    },
-    "assembler-test",
-  );
+  bus = await openBus(testBusOptions(nats.url), "assembler-test");
 });
 after(async () => {
   await bus.close();

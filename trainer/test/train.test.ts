@@ -21,7 +21,7 @@ import {
   Streams,
   startRewardService,
 } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats } from "@reward-mesh/sdk/testing";
+import { type LocalNats, startTestNats, testBusOptions } from "@reward-mesh/sdk/testing";
 import {
   builtinTasks,
   createEmbeddedLearner,
@@ -34,17 +34,10 @@ let nats: LocalNats;
 let bus: MeshBus;
 let length: RunningService;
 let dir: string;
-const busOptions = (url: string) => ({
-  natsUrl: url,
-  streamMaxAgeSeconds: 3600,
-  streamMaxBytes: -1,
-  duplicateWindowMs: 120_000,
-  streamReplicas: 1,
-});
 
 before(async () => {
   nats = await startTestNats();
-  bus = await openBus(busOptions(nats.url), "train-test");
+  bus = await openBus(testBusOptions(nats.url), "train-test");
   length = await startRewardService(
     createLengthService({ maxLength: 20_480, cacheLength: 4_096, penaltyFactor: 1 }),
     {
@@ -57,7 +50,7 @@ before(async () => {
       nakBackoffMs: 50,
       nakBackoffMaxMs: 500,
       logLevel: "silent",
-      bus: busOptions(nats.url),
+      bus: testBusOptions(nats.url),
     },
     silentLogger,
   );

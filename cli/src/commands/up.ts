@@ -6,12 +6,10 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, mkdirSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Writable } from "node:stream";
-import { createGrpcClient, health } from "@reward-mesh/proto";
-import { ensureNats, freePort, type LocalNats } from "@reward-mesh/sdk";
+import { ensureNats, freePort, type LocalNats, waitServing } from "@reward-mesh/sdk";
 import type { CliConfig } from "../config.js";
 import { parseFlags, UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
@@ -54,32 +52,11 @@ function telemetryDefaults(env: CliConfig["env"]): Record<string, string | undef
   return { ...env, OTEL_TRACES_EXPORTER: "none", OTEL_METRICS_EXPORTER: "none", OTEL_LOGS_EXPORTER: "none" };
 }
 
-async function waitServing(
-  address: string,
-  child: ChildProcess,
-  logFile: string,
-  deadline: number,
-): Promise<void> {
-  const client = createGrpcClient(health.Health, address);
+function tail(file: string): string {
   try {
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        const log = await readFile(logFile, "utf8").catch(() => "");
-        throw new Error(
-          `exited (${child.exitCode ?? child.signalCode}) before serving; last log lines:\n${log.split("\n").slice(-8).join("\n")}`,
-        );
-      }
-      try {
-        const r = await client.check({ service: "" }, { timeoutMs: 500 });
-        if (r.status === health.HealthCheckResponse_ServingStatus.SERVING) return;
-      } catch {
-        // not listening yet
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`not SERVING after the ready timeout (see ${logFile})`);
-  } finally {
-    client.close();
+    return readFileSync(file, "utf8").split("\n").slice(-8).join("\n");
+  } catch {
+    return "(no log)";
   }
 }
 
@@ -129,9 +106,13 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
         child.stderr!.pipe(log);
         const address = `127.0.0.1:${port}`;
         try {
-          await waitServing(address, child, logFile, deadline);
+          await waitServing(address, {
+            child,
+            timeoutMs: Math.max(0, deadline - Date.now()),
+            describe: () => `last log lines (${logFile}):\n${tail(logFile)}`,
+          });
         } catch (err) {
-          throw new Error(`service '${e.name}' ${err instanceof Error ? err.message : String(err)}`);
+          throw new Error(`service '${e.name}': ${err instanceof Error ? err.message : String(err)}`);
         }
         started.push({ name: e.name, address, pid: child.pid ?? -1, logFile });
       }),

@@ -1,75 +1,42 @@
 /** The length service end to end: its real process entrypoint, real NATS, real gRPC. */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { after, before, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { createGrpcClient, health, RewardResultSchema, RewardService } from "@reward-mesh/proto";
-import { freePort, type MeshBus, openBus, publishRollout, readStream, Streams } from "@reward-mesh/sdk";
-import { type LocalNats, makeRollout, startTestNats } from "@reward-mesh/sdk/testing";
+import { createGrpcClient, RewardResultSchema, RewardService } from "@reward-mesh/proto";
+import { type MeshBus, openBus, publishRollout, readStream, Streams } from "@reward-mesh/sdk";
+import {
+  type LocalNats,
+  makeRollout,
+  type ServiceProcess,
+  startServiceProcess,
+  startTestNats,
+  testBusOptions,
+} from "@reward-mesh/sdk/testing";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 let nats: LocalNats;
 let bus: MeshBus;
-let child: ChildProcess;
-let address = "";
+let service: ServiceProcess;
 
 before(async () => {
   nats = await startTestNats();
-  bus = await openBus(
-    {
-      natsUrl: nats.url,
-      streamMaxAgeSeconds: 3600,
-      streamMaxBytes: -1,
-      duplicateWindowMs: 120_000,
-      streamReplicas: 1,
-    },
-    "length-test",
-  );
-  const port = await freePort();
-  address = `127.0.0.1:${port}`;
-  child = spawn(process.execPath, ["--import", "tsx", main], {
-    env: {
-      PATH: "/usr/bin:/bin",
-      NATS_URL: nats.url,
-      LENGTH_GRPC_PORT: String(port),
-      LENGTH_MAX_LENGTH: "16",
-      LENGTH_CACHE_LENGTH: "8",
-      OTEL_TRACES_EXPORTER: "none",
-      OTEL_METRICS_EXPORTER: "none",
-      OTEL_LOGS_EXPORTER: "none",
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "inherit", "inherit"],
+  bus = await openBus(testBusOptions(nats.url), "length-test");
+  service = await startServiceProcess(main, {
+    envPrefix: "LENGTH",
+    natsUrl: nats.url,
+    env: { LENGTH_MAX_LENGTH: "16", LENGTH_CACHE_LENGTH: "8" },
   });
-  // Poll gRPC health until SERVING (never sleep for a fixed time).
-  const h = createGrpcClient(health.Health, address);
-  const deadline = Date.now() + 30_000;
-  while (true) {
-    assert.ok(Date.now() < deadline, "length service did not become SERVING");
-    assert.equal(child.exitCode, null, "length service exited");
-    const ok = await h.check({ service: "" }, { timeoutMs: 500 }).then(
-      (r) => r.status === health.HealthCheckResponse_ServingStatus.SERVING,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  h.close();
 });
 
 after(async () => {
-  if (child.exitCode === null) {
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
-    await exited;
-  }
+  await service.stop();
   await bus.close();
   await nats.stop();
 });
 
 it("scores over gRPC with the configured limits", async () => {
-  const c = createGrpcClient(RewardService, address);
+  const c = createGrpcClient(RewardService, service.address);
   try {
     const res = await c.score({ rollout: makeRollout({ response: "x".repeat(12) }) });
     assert.deepEqual(
@@ -117,7 +84,5 @@ it("scores rollouts of every domain published on JetStream", async () => {
 });
 
 it("drains and exits 0 on SIGTERM", async () => {
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  child.kill("SIGTERM");
-  assert.equal(await exited, 0);
+  assert.equal(await service.stop(), 0);
 });

@@ -67,6 +67,8 @@ export {
   waitForJetStream,
 } from "./local-nats.js";
 export { freePort } from "./net.js";
+export type { WaitServingOptions } from "./health-client.js";
+export { waitServing } from "./health-client.js";
 export type { StoredMessage } from "./stream-reader.js";
 export { readStream } from "./stream-reader.js";
 export type { HealthState } from "./health.js";

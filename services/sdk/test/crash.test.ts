@@ -9,7 +9,13 @@ import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
 import { RewardResultSchema } from "@reward-mesh/proto";
 import { type MeshBus, openBus, publishRollout, Streams } from "../src/index.js";
-import { type LocalNats, makeRollout, readStream, startTestNats } from "../src/testing/index.js";
+import {
+  type LocalNats,
+  makeRollout,
+  readStream,
+  startTestNats,
+  testBusOptions,
+} from "../src/testing/index.js";
 
 const fixture = fileURLToPath(new URL("./worker-process.fixture.ts", import.meta.url));
 let nats: LocalNats;
@@ -18,16 +24,7 @@ const children: ChildProcess[] = [];
 
 before(async () => {
   nats = await startTestNats();
-  bus = await openBus(
-    {
-      natsUrl: nats.url,
-      streamMaxAgeSeconds: 3600,
-      streamMaxBytes: -1,
-      duplicateWindowMs: 120_000,
-      streamReplicas: 1,
-    },
-    "crash-test",
-  );
+  bus = await openBus(testBusOptions(nats.url), "crash-test");
 });
 after(async () => {
   for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");

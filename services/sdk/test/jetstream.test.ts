@@ -17,17 +17,16 @@ import {
   Streams,
   startWorker,
 } from "../src/index.js";
-import { type LocalNats, makeRollout, readStream, startTestNats } from "../src/testing/index.js";
+import {
+  type LocalNats,
+  makeRollout,
+  readStream,
+  startTestNats,
+  testBusOptions,
+} from "../src/testing/index.js";
 import { createEchoService, installTestTracing } from "./fixtures.js";
 
 const { exporter, provider } = installTestTracing();
-const busOptions = (url: string) => ({
-  natsUrl: url,
-  streamMaxAgeSeconds: 3600,
-  streamMaxBytes: -1,
-  duplicateWindowMs: 120_000,
-  streamReplicas: 1,
-});
 
 describe("JetStream worker", () => {
   let nats: LocalNats;
@@ -39,7 +38,7 @@ describe("JetStream worker", () => {
 
   before(async () => {
     nats = await startTestNats();
-    bus = await openBus(busOptions(nats.url), "test-publisher");
+    bus = await openBus(testBusOptions(nats.url), "test-publisher");
   });
   after(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop(1000)));
@@ -60,7 +59,7 @@ describe("JetStream worker", () => {
     def = createEchoService(),
     opts: { instance?: string; maxDeliver?: number; concurrency?: number } = {},
   ) {
-    const b = await openBus(busOptions(nats.url), opts.instance ?? "worker");
+    const b = await openBus(testBusOptions(nats.url), opts.instance ?? "worker");
     buses.push(b);
     const w = await startWorker(def, {
       bus: b,

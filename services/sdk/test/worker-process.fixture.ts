@@ -1,3 +1,4 @@
+import { testBusOptions } from "../src/testing/index.js";
 /**
  * A worker process for the crash test: `node --import tsx worker-process.fixture.ts <natsUrl> <instance> <delayMs>`.
  * Prints `scored <rolloutId>` per scored rollout (synchronously, so a SIGKILL loses no printed line)
@@ -8,16 +9,7 @@ import { createLimiter, openBus, silentLogger, startWorker } from "../src/index.
 import { createEchoService } from "./fixtures.js";
 
 const [natsUrl, instance, delay] = process.argv.slice(2);
-const bus = await openBus(
-  {
-    natsUrl: natsUrl!,
-    streamMaxAgeSeconds: 3600,
-    streamMaxBytes: -1,
-    duplicateWindowMs: 120_000,
-    streamReplicas: 1,
-  },
-  instance!,
-);
+const bus = await openBus(testBusOptions(natsUrl!), instance!);
 const worker = await startWorker(
   createEchoService({ delayMs: Number(delay), onScore: (id) => writeSync(1, `scored ${id}\n`) }),
   { bus, limiter: createLimiter(4), logger: silentLogger, instance: instance!, ackWaitMs: 1_000 },

@@ -3,14 +3,12 @@
  * ScoreStream, INVALID_ARGUMENT), then its real process entrypoint with a real NATS (JetStream worker).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { createGrpcClient, health, RewardResultSchema, RewardService } from "@reward-mesh/proto";
+import { createGrpcClient, RewardResultSchema, RewardService } from "@reward-mesh/proto";
 import {
   createLimiter,
-  freePort,
   type MeshBus,
   openBus,
   publishRollout,
@@ -20,7 +18,14 @@ import {
   Streams,
   startGrpcServer,
 } from "@reward-mesh/sdk";
-import { type LocalNats, makeRollout, startTestNats } from "@reward-mesh/sdk/testing";
+import {
+  type LocalNats,
+  makeRollout,
+  type ServiceProcess,
+  startServiceProcess,
+  startTestNats,
+  testBusOptions,
+} from "@reward-mesh/sdk/testing";
 import { createToolCallService } from "../src/index.js";
 
 const task = {
@@ -96,56 +101,17 @@ describe("gRPC (in-process server)", () => {
 describe("process entrypoint with JetStream", () => {
   let nats: LocalNats;
   let bus: MeshBus;
-  let child: ChildProcess;
+  let service: ServiceProcess;
   before(async () => {
     nats = await startTestNats();
-    bus = await openBus(
-      {
-        natsUrl: nats.url,
-        streamMaxAgeSeconds: 3600,
-        streamMaxBytes: -1,
-        duplicateWindowMs: 120_000,
-        streamReplicas: 1,
-      },
-      "tool-call-test",
-    );
-    const port = await freePort();
-    child = spawn(
-      process.execPath,
-      ["--import", "tsx", fileURLToPath(new URL("../src/main.ts", import.meta.url))],
-      {
-        env: {
-          PATH: "/usr/bin:/bin",
-          NATS_URL: nats.url,
-          TOOL_CALL_GRPC_PORT: String(port),
-          OTEL_TRACES_EXPORTER: "none",
-          OTEL_METRICS_EXPORTER: "none",
-          OTEL_LOGS_EXPORTER: "none",
-          LOG_LEVEL: "warn",
-        },
-        stdio: ["ignore", "inherit", "inherit"],
-      },
-    );
-    const h = createGrpcClient(health.Health, `127.0.0.1:${port}`);
-    const deadline = Date.now() + 30_000;
-    while (true) {
-      assert.ok(Date.now() < deadline, "tool-call service did not become SERVING");
-      assert.equal(child.exitCode, null, "tool-call service exited");
-      const ok = await h.check({ service: "" }, { timeoutMs: 500 }).then(
-        (r) => r.status === health.HealthCheckResponse_ServingStatus.SERVING,
-        () => false,
-      );
-      if (ok) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    h.close();
+    bus = await openBus(testBusOptions(nats.url), "tool-call-test");
+    service = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
+      envPrefix: "TOOL_CALL",
+      natsUrl: nats.url,
+    });
   });
   after(async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await service.stop();
     await bus.close();
     await nats.stop();
   });
@@ -167,8 +133,6 @@ describe("process entrypoint with JetStream", () => {
     const exact = new Map(got.map((m) => [m.value.rolloutId, m.value.components.map((c) => c.value)]));
     assert.deepEqual(exact.get(sent[0]!.id), [1, 0.5, 1, 1.5, 1]);
     assert.deepEqual(exact.get(sent[1]!.id), [0, -0.5, -1, -1.5, 0]);
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    child.kill("SIGTERM");
-    assert.equal(await exited, 0);
+    assert.equal(await service.stop(), 0);
   });
 });

@@ -8,6 +8,7 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { TaskSchema } from "@reward-mesh/proto";
+import { createPrng } from "../learner/prng.js";
 
 /** One trainable task. */
 export interface TaskDefinition {
@@ -36,16 +37,10 @@ export function taskDomainOf(t: TaskDefinition): string {
   return k === "code" ? "code" : k === "toolCall" ? "tool_call" : k === "agent" ? "agent" : "custom";
 }
 
-/** Deterministic PRNG (mulberry32) for task order and reward noise. */
+/** Deterministic uniform generator in [0, 1) for task order and reward noise (the learner's sfc32). */
 export function createRng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const p = createPrng(seed);
+  return () => p.next();
 }
 
 /** Mixes a seed with integers into a new 32-bit seed (splitmix-style). */

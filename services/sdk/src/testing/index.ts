@@ -4,7 +4,11 @@
  * @module
  */
 import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { type ChildProcess, spawn } from "node:child_process";
 import { type Rollout, RolloutSchema } from "@reward-mesh/proto";
+import type { BusOptions } from "../config.js";
+import { waitServing } from "../health-client.js";
+import { freePort } from "../net.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
 
 export type { LocalNats };
@@ -37,4 +41,76 @@ export function makeRollout(init: Omit<MessageInitShape<typeof RolloutSchema>, "
 /** Decodes a rollout (for DLQ payload checks). */
 export function decodeRollout(data: Uint8Array): Rollout {
   return fromBinary(RolloutSchema, data);
+}
+
+/** Bus options for tests: one replica, an hour of retention, JetStream's default duplicate window. */
+export function testBusOptions(natsUrl: string): BusOptions {
+  return {
+    natsUrl,
+    streamMaxAgeSeconds: 3600,
+    streamMaxBytes: -1,
+    duplicateWindowMs: 120_000,
+    streamReplicas: 1,
+  };
+}
+
+/** A service process started from its entrypoint for a test. */
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  /** `127.0.0.1:<port>` of its gRPC server. */
+  readonly address: string;
+  /** What it wrote to stderr so far (its logs). */
+  stderr(): string;
+  /** SIGTERM, then the exit code (a clean drain gives 0). */
+  stop(): Promise<number | null>;
+}
+
+/** Options of {@link startServiceProcess}. */
+export interface ServiceProcessOptions {
+  /** Environment prefix of the service (`LENGTH`, `CODE_EXEC`, ...). */
+  readonly envPrefix: string;
+  readonly natsUrl: string;
+  /** More environment (its options). Telemetry exporters are off and LOG_LEVEL is warn unless set here. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Starts a service's `main.ts` as its own process on a free port (as `reward-mesh up` does) and resolves
+ * once it reports SERVING.
+ */
+export async function startServiceProcess(
+  mainPath: string,
+  o: ServiceProcessOptions,
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", mainPath], {
+    env: {
+      PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
+      OTEL_TRACES_EXPORTER: "none",
+      OTEL_METRICS_EXPORTER: "none",
+      OTEL_LOGS_EXPORTER: "none",
+      LOG_LEVEL: "warn",
+      ...o.env,
+      NATS_URL: o.natsUrl,
+      [`${o.envPrefix}_GRPC_PORT`]: String(port),
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-20_000);
+  });
+  const address = `127.0.0.1:${port}`;
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    return exited;
+  };
+  try {
+    await waitServing(address, { child, describe: () => stderr });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { child, address, stderr: () => stderr, stop };
 }
