@@ -1,6 +1,6 @@
 /**
- * The training loop end to end: real nats-server, the real length service (its gRPC + JetStream worker),
- * the embedded learner; and a trainer process killed mid-run (SIGKILL) that resumes from its checkpoint.
+ * The training loop end to end: real nats-server, the real length, tool-call and agentdojo services (gRPC
+ * + JetStream workers), the embedded learner; and a trainer process killed mid-run (SIGKILL) that resumes from its checkpoint.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -10,8 +10,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
+import { createAgentDojoService } from "@reward-mesh/agentdojo";
 import { createLengthService } from "@reward-mesh/length";
 import { AdvantageBatchSchema } from "@reward-mesh/proto";
+import { createToolCallService } from "@reward-mesh/tool-call";
 import {
   type MeshBus,
   openBus,
@@ -32,32 +34,36 @@ import {
 
 let nats: LocalNats;
 let bus: MeshBus;
-let length: RunningService;
+let services: RunningService[] = [];
 let dir: string;
 
 before(async () => {
   nats = await startTestNats();
   bus = await openBus(testBusOptions(nats.url), "train-test");
-  length = await startRewardService(
-    createLengthService({ maxLength: 20_480, cacheLength: 4_096, penaltyFactor: 1 }),
-    {
-      grpcHost: "127.0.0.1",
-      grpcPort: 0,
-      concurrency: 8,
-      workerEnabled: true,
-      ackWaitMs: 5_000,
-      maxDeliver: 5,
-      nakBackoffMs: 50,
-      nakBackoffMaxMs: 500,
-      logLevel: "silent",
-      bus: testBusOptions(nats.url),
-    },
-    silentLogger,
+  const runtime = {
+    grpcHost: "127.0.0.1",
+    grpcPort: 0,
+    concurrency: 8,
+    workerEnabled: true,
+    ackWaitMs: 5_000,
+    maxDeliver: 5,
+    nakBackoffMs: 50,
+    nakBackoffMaxMs: 500,
+    logLevel: "silent",
+    bus: testBusOptions(nats.url),
+  };
+  // Real services with their JetStream workers (in this process; their own processes are tested elsewhere).
+  services = await Promise.all(
+    [
+      createLengthService({ maxLength: 20_480, cacheLength: 4_096, penaltyFactor: 1 }),
+      createToolCallService(),
+      createAgentDojoService(),
+    ].map((def) => startRewardService(def, runtime, silentLogger)),
   );
   dir = mkdtempSync(join(tmpdir(), "rm-train-"));
 });
 after(async () => {
-  await length.close(1000);
+  await Promise.all(services.map((s) => s.close(1000)));
   await bus.close();
   await nats.stop();
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
@@ -111,6 +117,36 @@ describe("training through the mesh", () => {
     assert.equal(adv[0]!.value.groups.length, 2);
     assert.equal(adv[0]!.value.groups[0]!.rollouts.length, 8);
     assert.equal(adv[15]!.value.policyVersion, 16);
+  });
+
+  it("learns on tool-call and AgentDojo tasks scored by their real services (fixed seed)", async () => {
+    const config = resolveRunConfig({
+      ...doc("tools", 24),
+      tasks: { sets: ["tool_call", "agent"] },
+      promptsPerStep: 4,
+      components: ["rlla-tool", "agentdojo"],
+    });
+    const learner = createEmbeddedLearner({ seed: config.seed });
+    try {
+      await runTraining({ config, tasks: builtinTasks(["tool_call", "agent"]), bus, learner });
+    } finally {
+      await learner.close();
+    }
+    const lines = readMetrics(join(dir, "tools", "metrics.jsonl"));
+    assert.equal(lines.length, 24);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const first = mean(lines.slice(0, 6).map((l) => l.weightedReward!));
+    const last = mean(lines.slice(-6).map((l) => l.weightedReward!));
+    assert.ok(last > first + 0.2, `weighted reward ${first.toFixed(3)} -> ${last.toFixed(3)}`);
+    const comps = Object.keys(lines[0]!.components ?? {});
+    assert.deepEqual(comps, [
+      "tool-call/format",
+      "tool-call/function_name",
+      "tool-call/parameter_name",
+      "tool-call/parameter_value",
+      "agentdojo/utility",
+      "agentdojo/security",
+    ]);
   });
 
   it("a trainer killed mid-run resumes from its checkpoint: every step applied exactly once", async () => {

@@ -115,7 +115,12 @@ export async function startWorker(
   setMaxListeners(maxInFlight * 2 + 10, abort.signal);
   let stopping = false;
   let inFlight = 0;
-  let wakeLoop: (() => void) | undefined;
+  // One consume loop per domain; all of them may be waiting for a free slot at once.
+  const loopWaiters = new Set<() => void>();
+  const wakeLoops = () => {
+    for (const w of [...loopWaiters]) w();
+    loopWaiters.clear();
+  };
   let wakeIdle: (() => void) | undefined;
   const stats = { scored: 0, duplicates: 0, deadLettered: 0, naked: 0 };
 
@@ -218,7 +223,7 @@ export async function startWorker(
     loops.push(
       (async () => {
         for await (const m of msgs) {
-          while (inFlight >= maxInFlight && !stopping) await new Promise<void>((r) => (wakeLoop = r));
+          while (inFlight >= maxInFlight && !stopping) await new Promise<void>((r) => loopWaiters.add(r));
           if (stopping) {
             m.nak(); // hand it back at once so another replica takes it
             continue;
@@ -228,7 +233,7 @@ export async function startWorker(
             .catch((err: unknown) => logger.error({ err }, "unexpected worker failure"))
             .finally(() => {
               inFlight--;
-              wakeLoop?.();
+              wakeLoops();
               if (inFlight === 0) wakeIdle?.();
             });
         }
@@ -242,7 +247,7 @@ export async function startWorker(
       if (stopping) return;
       stopping = true;
       for (const s of subscriptions) s.stop();
-      wakeLoop?.();
+      wakeLoops();
       if (inFlight > 0) {
         const timer = setTimeout(() => abort.abort(new Error("worker stopping")), graceMs);
         timer.unref();

@@ -7,6 +7,7 @@ import { context, trace } from "@opentelemetry/api";
 import { DeadLetterSchema, RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
 import {
   createLimiter,
+  defineRewardService,
   INSTANCE_HEADER,
   type MeshBus,
   openBus,
@@ -202,6 +203,48 @@ describe("JetStream worker", () => {
     for (const r of sent) assert.equal(scoredBy.get(r.id)?.length, 1, `${r.id} scored once`);
     const instances = new Set(got.map((m) => m.headers[INSTANCE_HEADER]));
     assert.deepEqual([...instances].sort(), ["a", "b"]);
+  });
+
+  it("keeps every domain's consume loop going under load, and stops (regression: one waiter per loop)", async () => {
+    const def = defineRewardService({
+      name: "twodom",
+      version: "1",
+      domains: ["custom", "code"],
+      components: [{ name: "n", description: "length", min: 0, max: 1e9 }],
+      score: async (r) => {
+        await new Promise((res) => setTimeout(res, 2));
+        return [{ name: "n", value: r.response.length }];
+      },
+    });
+    await bus.jsm.consumers.delete(Streams.rollouts, "twodom--custom").catch(() => {});
+    await bus.jsm.consumers.delete(Streams.rollouts, "twodom--code").catch(() => {});
+    const b = await openBus(testBusOptions(nats.url), "twodom");
+    buses.push(b);
+    // Capacity 1 → at most 2 in flight: both loops block on a free slot again and again.
+    const w = await startWorker(def, {
+      bus: b,
+      limiter: createLimiter(1),
+      logger: silentLogger,
+      instance: "t",
+    });
+    const sent = [
+      ...Array.from({ length: 60 }, () => makeRollout({ runId })),
+      ...Array.from({ length: 60 }, () =>
+        makeRollout({ runId, task: { id: "c", kind: { case: "code", value: {} } } }),
+      ),
+    ];
+    await Promise.all(sent.map((r) => publishRollout(bus.js, r)));
+    const got = await readStream(
+      bus,
+      Streams.rewards,
+      `mesh.rewards.${runId}.twodom`,
+      (d) => fromBinary(RewardResultSchema, d),
+      120,
+    );
+    assert.equal(got.length, 120);
+    const t0 = Date.now();
+    await w.stop(2_000);
+    assert.ok(Date.now() - t0 < 2_000, "stop() returned promptly");
   });
 
   it("de-duplicates a re-published result by Nats-Msg-Id", async () => {
