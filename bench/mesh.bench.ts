@@ -8,6 +8,9 @@
  *    reward is stored → rollouts/s;
  *  - latency: rollouts paced at a fixed rate below capacity, publish→reward latency p50/p99 measured by a
  *    consumer of `mesh.rewards.<run>.length` in this process.
+ *
+ * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
+ * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service, to see what tracing costs).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -169,7 +172,16 @@ try {
   const runs = [];
   for (const replicas of [1, 2]) {
     while (children.length < replicas)
-      children.push(await startServiceProcess(lengthMain, { envPrefix: "LENGTH", natsUrl: nats.url }));
+      children.push(
+        await startServiceProcess(lengthMain, {
+          envPrefix: "LENGTH",
+          natsUrl: nats.url,
+          env: {
+            LENGTH_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? "8",
+            ...(process.env.BENCH_OTEL_OFF ? { OTEL_SDK_DISABLED: "true" } : {}),
+          },
+        }),
+      );
     const r = await meshRun(bus, replicas);
     runs.push({ ...r, fractionOfRaw: r.throughput.rolloutsPerSecond / raw.msgsPerSecond });
     process.stdout.write(
