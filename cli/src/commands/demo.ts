@@ -16,6 +16,7 @@ import {
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { parseFlags, UsageError } from "../io.js";
+import { SERVICES } from "../services.js";
 import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { printMesh, startMesh } from "./up.js";
 
@@ -30,7 +31,9 @@ export function demoRunDocument(seed = DEMO_SEED, steps = 60): Record<string, un
     groupSize: 8,
     promptsPerStep: 4,
     steps,
-    components: ["corrgrpo-code", "rlla-tool", "agentdojo"],
+    // DAPO's overlong penalty rides along: these short responses never reach its window, so it is a
+    // constant 0 and drops out of every group (shown in the summary as such).
+    components: ["corrgrpo-code", "rlla-tool", "agentdojo", "overlong"],
     estimator: { name: "grpo_covariance_coefficient", options: { coefficientSumFloor: 1 } },
     loss: { type: "dapo", klBeta: 0.01 },
     optim: { lr: 0.1 },
@@ -60,12 +63,13 @@ export async function runDemo(
   const config = resolveRunConfig(demoRunDocument(seed, steps));
   const tasks = builtinTasks(config.tasks.sets);
   out.write(
-    `reward-mesh demo — run ${config.runId}, seed ${seed}\nstarting NATS JetStream and the reward services (${servicesOf(config).join(", ")})...\n`,
+    `reward-mesh demo — run ${config.runId}, seed ${seed}\nstarting NATS JetStream and every reward service (${SERVICES.map((x) => x.name).join(", ")})...\n`,
   );
   // The demo's code sandbox is bubblewrap (about 15 ms per run here, against about 110 ms for a Docker
   // container) unless the user chose a backend.
   const meshCli: CliConfig = { ...cli, env: { SANDBOX_BACKEND: "bwrap", ...cli.env } };
-  const mesh = await startMesh(meshCli, { services: servicesOf(config) });
+  servicesOf(config); // every service the run needs is available
+  const mesh = await startMesh(meshCli);
   let result: Awaited<ReturnType<typeof trainWithMesh>>;
   try {
     printMesh(mesh, out);

@@ -1,0 +1,62 @@
+/** `npm start`'s demo, shortened: every service up, a few training steps through the mesh, a clean stop. */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { freePort } from "@reward-mesh/sdk";
+
+const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
+
+it("reward-mesh demo --steps 4 trains through every service and shuts everything down", async () => {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "rm-demo-"));
+  try {
+    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
+      (resolve) => {
+        execFile(
+          process.execPath,
+          [bin, "demo", "--steps", "4"],
+          {
+            cwd: dir,
+            timeout: 180_000,
+            env: {
+              ...process.env,
+              NATS_URL: `nats://127.0.0.1:${port}`,
+              REWARD_MESH_NATS_STORE: join(dir, "js"),
+              REWARD_MESH_LOG_DIR: join(dir, "logs"),
+            },
+          },
+          (err, out, errOut) =>
+            resolve({
+              code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
+              stdout: out,
+              stderr: errOut,
+            }),
+        );
+      },
+    );
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
+    for (const s of ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency"])
+      assert.match(stdout, new RegExp(`^${s}\\s+127\\.0\\.0\\.1:\\d+`, "m"));
+    assert.match(stdout, /^weighted reward\s+-?\d+\.\d{4}\s+-?\d+\.\d{4}$/m);
+    assert.match(stdout, /^code-exec\/pass\s/m);
+    assert.match(stdout, /mesh stopped\.$/m);
+    const report = stdout.match(/^report (\S+)$/m)?.[1];
+    assert.ok(report && existsSync(join(dir, report)), "report written");
+    const natsUp = await new Promise<boolean>((r) => {
+      const s = connect(port, "127.0.0.1");
+      s.once("connect", () => {
+        s.destroy();
+        r(true);
+      });
+      s.once("error", () => r(false));
+    });
+    assert.equal(natsUp, false, "the NATS the demo started is stopped");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
