@@ -154,10 +154,6 @@ export async function runTrain(
       throw new UsageError("'--run-id' must match [A-Za-z0-9_-]+");
     config = { ...config, runId: flags["run-id"] };
   }
-  if (config.tasks.source !== "builtin")
-    throw new UsageError(
-      `'tasks.source' ${config.tasks.source}: only 'builtin' task sets are supported by this build`,
-    );
   const tasks = builtinTasks(config.tasks.sets);
   const abort = new AbortController();
   const onSignal = () => {

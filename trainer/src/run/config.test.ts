@@ -52,6 +52,11 @@ describe("run config", () => {
       [{ components: ["rlla-tool", "rlla-tool"] }, /'components' lists tool-call\/format twice/],
       [{ components: "no-such-preset" }, /'components\[0\]' unknown preset "no-such-preset"/],
       [
+        { ...base, tasks: { sets: ["code", "poetry"] } },
+        /'tasks\.sets\[1\]' unknown task set 'poetry' \(known: custom, code, tool_call, agent\)/,
+      ],
+      [{ ...base, tasks: { source: "tasks.jsonl" } }, /'tasks\.source' must be one of builtin/],
+      [
         { ...base, rewardNoise: { p: 0.1, components: ["tool-call/format"] } },
         /'rewardNoise\.components\[0\]' 'tool-call\/format' is not one of the configured components/,
       ],

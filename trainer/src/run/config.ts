@@ -11,6 +11,7 @@ import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
 import { resolveEstimatorName } from "../advantage/estimators.js";
 import { type LossType, LossTypes } from "../learner/types.js";
+import { BUILTIN_TASK_SETS } from "./builtin-tasks.js";
 
 /** Thrown for an invalid run configuration; `key` is the dotted path. */
 export class RunConfigError extends Error {
@@ -76,7 +77,7 @@ export interface RunConfig {
   /** Where `runs/<run-id>/` is created. @default "runs" */
   readonly outputDir: string;
   readonly tasks: {
-    /** `builtin` (the task sets shipped with the trainer) or a JSONL file of task definitions. */
+    /** `builtin`: the task sets shipped with the trainer (the only source this build reads). */
     readonly source: string;
     /** Built-in sets to use: `code`, `tool_call`, `agent`, `custom`. */
     readonly sets: readonly string[];
@@ -279,6 +280,14 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
       `must be a non-empty list of set names, got ${JSON.stringify(sets)}`,
     );
   }
+  (sets as string[]).forEach((name, i) => {
+    if (!BUILTIN_TASK_SETS[name]) {
+      throw new RunConfigError(
+        `tasks.sets[${i}]`,
+        `unknown task set '${name}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`,
+      );
+    }
+  });
 
   const est = doc["estimator"];
   let estimator: RunConfig["estimator"];
@@ -387,7 +396,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     runId: str(run, "run", "id", `run-${stamp}`, TOKEN),
     seed: num(run, "run", "seed", 1, 0, 2 ** 31 - 1, true),
     outputDir: str(run, "run", "outputDir", "runs"),
-    tasks: { source: str(tasks, "tasks", "source", "builtin"), sets: sets as string[] },
+    tasks: { source: oneOf(tasks, "tasks", "source", ["builtin"], "builtin"), sets: sets as string[] },
     groupSize: num(doc, "", "groupSize", 8, 2, 1024, true),
     promptsPerStep: num(doc, "", "promptsPerStep", 4, 1, 4096, true),
     steps: num(doc, "", "steps", 20, 1, 1_000_000, true),
