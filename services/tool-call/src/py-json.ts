@@ -8,6 +8,8 @@
  * @module
  */
 
+import { pyFloatRepr, pyStrRepr } from "@reward-mesh/sdk/rewards";
+
 /** A Python `int` (arbitrary precision, like Python). */
 export interface PyInt {
   readonly kind: "int";
@@ -311,41 +313,7 @@ export function pyIn(value: PyValue, items: readonly PyValue[]): boolean {
   return items.some((x) => pyEquals(value, x));
 }
 
-function reprString(s: string): string {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
-    if (ch === quote || ch === "\\") out += `\\${ch}`;
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (ch < " " || ch === "\x7f") out += `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`;
-    else out += ch;
-  }
-  return out + quote;
-}
-
-/** Python's `repr(float)`: shortest round-trip digits, `.0` on integral values, `1e+16` style exponents. */
-export function pyFloatRepr(x: number): string {
-  if (Number.isNaN(x)) return "nan";
-  if (x === Number.POSITIVE_INFINITY) return "inf";
-  if (x === Number.NEGATIVE_INFINITY) return "-inf";
-  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
-  const [mant, expPart] = x.toExponential().split("e") as [string, string];
-  const exp = Number(expPart);
-  const neg = mant.startsWith("-");
-  const digits = mant.replace("-", "").replace(".", "");
-  if (exp < -4 || exp >= 16) {
-    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
-    const e = Math.abs(exp).toString().padStart(2, "0");
-    return `${neg ? "-" : ""}${m}e${exp < 0 ? "-" : "+"}${e}`;
-  }
-  let s: string;
-  if (exp < 0) s = `0.${"0".repeat(-exp - 1)}${digits}`;
-  else if (digits.length <= exp + 1) s = `${digits}${"0".repeat(exp + 1 - digits.length)}.0`;
-  else s = `${digits.slice(0, exp + 1)}.${digits.slice(exp + 1)}`;
-  return `${neg ? "-" : ""}${s}`;
-}
+export { pyFloatRepr };
 
 /** Python's `repr(v)` (for details messages). Output is cut at `max` characters. */
 export function pyRepr(v: PyValue, max = 200): string {
@@ -358,10 +326,10 @@ function reprInner(v: PyValue, depth: number): string {
   if (v === null) return "None";
   if (v === true) return "True";
   if (v === false) return "False";
-  if (typeof v === "string") return reprString(v.length > 400 ? `${v.slice(0, 400)}…` : v);
+  if (typeof v === "string") return pyStrRepr(v.length > 400 ? `${v.slice(0, 400)}…` : v);
   if (Array.isArray(v)) return `[${v.map((x) => reprInner(x, depth + 1)).join(", ")}]`;
   if (v instanceof Map)
-    return `{${[...v].map(([k, x]) => `${reprString(k)}: ${reprInner(x, depth + 1)}`).join(", ")}}`;
+    return `{${[...v].map(([k, x]) => `${pyStrRepr(k)}: ${reprInner(x, depth + 1)}`).join(", ")}}`;
   return v.kind === "int" ? v.value.toString() : pyFloatRepr(v.value);
 }
 

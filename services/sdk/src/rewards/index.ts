@@ -4,3 +4,4 @@
  */
 export type { OverlongOptions } from "./overlong.js";
 export { checkOverlongOptions, dapoOverlongPenalty, OverlongOptionsError } from "./overlong.js";
+export { pyFloatRepr, pyStrRepr } from "./python.js";
