@@ -149,6 +149,56 @@ describe("training through the mesh", () => {
     ]);
   });
 
+  it("a service that never answers: groups are dropped at the deadline (or imputed) and the run goes on", async () => {
+    const base = {
+      ...doc("ghost-drop", 2),
+      // "ghost" scores the custom domain but no such service runs.
+      services: { ghost: ["custom"] },
+      components: [
+        { service: "length", component: "overlong", weight: 1 },
+        { service: "ghost", component: "x", weight: 1 },
+      ],
+      groups: { deadlineMs: 300 },
+    };
+    for (const missing of ["drop", "impute"] as const) {
+      const config = resolveRunConfig({
+        ...base,
+        run: { id: `ghost-${missing}`, seed: 3, outputDir: dir },
+        groups: { deadlineMs: 300, missing },
+      });
+      const learner = createEmbeddedLearner({ seed: config.seed });
+      try {
+        const r = await runTraining({ config, tasks: builtinTasks(["custom"]), bus, learner });
+        assert.equal(r.lastStep, 2);
+      } finally {
+        await learner.close();
+      }
+      const lines = readMetrics(join(dir, `ghost-${missing}`, "metrics.jsonl")) as unknown as Array<{
+        droppedGroups: number;
+        policyVersion: number;
+        groups: { used: number; imputed: number };
+      }>;
+      if (missing === "drop") {
+        assert.deepEqual(
+          lines.map((l) => [l.droppedGroups, l.groups.used, l.policyVersion]),
+          [
+            [2, 0, 0],
+            [2, 0, 0],
+          ],
+          "no update without a group",
+        );
+      } else {
+        assert.deepEqual(
+          lines.map((l) => [l.droppedGroups, l.groups.used, l.groups.imputed, l.policyVersion]),
+          [
+            [0, 2, 2, 1],
+            [0, 2, 2, 2],
+          ],
+        );
+      }
+    }
+  });
+
   it("a trainer killed mid-run resumes from its checkpoint: every step applied exactly once", async () => {
     const cfgPath = join(dir, "restart.yaml");
     writeFileSync(cfgPath, JSON.stringify(doc("restart", 10))); // JSON is YAML

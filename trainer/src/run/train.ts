@@ -225,20 +225,28 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
           });
         });
       });
-      const train: TrainStepResult = await learner.trainStep({
-        step,
-        idempotencyKey: `${config.runId}:${step}`,
-        samples,
-        loss: {
-          lossType: config.loss.type,
-          epsLow: config.loss.epsLow,
-          epsHigh: config.loss.epsHigh,
-          dualClipC: config.loss.dualClipC,
-          klBeta: config.loss.klBeta,
-          maxCompletionLength: config.loss.maxCompletionLength,
-        },
-        optim: { lr: config.optim.lr, epochs: config.optim.epochs, maxGradNorm: config.optim.maxGradNorm },
-      });
+      // Every group dropped (e.g. a service down past the deadline): no update this step, the run goes on.
+      const train: TrainStepResult =
+        samples.length === 0
+          ? await skippedUpdate(learner, logger, step)
+          : await learner.trainStep({
+              step,
+              idempotencyKey: `${config.runId}:${step}`,
+              samples,
+              loss: {
+                lossType: config.loss.type,
+                epsLow: config.loss.epsLow,
+                epsHigh: config.loss.epsHigh,
+                dualClipC: config.loss.dualClipC,
+                klBeta: config.loss.klBeta,
+                maxCompletionLength: config.loss.maxCompletionLength,
+              },
+              optim: {
+                lr: config.optim.lr,
+                epochs: config.optim.epochs,
+                maxGradNorm: config.optim.maxGradNorm,
+              },
+            });
       const tTrain = performance.now();
 
       // 5. Metrics, checkpoint, publish.
@@ -296,6 +304,27 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     lastStep: step - 1,
     resumedFrom,
     stopped,
+  };
+}
+
+async function skippedUpdate(learner: Learner, logger: Logger, step: number): Promise<TrainStepResult> {
+  logger.warn({ step }, "no complete group this step: policy update skipped");
+  const { policyVersion } = await learner.info();
+  const nan = Number.NaN;
+  return {
+    policyVersion,
+    replayed: false,
+    metrics: {
+      loss: nan,
+      clipFraction: nan,
+      klRef: nan,
+      approxKlOld: nan,
+      entropy: nan,
+      gradNorm: nan,
+      nTokens: 0,
+      nSamples: 0,
+      nDroppedStale: 0,
+    },
   };
 }
 
