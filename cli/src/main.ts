@@ -72,7 +72,9 @@ try {
   const code = await main(process.argv.slice(2));
   if (code >= 0) process.exitCode = code;
 } catch (err) {
-  const usage = err instanceof Error && (err.name === "UsageError" || err.name === "UnknownServiceError");
+  const usage =
+    err instanceof Error &&
+    ["UsageError", "UnknownServiceError", "RunConfigError", "ConfigError"].includes(err.name);
   process.stderr.write(`reward-mesh: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = usage ? 2 : 1;
 }

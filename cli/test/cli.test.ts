@@ -144,6 +144,27 @@ describe("reward-mesh advantages", () => {
   });
 });
 
+describe("reward-mesh train", () => {
+  it("rejects a bad run configuration with one line naming the key, exit 2", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "rm-train-cfg-"));
+    try {
+      const cfg = join(dir, "bad.yaml");
+      writeFileSync(cfg, "components: overlong\nloss: { type: ppo }\n");
+      const r = await runBin(["train", "--config", cfg], "");
+      assert.equal(r.code, 2);
+      assert.equal(
+        r.stderr.trim(),
+        `reward-mesh: 'loss.type' must be one of grpo, dr_grpo, dapo, cispo, bnpo, got "ppo"`,
+      );
+      const missing = await runBin(["train", "--config", join(dir, "nope.yaml")], "");
+      assert.equal(missing.code, 2);
+      assert.match(missing.stderr, /'--config' cannot be read/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("reward-mesh experiment", () => {
   it("trains every arm and seed on one mesh and writes the comparison report", async () => {
     const port = await freePort();
