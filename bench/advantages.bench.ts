@@ -10,8 +10,6 @@
  * Run: `node --import tsx bench/advantages.bench.ts` (≈ 30 s; `BENCH_WINDOW_MS` shortens it).
  * Goal: CorrGRPO at G = 8, K = 7 without diagnostics ≥ 1,000,000 groups/s.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { arch, cpus, platform } from "node:os";
 import { performance } from "node:perf_hooks";
 import type { AdvantageEstimatorName, PackedBatch } from "@reward-mesh/trainer";
 import {
@@ -21,6 +19,7 @@ import {
   createRng,
   packFlatBatch,
 } from "@reward-mesh/trainer";
+import { machineInfo, writeBenchResult } from "./results.js";
 
 const GROUP_SIZES = [8, 16, 64] as const;
 const COMPONENTS = [2, 4, 7] as const;
@@ -163,13 +162,7 @@ const goalResult = results.find(
 const report = {
   benchmark: "advantages",
   date: new Date().toISOString(),
-  machine: {
-    cpu: cpus()[0]?.model ?? "unknown",
-    logicalCores: cpus().length,
-    node: process.version,
-    platform: platform(),
-    arch: arch(),
-  },
+  machine: machineInfo(),
   settings: {
     repeats: REPEATS,
     windowMs: WINDOW_MS,
@@ -189,9 +182,7 @@ const report = {
   })),
 };
 
-const dir = new URL("./results/", import.meta.url);
-mkdirSync(dir, { recursive: true });
-writeFileSync(new URL("advantages.json", dir), `${JSON.stringify(report, null, 2)}\n`);
+writeBenchResult("advantages", report);
 
 const fmt = (x: number) => (x >= 1e6 ? `${(x / 1e6).toFixed(2)}M` : `${(x / 1e3).toFixed(0)}k`);
 const header = ["estimator", "diag", ...GROUP_SIZES.flatMap((G) => COMPONENTS.map((K) => `G${G}K${K}`))];

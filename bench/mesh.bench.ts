@@ -12,8 +12,6 @@
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
  * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service, to see what tracing costs).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
@@ -26,6 +24,7 @@ import {
   startTestNats,
   testBusOptions,
 } from "@reward-mesh/sdk/testing";
+import { machineInfo, writeBenchResult } from "./results.js";
 
 const N_THROUGHPUT = 5_000;
 const N_RAW = 10_000;
@@ -192,14 +191,12 @@ try {
   const result = {
     benchmark: "mesh",
     date: new Date().toISOString(),
-    machine: { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, node: process.version },
+    machine: machineInfo(),
     natsServer: "local nats-server -js (file storage)",
     raw,
     runs,
   };
-  mkdirSync(fileURLToPath(new URL("./results/", import.meta.url)), { recursive: true });
-  writeFileSync(new URL("./results/mesh.json", import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
-  process.stdout.write("wrote bench/results/mesh.json\n");
+  process.stdout.write(`wrote ${writeBenchResult("mesh", result)}\n`);
 } finally {
   await Promise.all(children.map((c) => c.stop()));
   await bus.close();

@@ -7,14 +7,13 @@
  *
  * Run: `npm run bench:rewards` (≈ 20 s; `BENCH_WINDOW_MS` shortens or lengthens the windows).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { arch, cpus, platform } from "node:os";
 import { performance } from "node:perf_hooks";
 import { createAgentDojoService, resolveEpisode, SUITES, startEpisode } from "@reward-mesh/agentdojo";
 import { createGrpcClient, type Rollout, RewardService } from "@reward-mesh/proto";
 import { createLimiter, type RewardServiceDefinition, silentLogger, startGrpcServer } from "@reward-mesh/sdk";
 import { makeRollout } from "@reward-mesh/sdk/testing";
 import { createToolCallService } from "@reward-mesh/tool-call";
+import { machineInfo, writeBenchResult } from "./results.js";
 
 const REPEATS = 5;
 const WINDOW_MS = Number(process.env["BENCH_WINDOW_MS"] ?? 1000);
@@ -183,13 +182,7 @@ for (const s of services) {
 const report = {
   benchmark: "rewards",
   date: new Date().toISOString(),
-  machine: {
-    cpu: cpus()[0]?.model ?? "unknown",
-    logicalCores: cpus().length,
-    node: process.version,
-    platform: platform(),
-    arch: arch(),
-  },
+  machine: machineInfo(),
   settings: {
     repeats: REPEATS,
     windowMs: WINDOW_MS,
@@ -201,9 +194,7 @@ const report = {
   results,
 };
 
-const dir = new URL("./results/", import.meta.url);
-mkdirSync(dir, { recursive: true });
-writeFileSync(new URL("rewards.json", dir), `${JSON.stringify(report, null, 2)}\n`);
+writeBenchResult("rewards", report);
 
 console.log(
   `reward services, scored rollouts/s (median of ${REPEATS}), ${report.machine.cpu}, node ${process.version}`,

@@ -11,8 +11,6 @@
  * Goals: bwrap median ≤ 1.5 × bare Python start; Docker median ≤ 150 ms per execution.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { arch, cpus, platform, release } from "node:os";
 import {
   createSandbox,
   loadSandboxConfig,
@@ -22,6 +20,7 @@ import {
   type SandboxConfig,
 } from "@reward-mesh/sandbox";
 import { ensureDockerForTests } from "@reward-mesh/sandbox/testing";
+import { machineInfo, writeBenchResult } from "./results.js";
 
 const RUNS = Number(process.env["BENCH_RUNS"] ?? 60);
 const WARMUP = 5;
@@ -138,14 +137,7 @@ const bareStats = stats(lat["bare"]!);
 const result: Record<string, unknown> = {
   benchmark: "sandbox",
   date: new Date().toISOString(),
-  machine: {
-    cpus: cpus().length,
-    model: cpus()[0]?.model,
-    platform: platform(),
-    arch: arch(),
-    kernel: release(),
-    node: process.version,
-  },
+  machine: machineInfo(),
   runs: RUNS,
   concurrency,
   bare: { command: "/usr/bin/python3 -c pass", latency: bareStats, executionsPerSecond: perSecond["bare"] },
@@ -170,8 +162,7 @@ result["goalsMet"] = {
   docker: dk ? dk.latency.medianMs <= GOALS.dockerMedianMs : null,
 };
 
-mkdirSync(new URL("./results/", import.meta.url), { recursive: true });
-writeFileSync(new URL("./results/sandbox.json", import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+writeBenchResult("sandbox", result);
 
 const row = (name: string, s: ReturnType<typeof stats>, extra: string) =>
   console.log(
