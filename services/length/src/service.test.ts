@@ -8,7 +8,7 @@ import { loadConfig } from "./config.js";
 import { createLengthService, responseLength } from "./service.js";
 
 const vectors = JSON.parse(
-  readFileSync(new URL("../../../../shared/specs/advantage-vectors.json", import.meta.url), "utf8"),
+  readFileSync(new URL("./dapo-overlong-vectors.json", import.meta.url), "utf8"),
 ) as {
   i_dapo_overlong: { L_max: number; L_cache: number; factor: number; expected: Record<string, number> };
 };

@@ -81,8 +81,8 @@ export function randomWeights(rand: () => number, K: number): number[] {
 // biome-ignore lint/suspicious/noExplicitAny: the vectors file is untyped JSON, read only by tests.
 export type Vectors = Record<string, any>;
 
-/** The spec's reference vectors (`shared/specs/advantage-vectors.json`, beside the repo root). */
+/** The spec's reference vectors (`trainer/test/fixtures/advantage-vectors.json`, a copy of the specification's vectors). */
 export function loadVectors(): Vectors {
-  const url = new URL("../../../../shared/specs/advantage-vectors.json", import.meta.url);
+  const url = new URL("../../test/fixtures/advantage-vectors.json", import.meta.url);
   return JSON.parse(readFileSync(url, "utf8")) as Vectors;
 }
