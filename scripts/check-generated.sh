@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Fails when proto/src/gen differs from what `buf generate` makes of the .proto files (drift check),
-# and runs `buf lint` on the contracts.
+# Fails when proto/src/gen (TypeScript) or the learner's Python stubs differ from what the .proto files
+# generate (drift check), runs `buf lint` on the contracts, and `buf breaking` against the released
+# contract (proto/breaking-baseline.binpb, `buf build` of rewardmesh.v1 before the text-learner change).
 set -euo pipefail
 cd "$(dirname "$0")/../proto"
 buf=../node_modules/.bin/buf
 "$buf" lint
+"$buf" breaking --against breaking-baseline.binpb
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/buf.gen.yaml" <<YAML
@@ -24,3 +26,11 @@ if ! diff -ru src/gen "$tmp/gen" >"$tmp/diff"; then
   exit 1
 fi
 echo "check-generated: proto/src/gen matches the protos"
+py_gen=../trainer/learner-torch/reward_mesh_learner/_gen
+bash ../scripts/generate-python.sh "$tmp/py"
+if ! diff -ru -x __pycache__ "$py_gen" "$tmp/py" >"$tmp/pydiff"; then
+  head -50 "$tmp/pydiff"
+  echo "check-generated: $py_gen is stale — run 'npm run generate' and commit the result" >&2
+  exit 1
+fi
+echo "check-generated: the learner's Python stubs match the protos"

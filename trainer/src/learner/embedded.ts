@@ -15,17 +15,19 @@ import { evaluateObjective, type ObjectiveConfig, type PreparedSample } from "./
 import { type AdamState, applyUpdate } from "./optimizer.js";
 import { type ContextParams, initialTheta, rowOf, rowSoftmax, sequenceLogprobs } from "./policy.js";
 import { createPrng, hashString, type Prng, prngFromState } from "./prng.js";
-import type {
-  Completion,
-  GenerateRequest,
-  Learner,
-  LearnerInfo,
-  Sample,
-  TrainStepMetrics,
-  TrainStepRequest,
-  TrainStepResult,
+import {
+  type Completion,
+  FRAGMENT_TOKENIZER,
+  type GenerateRequest,
+  type Learner,
+  type LearnerInfo,
+  type Sample,
+  type ScoredSequence,
+  type TrainStepMetrics,
+  type TrainStepRequest,
+  type TrainStepResult,
 } from "./types.js";
-import { validateGenerateRequest, validateTrainStepRequest } from "./validate.js";
+import { validateGenerateRequest, validateScoredSequences, validateTrainStepRequest } from "./validate.js";
 
 /** Options of {@link createEmbeddedLearner}. */
 export interface EmbeddedLearnerOptions {
@@ -52,6 +54,29 @@ export interface EmbeddedLearnerOptions {
 
 /** The name the embedded learner reports. */
 export const EMBEDDED_LEARNER_NAME = "embedded-tabular";
+
+/** The tokens of the nucleus (top-p set) of `probs[0..v)`, most probable first, and their mass. */
+function nucleusOf(probs: Float64Array, v: number, topP: number): { ids: number[]; mass: number } {
+  const order = Array.from({ length: v }, (_, k) => k).sort((x, y) => probs[y]! - probs[x]! || x - y);
+  const ids: number[] = [];
+  let mass = 0;
+  for (const k of order) {
+    ids.push(k);
+    mass += probs[k]!;
+    if (mass >= topP) break;
+  }
+  return { ids, mass };
+}
+
+/** Index of the earliest stop string in `text`, or −1. */
+function firstStop(text: string, stop: readonly string[]): number {
+  let at = -1;
+  for (const s of stop) {
+    const i = text.indexOf(s);
+    if (i >= 0 && (at < 0 || i < at)) at = i;
+  }
+  return at;
+}
 
 interface State {
   seed: number;
@@ -180,49 +205,85 @@ export function createEmbeddedLearner(options: EmbeddedLearnerOptions): Learner 
   }
 
   function generate(req: GenerateRequest): Completion[] {
-    const { temperature, seed } = validateGenerateRequest(req, vocabularySizeOf);
+    const { temperature, seed, topP, maxNewTokens, stop } = validateGenerateRequest(req, vocabularySizeOf);
     const rng = seed === undefined ? st.rng : createPrng(seed);
     const out: Completion[] = [];
     let probs = new Float64Array(0);
     for (const p of req.prompts) {
-      const v = p.vocabulary.length;
+      const vocabulary = p.vocabulary!; // validated: fragment prompts only
+      const v = vocabulary.length;
       const ctx = contextFor(p.contextKey, v);
       if (probs.length < v) probs = new Float64Array(v);
+      const maxTokens = p.maxTokens ?? maxNewTokens;
       for (let g = 0; g < req.n; g++) {
         const tokenIds: number[] = [];
         const logprobs: number[] = [];
         const parts: string[] = [];
         let prev = -1;
         let stopped = false;
-        for (let t = 0; t < p.maxTokens; t++) {
+        let cutAt = -1;
+        for (let t = 0; t < maxTokens; t++) {
           const row = rowOf(prev);
           const lse = rowSoftmax(ctx.theta, row, v, probs, temperature);
           const u = rng.next();
-          let a = 0;
-          let acc = probs[0]!;
-          while (a < v - 1 && u >= acc) acc += probs[++a]!;
+          let a: number;
+          let lp: number;
+          if (topP < 1) {
+            const nucleus = nucleusOf(probs, v, topP);
+            let acc = 0;
+            let k = 0;
+            const target = u * nucleus.mass;
+            while (k < nucleus.ids.length - 1 && target >= acc + probs[nucleus.ids[k]!]!)
+              acc += probs[nucleus.ids[k++]!]!;
+            a = nucleus.ids[k]!;
+            lp = Math.log(probs[a]! / nucleus.mass);
+          } else {
+            a = 0;
+            let acc = probs[0]!;
+            while (a < v - 1 && u >= acc) acc += probs[++a]!;
+            lp = ctx.theta[row * v + a]! / temperature - lse;
+          }
           tokenIds.push(a);
-          logprobs.push(ctx.theta[row * v + a]! / temperature - lse);
+          logprobs.push(lp);
           if (a === p.stopToken) {
             stopped = true;
             break;
           }
-          parts.push(p.vocabulary[a]!);
+          parts.push(vocabulary[a]!);
           prev = a;
+          if (stop.length > 0) {
+            cutAt = firstStop(parts.join(p.separator ?? ""), stop);
+            if (cutAt >= 0) {
+              stopped = true;
+              break;
+            }
+          }
         }
+        const text = parts.join(p.separator ?? "");
+        const truncated = (p.stopToken !== undefined || stop.length > 0) && !stopped;
         out.push({
           promptId: p.promptId,
           contextKey: p.contextKey,
           index: g,
           tokenIds,
-          text: parts.join(p.separator ?? ""),
+          text: cutAt >= 0 ? text.slice(0, cutAt) : text,
           logprobs,
           policyVersion: st.policyVersion,
-          truncated: p.stopToken !== undefined && !stopped,
+          truncated,
+          finishReason: truncated ? "length" : "stop",
+          promptTokenIds: [],
         });
       }
     }
     return out;
+  }
+
+  function computeLogprobs(sequences: readonly ScoredSequence[]): number[][] {
+    const resolved = validateScoredSequences(sequences, vocabularySizeOf);
+    return resolved.map(({ contextKey, vocabularySize, tokenIds }) => {
+      const c = contextFor(contextKey, vocabularySize);
+      return Array.from(sequenceLogprobs(c.theta, vocabularySize, Int32Array.from(tokenIds)));
+    });
   }
 
   function trainStep(req: TrainStepRequest): TrainStepResult {
@@ -404,11 +465,21 @@ export function createEmbeddedLearner(options: EmbeddedLearnerOptions): Learner 
   return {
     async info(): Promise<LearnerInfo> {
       ensureOpen();
+      let params = 0;
+      for (const c of st.contexts.values()) params += c.theta.length;
       return {
         name: EMBEDDED_LEARNER_NAME,
         policyVersion: st.policyVersion,
         kind: "embedded",
         description: describeSelf(),
+        model: EMBEDDED_LEARNER_NAME,
+        architecture: "tabular bigram softmax over per-context fragment vocabularies",
+        parameterCount: params,
+        tokenizer: FRAGMENT_TOKENIZER,
+        dtype: "float64",
+        device: "cpu",
+        vocabSize: 0,
+        maxContext: 0,
       };
     },
     async generate(req) {
@@ -423,6 +494,10 @@ export function createEmbeddedLearner(options: EmbeddedLearnerOptions): Learner 
       ensureOpen();
       // The embedded learner samples from its live weights: nothing to publish.
       return { policyVersion: st.policyVersion };
+    },
+    async computeLogprobs(sequences) {
+      ensureOpen();
+      return computeLogprobs(sequences);
     },
     async saveCheckpoint(path) {
       ensureOpen();

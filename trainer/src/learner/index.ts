@@ -22,9 +22,20 @@ export type { RemoteLearnerOptions } from "./remote.js";
 export { createRemoteLearner } from "./remote.js";
 export type { RunningLearnerServer, ServeLearnerOptions } from "./server.js";
 export { createLearnerServiceImpl, serveLearner } from "./server.js";
+export type { TorchLearnerProcess, TorchLearnerProcessOptions } from "./torch-process.js";
+export {
+  checkTorchAvailable,
+  DEFAULT_PYTHON,
+  startTorchLearner,
+  TORCH_LEARNER_DIR,
+  TorchUnavailableError,
+  torchServeArgs,
+} from "./torch-process.js";
 export type {
+  ChatMessage,
   CispoMode,
   Completion,
+  FinishReason,
   GenerateRequest,
   Learner,
   LearnerInfo,
@@ -35,11 +46,19 @@ export type {
   OptimizerName,
   PromptSpec,
   Sample,
+  ScoredSequence,
   TrainStepMetrics,
   TrainStepRequest,
   TrainStepResult,
 } from "./types.js";
-export { aggregationFor, CispoModes, LossAggregations, LossTypes, Optimizers } from "./types.js";
+export {
+  aggregationFor,
+  CispoModes,
+  FRAGMENT_TOKENIZER,
+  LossAggregations,
+  LossTypes,
+  Optimizers,
+} from "./types.js";
 
 // ── Loss maths (pure; for custom learners and for checking a Python learner numerically) ─────
 

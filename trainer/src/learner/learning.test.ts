@@ -35,7 +35,7 @@ const STEPS = 60;
 
 const reward = (c: Completion) => {
   const p = PROMPTS.find((x) => x.promptId === c.promptId)!;
-  return c.tokenIds.filter((t) => t === p.good).length / p.maxTokens;
+  return c.tokenIds.filter((t) => t === p.good).length / p.maxTokens!;
 };
 
 async function train(loss: LossConfig): Promise<{ curve: number[]; clipFraction: number }> {
@@ -54,7 +54,7 @@ async function train(loss: LossConfig): Promise<{ curve: number[]; clipFraction:
       sampleId: `${step}/${c.promptId}/${c.index}`,
       groupId: `${step}/${c.promptId}`,
       contextKey: c.contextKey,
-      vocabularySize: PROMPTS.find((p) => p.promptId === c.promptId)!.vocabulary.length,
+      vocabularySize: PROMPTS.find((p) => p.promptId === c.promptId)!.vocabulary!.length,
       tokenIds: c.tokenIds,
       rolloutLogprobs: c.logprobs,
       advantage: adv[i]!,

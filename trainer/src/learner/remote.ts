@@ -4,12 +4,13 @@
  * @module
  */
 import { createGrpcClient, grpc, Learner as LearnerService } from "@reward-mesh/proto";
-import { LearnerClosedError } from "./errors.js";
+import { LearnerClosedError, RemoteLearnerError } from "./errors.js";
 import type { Learner, LearnerInfo } from "./types.js";
 import {
   decodeCompletions,
   decodeTrainStepResult,
   encodeGenerateRequest,
+  encodeScoredSequences,
   encodeTrainStepRequest,
   learnerErrorFromGrpc,
 } from "./wire.js";
@@ -53,7 +54,27 @@ export function createRemoteLearner(address: string, options: RemoteLearnerOptio
           policyVersion: i.policyVersion,
           kind: "remote",
           description: `Remote learner at ${address} (server kind '${i.kind}'): ${i.description}`,
+          model: i.model,
+          architecture: i.architecture,
+          parameterCount: Number(i.parameterCount),
+          tokenizer: i.tokenizer,
+          dtype: i.dtype,
+          device: i.device,
+          vocabSize: i.vocabSize,
+          maxContext: i.maxContext,
         };
+      }),
+    computeLogprobs: (sequences) =>
+      call("ComputeLogprobs", async () => {
+        const res = await client.computeLogprobs(encodeScoredSequences(sequences), callOptions);
+        if (res.sequences.length !== sequences.length) {
+          throw new RemoteLearnerError(
+            grpc.status.INTERNAL,
+            `ComputeLogprobs returned ${res.sequences.length} sequences for ${sequences.length}`,
+            false,
+          );
+        }
+        return res.sequences.map((q) => q.logprobs);
       }),
     generate: (req) =>
       call("Generate", async () =>

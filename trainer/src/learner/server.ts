@@ -18,6 +18,8 @@ import type { Learner } from "./types.js";
 import {
   decodeGenerateRequest,
   decodeSample,
+  decodeScoredSequences,
+  encodeInfo,
   decodeTrainStepRequest,
   encodeCompletions,
   learnerErrorToStatus,
@@ -55,8 +57,13 @@ export interface RunningLearnerServer {
 export function createLearnerServiceImpl(learner: Learner): ServiceImpl<typeof LearnerService> {
   return {
     async info() {
-      const i = await learner.info();
-      return { name: i.name, policyVersion: i.policyVersion, kind: i.kind, description: i.description };
+      return encodeInfo(await learner.info());
+    },
+    async computeLogprobs(req) {
+      const out = await learner.computeLogprobs(decodeScoredSequences(req));
+      return {
+        sequences: out.map((logprobs, i) => ({ sequenceId: req.sequences[i]!.sequenceId, logprobs })),
+      };
     },
     async generate(req) {
       return encodeCompletions(await learner.generate(decodeGenerateRequest(req)));

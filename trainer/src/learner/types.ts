@@ -1,8 +1,15 @@
 /**
  * The learner contract: what the training loop asks of a policy learner (sample completions, apply
- * one clipped policy-gradient update, publish weights, checkpoint), independent of where the policy
- * lives. Implemented by the embedded tabular learner (`createEmbeddedLearner`) and by the gRPC client
- * (`createRemoteLearner`); `shared/specs/learner.md` §3 and §5.2.
+ * one clipped policy-gradient update, publish weights, checkpoint, score completions), independent of
+ * where the policy lives. Two kinds of policy speak it:
+ *
+ * - fragment policies (the embedded tabular learner, `createEmbeddedLearner`): a prompt carries a
+ *   vocabulary of text fragments, a degenerate tokenizer whose token id is the fragment's index;
+ * - text policies (the PyTorch learner in `trainer/learner-torch`, over gRPC through
+ *   `createRemoteLearner`): a prompt carries text or chat messages; completions and samples carry
+ *   tokenizer token ids for the prompt and the completion.
+ *
+ * {@link LearnerInfo.tokenizer} says which (`fragments` for a fragment policy).
  * @module
  */
 
@@ -42,15 +49,32 @@ export const Optimizers = ["adam", "sgd"] as const;
 /** One of {@link Optimizers}. */
 export type OptimizerName = (typeof Optimizers)[number];
 
-/** One prompt to sample from. The vocabulary is the policy's action space for this context. */
+/** One chat message of a prompt. */
+export interface ChatMessage {
+  /** `system`, `user`, `assistant` or `tool`. */
+  readonly role: string;
+  readonly content: string;
+}
+
+/**
+ * One prompt to sample from: a fragment vocabulary (fragment policies: the policy's action space for
+ * this context) or `text` / `messages` (text policies).
+ */
 export interface PromptSpec {
   readonly promptId: string;
-  /** Parameters are kept per context key; its vocabulary size must never change. */
+  /**
+   * Fragment policies keep parameters per context key (its vocabulary size must never change); text
+   * policies only echo it.
+   */
   readonly contextKey: string;
-  /** Fragments; a completion's text is its fragments joined by `separator`. */
-  readonly vocabulary: readonly string[];
-  /** Most tokens per completion (≥ 1). */
-  readonly maxTokens: number;
+  /** Fragments; a completion's text is its fragments joined by `separator`. Absent for text prompts. */
+  readonly vocabulary?: readonly string[];
+  /** Raw prompt text (text policies). */
+  readonly text?: string;
+  /** Chat messages, rendered with the model's chat template (text policies; win over `text`). */
+  readonly messages?: readonly ChatMessage[];
+  /** Most tokens per completion (≥ 1). @default the request's `maxNewTokens` */
+  readonly maxTokens?: number;
   /**
    * Token id that ends a completion: kept in `tokenIds` (its logprob counts), left out of `text`.
    * Unset: every completion has exactly `maxTokens` tokens and is never `truncated`.
@@ -72,7 +96,23 @@ export interface GenerateRequest {
    * Unset: the learner's own seeded random stream (deterministic given the learner seed and call order).
    */
   readonly seed?: number;
+  /**
+   * Nucleus sampling: sample from the smallest set of tokens whose probability reaches `topP`. The
+   * behaviour logprobs are those of the distribution sampled from (tempered, truncated, renormalised).
+   * @default 1
+   */
+  readonly topP?: number;
+  /** Most new tokens for prompts without `maxTokens`. @default 64 */
+  readonly maxNewTokens?: number;
+  /**
+   * Stop strings: a completion ends once its text contains one; the text is cut before it (the tokens
+   * that produced it stay) and `finishReason` is `stop`.
+   */
+  readonly stop?: readonly string[];
 }
+
+/** Why a completion ended: a stop token / end-of-sequence / stop string, or the length cap. */
+export type FinishReason = "stop" | "length";
 
 /** One sampled completion. */
 export interface Completion {
@@ -89,6 +129,13 @@ export interface Completion {
   readonly policyVersion: number;
   /** True when `maxTokens` cut the completion before its stop token. */
   readonly truncated: boolean;
+  /** `length` exactly when `truncated`. */
+  readonly finishReason: FinishReason;
+  /**
+   * Text policies: the prompt as tokenized (chat template applied), to send back in
+   * {@link Sample.promptTokenIds}. Empty for fragment policies.
+   */
+  readonly promptTokenIds: number[];
 }
 
 /** One completion to learn from, with its precomputed (sequence-level) advantage. */
@@ -97,8 +144,11 @@ export interface Sample {
   /** The GRPO group (prompt) it belongs to; informational for the learner. */
   readonly groupId: string;
   readonly contextKey: string;
-  /** Size of the context's vocabulary (parameters are created on first use). */
+  /** Fragment policies: size of the context's vocabulary (parameters are created on first use). */
   readonly vocabularySize: number;
+  /** Text policies: the prompt's token ids ({@link Completion.promptTokenIds}); required by them. */
+  readonly promptTokenIds?: readonly number[];
+  /** The completion's token ids. */
   readonly tokenIds: readonly number[];
   /** Behaviour logprobs (`Completion.logprobs`), one per token. */
   readonly rolloutLogprobs: readonly number[];
@@ -206,6 +256,35 @@ export interface LearnerInfo {
   readonly policyVersion: number;
   readonly kind: "embedded" | "remote";
   readonly description: string;
+  /** `embedded-tabular`, `builtin:tiny`, a Hugging Face model directory, ... */
+  readonly model: string;
+  /** e.g. `TinyCausalLM(layers=2, d_model=64, heads=4)`, `Qwen2ForCausalLM`. */
+  readonly architecture: string;
+  readonly parameterCount: number;
+  /** `fragments` for a fragment policy; else the tokenizer (`byte-level`, an HF tokenizer class). */
+  readonly tokenizer: string;
+  /** Parameter dtype: `float64`, `float32`, `bfloat16`, ... */
+  readonly dtype: string;
+  /** `cpu`, `cuda:0`, ... */
+  readonly device: string;
+  /** Tokenizer vocabulary size (0 for fragment policies: it is per context). */
+  readonly vocabSize: number;
+  /** Longest prompt + completion in tokens (0 = unbounded). */
+  readonly maxContext: number;
+}
+
+/** The tokenizer a fragment policy reports. */
+export const FRAGMENT_TOKENIZER = "fragments";
+
+/** A completion to score with {@link Learner.computeLogprobs} (identified as a {@link Sample}). */
+export interface ScoredSequence {
+  readonly sequenceId: string;
+  /** Fragment policies: the context and its vocabulary size. */
+  readonly contextKey?: string;
+  readonly vocabularySize?: number;
+  /** Text policies: the prompt's token ids. */
+  readonly promptTokenIds?: readonly number[];
+  readonly tokenIds: readonly number[];
 }
 
 /** A policy learner (`shared/specs/learner.md` §5.2). */
@@ -219,6 +298,8 @@ export interface Learner {
   syncWeights(): Promise<{ policyVersion: number }>;
   /** Writes a checkpoint; resolves to the absolute path written. */
   saveCheckpoint(path: string): Promise<string>;
+  /** Per-token logprobs of each sequence's completion under the current policy (temperature 1). */
+  computeLogprobs(sequences: readonly ScoredSequence[]): Promise<number[][]>;
   close(): Promise<void>;
 }
 

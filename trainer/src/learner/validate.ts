@@ -8,6 +8,7 @@
 import { LearnerInputError } from "./errors.js";
 import {
   aggregationFor,
+  FRAGMENT_TOKENIZER,
   type CispoMode,
   CispoModes,
   type GenerateRequest,
@@ -20,6 +21,7 @@ import {
   type OptimizerName,
   Optimizers,
   type Sample,
+  type ScoredSequence,
   type TrainStepRequest,
 } from "./types.js";
 
@@ -80,10 +82,16 @@ function checkEnum<T extends string>(v: unknown, field: string, allowed: readonl
   return v as T;
 }
 
+/** Default of {@link GenerateRequest.maxNewTokens}. */
+export const DEFAULT_MAX_NEW_TOKENS = 64;
+
 /** The checked settings of a generate request. */
 export interface ResolvedGenerate {
   readonly temperature: number;
   readonly seed: number | undefined;
+  readonly topP: number;
+  readonly maxNewTokens: number;
+  readonly stop: readonly string[];
 }
 
 /**
@@ -102,6 +110,15 @@ export function validateGenerateRequest(
       ? 1
       : checkNumber(req.temperature, "temperature", (x) => x > 0 && Number.isFinite(x), "finite and > 0");
   const seed = req.seed === undefined ? undefined : checkInt(req.seed, "seed", 0, 0xffffffff);
+  const topP =
+    req.topP === undefined ? 1 : checkNumber(req.topP, "topP", (x) => x > 0 && x <= 1, "in (0, 1]");
+  const maxNewTokens =
+    req.maxNewTokens === undefined
+      ? DEFAULT_MAX_NEW_TOKENS
+      : checkInt(req.maxNewTokens, "maxNewTokens", 1, MAX_GENERATE_TOKENS);
+  if (req.stop !== undefined && !Array.isArray(req.stop))
+    fail("stop", `is ${describe(req.stop)}, not an array`);
+  const stop = (req.stop ?? []).map((x, k) => checkString(x, `stop[${k}]`));
   const sizes = new Map<string, { size: number; at: number }>();
   req.prompts.forEach((p, i) => {
     const f = `prompts[${i}]`;
@@ -109,6 +126,12 @@ export function validateGenerateRequest(
     const id = checkString(p.promptId, `${f}.promptId`);
     const sfx = ` (prompt '${id}')`;
     const key = checkString(p.contextKey, `${f}.contextKey`, sfx);
+    if (p.vocabulary === undefined) {
+      fail(
+        `${f}.vocabulary`,
+        `is missing: this learner is a fragment policy (tokenizer '${FRAGMENT_TOKENIZER}'), so every prompt needs a vocabulary of fragments; text prompts need a text policy such as the PyTorch learner${sfx}`,
+      );
+    }
     if (!Array.isArray(p.vocabulary))
       fail(`${f}.vocabulary`, `is ${describe(p.vocabulary)}, not an array${sfx}`);
     const v = p.vocabulary.length;
@@ -118,7 +141,7 @@ export function validateGenerateRequest(
     (p.vocabulary as readonly unknown[]).forEach((frag: unknown, k: number) => {
       checkString(frag, `${f}.vocabulary[${k}]`, sfx, true);
     });
-    checkInt(p.maxTokens, `${f}.maxTokens`, 1, MAX_GENERATE_TOKENS, sfx);
+    if (p.maxTokens !== undefined) checkInt(p.maxTokens, `${f}.maxTokens`, 1, MAX_GENERATE_TOKENS, sfx);
     if (p.stopToken !== undefined) checkInt(p.stopToken, `${f}.stopToken`, 0, v - 1, sfx);
     if (p.separator !== undefined) checkString(p.separator, `${f}.separator`, sfx, true);
     const known = vocabularySizeOf(key);
@@ -137,7 +160,7 @@ export function validateGenerateRequest(
     }
     if (!seen) sizes.set(key, { size: v, at: i });
   });
-  return { temperature, seed };
+  return { temperature, seed, topP, maxNewTokens, stop };
 }
 
 /** A loss configuration with every default filled in. */
@@ -310,6 +333,13 @@ function checkSample(
     );
   }
   if (!seen) sizes.set(key, { size: v, at: i });
+  const promptIds = s.promptTokenIds as unknown;
+  if (promptIds !== undefined && (!isArrayLike(promptIds) || promptIds.length > 0)) {
+    fail(
+      `${f}.promptTokenIds`,
+      `is set, but this learner is a fragment policy: its context is contextKey, not prompt tokens${sfx}`,
+    );
+  }
   const tokens = s.tokenIds as unknown;
   if (!isArrayLike(tokens)) fail(`${f}.tokenIds`, `is ${describe(tokens)}, not an array${sfx}`);
   const n = tokens.length;
@@ -375,4 +405,45 @@ export function validateTrainStepRequest(req: TrainStepRequest, ctx: TrainStepCo
     ids.set(id, i);
   });
   return { loss, optim, maxStaleness };
+}
+
+/** A {@link ScoredSequence} of a fragment policy, checked. */
+export interface ResolvedScoredSequence {
+  readonly contextKey: string;
+  readonly vocabularySize: number;
+  readonly tokenIds: readonly number[];
+}
+
+/** Checks the sequences of a fragment policy's `computeLogprobs` (context, vocabulary size, token ids). */
+export function validateScoredSequences(
+  sequences: readonly ScoredSequence[],
+  vocabularySizeOf: (contextKey: string) => number | undefined,
+): ResolvedScoredSequence[] {
+  if (!Array.isArray(sequences)) fail("sequences", `is ${describe(sequences)}, not an array`);
+  return sequences.map((q, i) => {
+    const f = `sequences[${i}]`;
+    if (typeof q !== "object" || q === null) fail(f, "is not an object");
+    const id = checkString(q.sequenceId, `${f}.sequenceId`);
+    const sfx = ` (sequence '${id}')`;
+    const contextKey = checkString(q.contextKey, `${f}.contextKey`, sfx);
+    const v = checkInt(q.vocabularySize, `${f}.vocabularySize`, 1, MAX_VOCABULARY_SIZE, sfx);
+    const known = vocabularySizeOf(contextKey);
+    if (known !== undefined && known !== v) {
+      fail(
+        `${f}.vocabularySize`,
+        `is ${v} but context '${contextKey}' was created with a vocabulary of ${known}${sfx}`,
+      );
+    }
+    if (q.promptTokenIds !== undefined && q.promptTokenIds.length > 0) {
+      fail(`${f}.promptTokenIds`, `is set, but this learner is a fragment policy${sfx}`);
+    }
+    if (!isArrayLike(q.tokenIds)) fail(`${f}.tokenIds`, `is ${describe(q.tokenIds)}, not an array${sfx}`);
+    const tokenIds = Array.from(q.tokenIds as ArrayLike<unknown>, (a, t) => {
+      if (typeof a !== "number" || !Number.isInteger(a) || a < 0 || a >= v) {
+        fail(`${f}.tokenIds[${t}]`, `is ${describe(a)}, outside the vocabulary [0, ${v})${sfx}`);
+      }
+      return a;
+    });
+    return { contextKey, vocabularySize: v, tokenIds };
+  });
 }

@@ -11,6 +11,8 @@ import {
   grpc,
   LearnerCispoMode,
   type LearnerCompletion,
+  type LearnerComputeLogprobsRequest,
+  type LearnerInfoResponse,
   type LearnerGenerateRequest,
   type LearnerGenerateResponse,
   LearnerLossAggregation,
@@ -38,7 +40,9 @@ import {
   type OptimConfig,
   type OptimizerName,
   Optimizers,
+  type LearnerInfo,
   type Sample,
+  type ScoredSequence,
   type TrainStepMetrics,
   type TrainStepRequest,
   type TrainStepResult,
@@ -159,15 +163,82 @@ export function encodeGenerateRequest(req: GenerateRequest): GenerateRequestInit
       return {
         promptId: str(q.promptId, `${f}.promptId`),
         contextKey: str(q.contextKey, `${f}.contextKey`),
-        vocabulary: mapList(q.vocabulary, `${f}.vocabulary`, str),
-        maxTokens: u32(q.maxTokens, `${f}.maxTokens`),
+        vocabulary: q.vocabulary === undefined ? [] : mapList(q.vocabulary, `${f}.vocabulary`, str),
+        maxTokens: q.maxTokens === undefined ? 0 : u32(q.maxTokens, `${f}.maxTokens`),
         ...(q.stopToken === undefined ? {} : { stopToken: i32(q.stopToken, `${f}.stopToken`) }),
         ...(q.separator === undefined ? {} : { separator: str(q.separator, `${f}.separator`) }),
+        text: q.text === undefined ? "" : str(q.text, `${f}.text`),
+        messages:
+          q.messages === undefined
+            ? []
+            : mapList(q.messages, `${f}.messages`, (m, mf) => {
+                if (typeof m !== "object" || m === null) throw new LearnerInputError(mf, "is not an object");
+                const msg = m as { role?: unknown; content?: unknown };
+                return { role: str(msg.role, `${mf}.role`), content: str(msg.content, `${mf}.content`) };
+              }),
       };
     }),
     n: u32(req.n, "n"),
     ...(req.temperature === undefined ? {} : { temperature: f64(req.temperature, "temperature") }),
     ...(req.seed === undefined ? {} : { seed: u32(req.seed, "seed") }),
+    ...(req.topP === undefined ? {} : { topP: f64(req.topP, "topP") }),
+    ...(req.maxNewTokens === undefined ? {} : { maxNewTokens: u32(req.maxNewTokens, "maxNewTokens") }),
+    stop: req.stop === undefined ? [] : mapList(req.stop, "stop", str),
+  };
+}
+
+/** Sequences to score as a wire request. */
+export function encodeScoredSequences(sequences: readonly ScoredSequence[]): {
+  sequences: Array<{
+    sequenceId: string;
+    contextKey: string;
+    vocabularySize: number;
+    promptTokenIds: number[];
+    tokenIds: number[];
+  }>;
+} {
+  return {
+    sequences: mapList(sequences, "sequences", (q, f) => {
+      if (typeof q !== "object" || q === null) throw new LearnerInputError(f, "is not an object");
+      const s = q as ScoredSequence;
+      return {
+        sequenceId: str(s.sequenceId, `${f}.sequenceId`),
+        contextKey: s.contextKey === undefined ? "" : str(s.contextKey, `${f}.contextKey`),
+        vocabularySize: s.vocabularySize === undefined ? 0 : i32(s.vocabularySize, `${f}.vocabularySize`),
+        promptTokenIds:
+          s.promptTokenIds === undefined ? [] : mapList(s.promptTokenIds, `${f}.promptTokenIds`, i32),
+        tokenIds: mapList(s.tokenIds, `${f}.tokenIds`, i32),
+      };
+    }),
+  };
+}
+
+/** Sequences to score from a wire request (empty fields = absent). */
+export function decodeScoredSequences(req: LearnerComputeLogprobsRequest): ScoredSequence[] {
+  return req.sequences.map((q) => ({
+    sequenceId: q.sequenceId,
+    ...(q.contextKey ? { contextKey: q.contextKey } : {}),
+    ...(q.vocabularySize ? { vocabularySize: q.vocabularySize } : {}),
+    ...(q.promptTokenIds.length > 0 ? { promptTokenIds: q.promptTokenIds } : {}),
+    tokenIds: q.tokenIds,
+  }));
+}
+
+/** Learner info as a wire response (kind as the server reports it). */
+export function encodeInfo(i: LearnerInfo): Omit<LearnerInfoResponse, "$typeName" | "$unknown"> {
+  return {
+    name: i.name,
+    policyVersion: i.policyVersion,
+    kind: i.kind,
+    description: i.description,
+    model: i.model,
+    architecture: i.architecture,
+    parameterCount: BigInt(i.parameterCount),
+    tokenizer: i.tokenizer,
+    dtype: i.dtype,
+    device: i.device,
+    vocabSize: i.vocabSize,
+    maxContext: i.maxContext,
   };
 }
 
@@ -223,6 +294,8 @@ function encodeSample(s: Sample, f: string): SampleInit {
     groupId: str(s.groupId, `${f}.groupId`),
     contextKey: str(s.contextKey, `${f}.contextKey`),
     vocabularySize: i32(s.vocabularySize, `${f}.vocabularySize`),
+    promptTokenIds:
+      s.promptTokenIds === undefined ? [] : mapList(s.promptTokenIds, `${f}.promptTokenIds`, i32),
     tokenIds,
     rolloutLogprobs: mapList(s.rolloutLogprobs, `${f}.rolloutLogprobs`, f64),
     lossMask,
@@ -260,14 +333,22 @@ export function decodeGenerateRequest(req: LearnerGenerateRequest): GenerateRequ
     prompts: req.prompts.map((p) => ({
       promptId: p.promptId,
       contextKey: p.contextKey,
-      vocabulary: p.vocabulary,
-      maxTokens: p.maxTokens,
+      // On the wire an empty list / string / 0 means "absent".
+      ...(p.vocabulary.length > 0 ? { vocabulary: p.vocabulary } : {}),
+      ...(p.maxTokens > 0 ? { maxTokens: p.maxTokens } : {}),
       ...(p.stopToken === undefined ? {} : { stopToken: p.stopToken }),
       ...(p.separator === undefined ? {} : { separator: p.separator }),
+      ...(p.text ? { text: p.text } : {}),
+      ...(p.messages.length > 0
+        ? { messages: p.messages.map((m) => ({ role: m.role, content: m.content })) }
+        : {}),
     })),
     n: req.n,
     ...(req.temperature === undefined ? {} : { temperature: req.temperature }),
     ...(req.seed === undefined ? {} : { seed: req.seed }),
+    ...(req.topP === undefined ? {} : { topP: req.topP }),
+    ...(req.maxNewTokens === undefined ? {} : { maxNewTokens: req.maxNewTokens }),
+    ...(req.stop.length > 0 ? { stop: req.stop } : {}),
   };
 }
 
@@ -315,6 +396,7 @@ export function decodeSample(s: LearnerSample): Sample {
     groupId: s.groupId,
     contextKey: s.contextKey,
     vocabularySize: s.vocabularySize,
+    ...(s.promptTokenIds.length > 0 ? { promptTokenIds: s.promptTokenIds } : {}),
     tokenIds: s.tokenIds,
     rolloutLogprobs: s.rolloutLogprobs,
     ...(s.lossMask.length > 0 ? { lossMask: s.lossMask } : {}),
@@ -354,6 +436,9 @@ export function decodeCompletions(res: LearnerGenerateResponse): Completion[] {
     logprobs: c.logprobs,
     policyVersion: c.policyVersion,
     truncated: c.truncated,
+    // A server that predates finish_reason sends "": derive it from truncated.
+    finishReason: c.finishReason === "length" || (c.finishReason === "" && c.truncated) ? "length" : "stop",
+    promptTokenIds: c.promptTokenIds,
   }));
 }
 

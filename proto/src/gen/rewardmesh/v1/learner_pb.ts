@@ -4,13 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { ChatMessage } from "./rollout_pb.js";
+import { file_rewardmesh_v1_rollout } from "./rollout_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file rewardmesh/v1/learner.proto.
  */
 export const file_rewardmesh_v1_learner: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXdhcmRtZXNoL3YxL2xlYXJuZXIucHJvdG8SDXJld2FyZG1lc2gudjEiFAoSTGVhcm5lckluZm9SZXF1ZXN0Il4KE0xlYXJuZXJJbmZvUmVzcG9uc2USDAoEbmFtZRgBIAEoCRIWCg5wb2xpY3lfdmVyc2lvbhgCIAEoDRIMCgRraW5kGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJIq0BCg1MZWFybmVyUHJvbXB0EhEKCXByb21wdF9pZBgBIAEoCRITCgtjb250ZXh0X2tleRgCIAEoCRISCgp2b2NhYnVsYXJ5GAMgAygJEhIKCm1heF90b2tlbnMYBCABKA0SFwoKc3RvcF90b2tlbhgFIAEoBUgAiAEBEhYKCXNlcGFyYXRvchgGIAEoCUgBiAEBQg0KC19zdG9wX3Rva2VuQgwKCl9zZXBhcmF0b3IimAEKFkxlYXJuZXJHZW5lcmF0ZVJlcXVlc3QSLQoHcHJvbXB0cxgBIAMoCzIcLnJld2FyZG1lc2gudjEuTGVhcm5lclByb21wdBIJCgFuGAIgASgNEhgKC3RlbXBlcmF0dXJlGAMgASgBSACIAQESEQoEc2VlZBgEIAEoDUgBiAEBQg4KDF90ZW1wZXJhdHVyZUIHCgVfc2VlZCKoAQoRTGVhcm5lckNvbXBsZXRpb24SEQoJcHJvbXB0X2lkGAEgASgJEhMKC2NvbnRleHRfa2V5GAIgASgJEg0KBWluZGV4GAMgASgNEhEKCXRva2VuX2lkcxgEIAMoBRIMCgR0ZXh0GAUgASgJEhAKCGxvZ3Byb2JzGAYgAygBEhYKDnBvbGljeV92ZXJzaW9uGAcgASgNEhEKCXRydW5jYXRlZBgIIAEoCCJQChdMZWFybmVyR2VuZXJhdGVSZXNwb25zZRI1Cgtjb21wbGV0aW9ucxgBIAMoCzIgLnJld2FyZG1lc2gudjEuTGVhcm5lckNvbXBsZXRpb24izwIKEUxlYXJuZXJMb3NzQ29uZmlnEjEKCWxvc3NfdHlwZRgBIAEoDjIeLnJld2FyZG1lc2gudjEuTGVhcm5lckxvc3NUeXBlEg8KB2Vwc19sb3cYAiABKAESEAoIZXBzX2hpZ2gYAyABKAESEwoLZHVhbF9jbGlwX2MYBCABKAESDwoHa2xfYmV0YRgFIAEoARIdChVtYXhfY29tcGxldGlvbl9sZW5ndGgYBiABKA0SFgoObWFza190cnVuY2F0ZWQYByABKAgSMwoKY2lzcG9fbW9kZRgIIAEoDjIfLnJld2FyZG1lc2gudjEuTGVhcm5lckNpc3BvTW9kZRI6CgthZ2dyZWdhdGlvbhgJIAEoDjIlLnJld2FyZG1lc2gudjEuTGVhcm5lckxvc3NBZ2dyZWdhdGlvbhIWCg5yb2xsb3V0X2lzX2NhcBgKIAEoASLOAQoSTGVhcm5lck9wdGltQ29uZmlnEgoKAmxyGAEgASgBEhoKDW1heF9ncmFkX25vcm0YAiABKAFIAIgBARITCgZlcG9jaHMYAyABKA1IAYgBARIZCgxtaW5pX2JhdGNoZXMYBCABKA1IAogBARIyCglvcHRpbWl6ZXIYBSABKA4yHy5yZXdhcmRtZXNoLnYxLkxlYXJuZXJPcHRpbWl6ZXJCEAoOX21heF9ncmFkX25vcm1CCQoHX2Vwb2Noc0IPCg1fbWluaV9iYXRjaGVzIuUBChZMZWFybmVyVHJhaW5TdGVwSGVhZGVyEgwKBHN0ZXAYASABKA0SFwoPaWRlbXBvdGVuY3lfa2V5GAIgASgJEi4KBGxvc3MYAyABKAsyIC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJMb3NzQ29uZmlnEjAKBW9wdGltGAQgASgLMiEucmV3YXJkbWVzaC52MS5MZWFybmVyT3B0aW1Db25maWcSGgoNbWF4X3N0YWxlbmVzcxgFIAEoDUgAiAEBEhQKDHNhbXBsZV9jb3VudBgGIAEoDUIQCg5fbWF4X3N0YWxlbmVzcyLgAQoNTGVhcm5lclNhbXBsZRIRCglzYW1wbGVfaWQYASABKAkSEAoIZ3JvdXBfaWQYAiABKAkSEwoLY29udGV4dF9rZXkYAyABKAkSFwoPdm9jYWJ1bGFyeV9zaXplGAQgASgFEhEKCXRva2VuX2lkcxgFIAMoBRIYChByb2xsb3V0X2xvZ3Byb2JzGAYgAygBEhEKCWxvc3NfbWFzaxgHIAMoDRIRCglhZHZhbnRhZ2UYCCABKAESFgoOcG9saWN5X3ZlcnNpb24YCSABKA0SEQoJdHJ1bmNhdGVkGAogASgIIooBChdMZWFybmVyVHJhaW5TdGVwUmVxdWVzdBI3CgZoZWFkZXIYASABKAsyJS5yZXdhcmRtZXNoLnYxLkxlYXJuZXJUcmFpblN0ZXBIZWFkZXJIABIuCgZzYW1wbGUYAiABKAsyHC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJTYW1wbGVIAEIGCgRraW5kIrsBChhMZWFybmVyVHJhaW5TdGVwUmVzcG9uc2USFgoOcG9saWN5X3ZlcnNpb24YASABKA0SRQoHbWV0cmljcxgCIAMoCzI0LnJld2FyZG1lc2gudjEuTGVhcm5lclRyYWluU3RlcFJlc3BvbnNlLk1ldHJpY3NFbnRyeRIQCghyZXBsYXllZBgDIAEoCBouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASIbChlMZWFybmVyU3luY1dlaWdodHNSZXF1ZXN0IjQKGkxlYXJuZXJTeW5jV2VpZ2h0c1Jlc3BvbnNlEhYKDnBvbGljeV92ZXJzaW9uGAEgASgNIiwKHExlYXJuZXJTYXZlQ2hlY2twb2ludFJlcXVlc3QSDAoEcGF0aBgBIAEoCSItCh1MZWFybmVyU2F2ZUNoZWNrcG9pbnRSZXNwb25zZRIMCgRwYXRoGAEgASgJKsQBCg9MZWFybmVyTG9zc1R5cGUSIQodTEVBUk5FUl9MT1NTX1RZUEVfVU5TUEVDSUZJRUQQABIaChZMRUFSTkVSX0xPU1NfVFlQRV9HUlBPEAESHQoZTEVBUk5FUl9MT1NTX1RZUEVfRFJfR1JQTxACEhoKFkxFQVJORVJfTE9TU19UWVBFX0RBUE8QAxIbChdMRUFSTkVSX0xPU1NfVFlQRV9DSVNQTxAEEhoKFkxFQVJORVJfTE9TU19UWVBFX0JOUE8QBSqEAgoWTGVhcm5lckxvc3NBZ2dyZWdhdGlvbhIoCiRMRUFSTkVSX0xPU1NfQUdHUkVHQVRJT05fVU5TUEVDSUZJRUQQABInCiNMRUFSTkVSX0xPU1NfQUdHUkVHQVRJT05fVE9LRU5fTUVBThABEjAKLExFQVJORVJfTE9TU19BR0dSRUdBVElPTl9TRVFfTUVBTl9UT0tFTl9NRUFOEAISLworTEVBUk5FUl9MT1NTX0FHR1JFR0FUSU9OX1NFUV9NRUFOX1RPS0VOX1NVTRADEjQKMExFQVJORVJfTE9TU19BR0dSRUdBVElPTl9TRVFfTUVBTl9UT0tFTl9TVU1fTk9STRAEKnoKEExlYXJuZXJDaXNwb01vZGUSIgoeTEVBUk5FUl9DSVNQT19NT0RFX1VOU1BFQ0lGSUVEEAASIAocTEVBUk5FUl9DSVNQT19NT0RFX1RXT19TSURFRBABEiAKHExFQVJORVJfQ0lTUE9fTU9ERV9VUFBFUl9DQVAQAipsChBMZWFybmVyT3B0aW1pemVyEiEKHUxFQVJORVJfT1BUSU1JWkVSX1VOU1BFQ0lGSUVEEAASGgoWTEVBUk5FUl9PUFRJTUlaRVJfQURBTRABEhkKFUxFQVJORVJfT1BUSU1JWkVSX1NHRBACMuQDCgdMZWFybmVyEk0KBEluZm8SIS5yZXdhcmRtZXNoLnYxLkxlYXJuZXJJbmZvUmVxdWVzdBoiLnJld2FyZG1lc2gudjEuTGVhcm5lckluZm9SZXNwb25zZRJZCghHZW5lcmF0ZRIlLnJld2FyZG1lc2gudjEuTGVhcm5lckdlbmVyYXRlUmVxdWVzdBomLnJld2FyZG1lc2gudjEuTGVhcm5lckdlbmVyYXRlUmVzcG9uc2USXgoJVHJhaW5TdGVwEiYucmV3YXJkbWVzaC52MS5MZWFybmVyVHJhaW5TdGVwUmVxdWVzdBonLnJld2FyZG1lc2gudjEuTGVhcm5lclRyYWluU3RlcFJlc3BvbnNlKAESYgoLU3luY1dlaWdodHMSKC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJTeW5jV2VpZ2h0c1JlcXVlc3QaKS5yZXdhcmRtZXNoLnYxLkxlYXJuZXJTeW5jV2VpZ2h0c1Jlc3BvbnNlEmsKDlNhdmVDaGVja3BvaW50EisucmV3YXJkbWVzaC52MS5MZWFybmVyU2F2ZUNoZWNrcG9pbnRSZXF1ZXN0GiwucmV3YXJkbWVzaC52MS5MZWFybmVyU2F2ZUNoZWNrcG9pbnRSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChtyZXdhcmRtZXNoL3YxL2xlYXJuZXIucHJvdG8SDXJld2FyZG1lc2gudjEiFAoSTGVhcm5lckluZm9SZXF1ZXN0IvcBChNMZWFybmVySW5mb1Jlc3BvbnNlEgwKBG5hbWUYASABKAkSFgoOcG9saWN5X3ZlcnNpb24YAiABKA0SDAoEa2luZBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRINCgVtb2RlbBgFIAEoCRIUCgxhcmNoaXRlY3R1cmUYBiABKAkSFwoPcGFyYW1ldGVyX2NvdW50GAcgASgEEhEKCXRva2VuaXplchgIIAEoCRINCgVkdHlwZRgJIAEoCRIOCgZkZXZpY2UYCiABKAkSEgoKdm9jYWJfc2l6ZRgLIAEoDRITCgttYXhfY29udGV4dBgMIAEoDSLpAQoNTGVhcm5lclByb21wdBIRCglwcm9tcHRfaWQYASABKAkSEwoLY29udGV4dF9rZXkYAiABKAkSEgoKdm9jYWJ1bGFyeRgDIAMoCRISCgptYXhfdG9rZW5zGAQgASgNEhcKCnN0b3BfdG9rZW4YBSABKAVIAIgBARIWCglzZXBhcmF0b3IYBiABKAlIAYgBARIMCgR0ZXh0GAcgASgJEiwKCG1lc3NhZ2VzGAggAygLMhoucmV3YXJkbWVzaC52MS5DaGF0TWVzc2FnZUINCgtfc3RvcF90b2tlbkIMCgpfc2VwYXJhdG9yIvQBChZMZWFybmVyR2VuZXJhdGVSZXF1ZXN0Ei0KB3Byb21wdHMYASADKAsyHC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJQcm9tcHQSCQoBbhgCIAEoDRIYCgt0ZW1wZXJhdHVyZRgDIAEoAUgAiAEBEhEKBHNlZWQYBCABKA1IAYgBARISCgV0b3BfcBgFIAEoAUgCiAEBEhsKDm1heF9uZXdfdG9rZW5zGAYgASgNSAOIAQESDAoEc3RvcBgHIAMoCUIOCgxfdGVtcGVyYXR1cmVCBwoFX3NlZWRCCAoGX3RvcF9wQhEKD19tYXhfbmV3X3Rva2VucyLZAQoRTGVhcm5lckNvbXBsZXRpb24SEQoJcHJvbXB0X2lkGAEgASgJEhMKC2NvbnRleHRfa2V5GAIgASgJEg0KBWluZGV4GAMgASgNEhEKCXRva2VuX2lkcxgEIAMoBRIMCgR0ZXh0GAUgASgJEhAKCGxvZ3Byb2JzGAYgAygBEhYKDnBvbGljeV92ZXJzaW9uGAcgASgNEhEKCXRydW5jYXRlZBgIIAEoCBIVCg1maW5pc2hfcmVhc29uGAkgASgJEhgKEHByb21wdF90b2tlbl9pZHMYCiADKAUiUAoXTGVhcm5lckdlbmVyYXRlUmVzcG9uc2USNQoLY29tcGxldGlvbnMYASADKAsyIC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJDb21wbGV0aW9uIs8CChFMZWFybmVyTG9zc0NvbmZpZxIxCglsb3NzX3R5cGUYASABKA4yHi5yZXdhcmRtZXNoLnYxLkxlYXJuZXJMb3NzVHlwZRIPCgdlcHNfbG93GAIgASgBEhAKCGVwc19oaWdoGAMgASgBEhMKC2R1YWxfY2xpcF9jGAQgASgBEg8KB2tsX2JldGEYBSABKAESHQoVbWF4X2NvbXBsZXRpb25fbGVuZ3RoGAYgASgNEhYKDm1hc2tfdHJ1bmNhdGVkGAcgASgIEjMKCmNpc3BvX21vZGUYCCABKA4yHy5yZXdhcmRtZXNoLnYxLkxlYXJuZXJDaXNwb01vZGUSOgoLYWdncmVnYXRpb24YCSABKA4yJS5yZXdhcmRtZXNoLnYxLkxlYXJuZXJMb3NzQWdncmVnYXRpb24SFgoOcm9sbG91dF9pc19jYXAYCiABKAEizgEKEkxlYXJuZXJPcHRpbUNvbmZpZxIKCgJschgBIAEoARIaCg1tYXhfZ3JhZF9ub3JtGAIgASgBSACIAQESEwoGZXBvY2hzGAMgASgNSAGIAQESGQoMbWluaV9iYXRjaGVzGAQgASgNSAKIAQESMgoJb3B0aW1pemVyGAUgASgOMh8ucmV3YXJkbWVzaC52MS5MZWFybmVyT3B0aW1pemVyQhAKDl9tYXhfZ3JhZF9ub3JtQgkKB19lcG9jaHNCDwoNX21pbmlfYmF0Y2hlcyLlAQoWTGVhcm5lclRyYWluU3RlcEhlYWRlchIMCgRzdGVwGAEgASgNEhcKD2lkZW1wb3RlbmN5X2tleRgCIAEoCRIuCgRsb3NzGAMgASgLMiAucmV3YXJkbWVzaC52MS5MZWFybmVyTG9zc0NvbmZpZxIwCgVvcHRpbRgEIAEoCzIhLnJld2FyZG1lc2gudjEuTGVhcm5lck9wdGltQ29uZmlnEhoKDW1heF9zdGFsZW5lc3MYBSABKA1IAIgBARIUCgxzYW1wbGVfY291bnQYBiABKA1CEAoOX21heF9zdGFsZW5lc3Mi+gEKDUxlYXJuZXJTYW1wbGUSEQoJc2FtcGxlX2lkGAEgASgJEhAKCGdyb3VwX2lkGAIgASgJEhMKC2NvbnRleHRfa2V5GAMgASgJEhcKD3ZvY2FidWxhcnlfc2l6ZRgEIAEoBRIRCgl0b2tlbl9pZHMYBSADKAUSGAoQcm9sbG91dF9sb2dwcm9icxgGIAMoARIRCglsb3NzX21hc2sYByADKA0SEQoJYWR2YW50YWdlGAggASgBEhYKDnBvbGljeV92ZXJzaW9uGAkgASgNEhEKCXRydW5jYXRlZBgKIAEoCBIYChBwcm9tcHRfdG9rZW5faWRzGAsgAygFIooBChdMZWFybmVyVHJhaW5TdGVwUmVxdWVzdBI3CgZoZWFkZXIYASABKAsyJS5yZXdhcmRtZXNoLnYxLkxlYXJuZXJUcmFpblN0ZXBIZWFkZXJIABIuCgZzYW1wbGUYAiABKAsyHC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJTYW1wbGVIAEIGCgRraW5kIrsBChhMZWFybmVyVHJhaW5TdGVwUmVzcG9uc2USFgoOcG9saWN5X3ZlcnNpb24YASABKA0SRQoHbWV0cmljcxgCIAMoCzI0LnJld2FyZG1lc2gudjEuTGVhcm5lclRyYWluU3RlcFJlc3BvbnNlLk1ldHJpY3NFbnRyeRIQCghyZXBsYXllZBgDIAEoCBouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASIbChlMZWFybmVyU3luY1dlaWdodHNSZXF1ZXN0IjQKGkxlYXJuZXJTeW5jV2VpZ2h0c1Jlc3BvbnNlEhYKDnBvbGljeV92ZXJzaW9uGAEgASgNIiwKHExlYXJuZXJTYXZlQ2hlY2twb2ludFJlcXVlc3QSDAoEcGF0aBgBIAEoCSItCh1MZWFybmVyU2F2ZUNoZWNrcG9pbnRSZXNwb25zZRIMCgRwYXRoGAEgASgJIoEBCg9MZWFybmVyU2VxdWVuY2USEwoLc2VxdWVuY2VfaWQYASABKAkSEwoLY29udGV4dF9rZXkYAiABKAkSFwoPdm9jYWJ1bGFyeV9zaXplGAMgASgFEhgKEHByb21wdF90b2tlbl9pZHMYBCADKAUSEQoJdG9rZW5faWRzGAUgAygFIlIKHUxlYXJuZXJDb21wdXRlTG9ncHJvYnNSZXF1ZXN0EjEKCXNlcXVlbmNlcxgBIAMoCzIeLnJld2FyZG1lc2gudjEuTGVhcm5lclNlcXVlbmNlIkAKF0xlYXJuZXJTZXF1ZW5jZUxvZ3Byb2JzEhMKC3NlcXVlbmNlX2lkGAEgASgJEhAKCGxvZ3Byb2JzGAIgAygBIlsKHkxlYXJuZXJDb21wdXRlTG9ncHJvYnNSZXNwb25zZRI5CglzZXF1ZW5jZXMYASADKAsyJi5yZXdhcmRtZXNoLnYxLkxlYXJuZXJTZXF1ZW5jZUxvZ3Byb2JzKsQBCg9MZWFybmVyTG9zc1R5cGUSIQodTEVBUk5FUl9MT1NTX1RZUEVfVU5TUEVDSUZJRUQQABIaChZMRUFSTkVSX0xPU1NfVFlQRV9HUlBPEAESHQoZTEVBUk5FUl9MT1NTX1RZUEVfRFJfR1JQTxACEhoKFkxFQVJORVJfTE9TU19UWVBFX0RBUE8QAxIbChdMRUFSTkVSX0xPU1NfVFlQRV9DSVNQTxAEEhoKFkxFQVJORVJfTE9TU19UWVBFX0JOUE8QBSqEAgoWTGVhcm5lckxvc3NBZ2dyZWdhdGlvbhIoCiRMRUFSTkVSX0xPU1NfQUdHUkVHQVRJT05fVU5TUEVDSUZJRUQQABInCiNMRUFSTkVSX0xPU1NfQUdHUkVHQVRJT05fVE9LRU5fTUVBThABEjAKLExFQVJORVJfTE9TU19BR0dSRUdBVElPTl9TRVFfTUVBTl9UT0tFTl9NRUFOEAISLworTEVBUk5FUl9MT1NTX0FHR1JFR0FUSU9OX1NFUV9NRUFOX1RPS0VOX1NVTRADEjQKMExFQVJORVJfTE9TU19BR0dSRUdBVElPTl9TRVFfTUVBTl9UT0tFTl9TVU1fTk9STRAEKnoKEExlYXJuZXJDaXNwb01vZGUSIgoeTEVBUk5FUl9DSVNQT19NT0RFX1VOU1BFQ0lGSUVEEAASIAocTEVBUk5FUl9DSVNQT19NT0RFX1RXT19TSURFRBABEiAKHExFQVJORVJfQ0lTUE9fTU9ERV9VUFBFUl9DQVAQAipsChBMZWFybmVyT3B0aW1pemVyEiEKHUxFQVJORVJfT1BUSU1JWkVSX1VOU1BFQ0lGSUVEEAASGgoWTEVBUk5FUl9PUFRJTUlaRVJfQURBTRABEhkKFUxFQVJORVJfT1BUSU1JWkVSX1NHRBACMtQECgdMZWFybmVyEk0KBEluZm8SIS5yZXdhcmRtZXNoLnYxLkxlYXJuZXJJbmZvUmVxdWVzdBoiLnJld2FyZG1lc2gudjEuTGVhcm5lckluZm9SZXNwb25zZRJZCghHZW5lcmF0ZRIlLnJld2FyZG1lc2gudjEuTGVhcm5lckdlbmVyYXRlUmVxdWVzdBomLnJld2FyZG1lc2gudjEuTGVhcm5lckdlbmVyYXRlUmVzcG9uc2USXgoJVHJhaW5TdGVwEiYucmV3YXJkbWVzaC52MS5MZWFybmVyVHJhaW5TdGVwUmVxdWVzdBonLnJld2FyZG1lc2gudjEuTGVhcm5lclRyYWluU3RlcFJlc3BvbnNlKAESYgoLU3luY1dlaWdodHMSKC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJTeW5jV2VpZ2h0c1JlcXVlc3QaKS5yZXdhcmRtZXNoLnYxLkxlYXJuZXJTeW5jV2VpZ2h0c1Jlc3BvbnNlEmsKDlNhdmVDaGVja3BvaW50EisucmV3YXJkbWVzaC52MS5MZWFybmVyU2F2ZUNoZWNrcG9pbnRSZXF1ZXN0GiwucmV3YXJkbWVzaC52MS5MZWFybmVyU2F2ZUNoZWNrcG9pbnRSZXNwb25zZRJuCg9Db21wdXRlTG9ncHJvYnMSLC5yZXdhcmRtZXNoLnYxLkxlYXJuZXJDb21wdXRlTG9ncHJvYnNSZXF1ZXN0Gi0ucmV3YXJkbWVzaC52MS5MZWFybmVyQ29tcHV0ZUxvZ3Byb2JzUmVzcG9uc2ViBnByb3RvMw", [file_rewardmesh_v1_rollout]);
 
 /**
  * @generated from message rewardmesh.v1.LearnerInfoRequest
@@ -56,6 +58,62 @@ export type LearnerInfoResponse = Message<"rewardmesh.v1.LearnerInfoResponse"> &
    * @generated from field: string description = 4;
    */
   description: string;
+
+  /**
+   * The model: `embedded-tabular`, `builtin:tiny`, or a Hugging Face model directory.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * Its architecture, e.g. `TinyCausalLM(layers=2, d_model=64, heads=4)` or `Qwen2ForCausalLM`.
+   *
+   * @generated from field: string architecture = 6;
+   */
+  architecture: string;
+
+  /**
+   * Trainable and frozen parameters.
+   *
+   * @generated from field: uint64 parameter_count = 7;
+   */
+  parameterCount: bigint;
+
+  /**
+   * `fragments` (fragment policy: prompts carry a vocabulary), `byte-level`, or the tokenizer's class.
+   *
+   * @generated from field: string tokenizer = 8;
+   */
+  tokenizer: string;
+
+  /**
+   * Parameter dtype, e.g. `float32`, `bfloat16`, `float64`.
+   *
+   * @generated from field: string dtype = 9;
+   */
+  dtype: string;
+
+  /**
+   * e.g. `cpu`, `cuda:0`.
+   *
+   * @generated from field: string device = 10;
+   */
+  device: string;
+
+  /**
+   * Tokenizer vocabulary size (0 for fragment policies: it is per context).
+   *
+   * @generated from field: uint32 vocab_size = 11;
+   */
+  vocabSize: number;
+
+  /**
+   * Longest prompt + completion in tokens (0 = unbounded).
+   *
+   * @generated from field: uint32 max_context = 12;
+   */
+  maxContext: number;
 };
 
 /**
@@ -66,7 +124,8 @@ export const LearnerInfoResponseSchema: GenMessage<LearnerInfoResponse> = /*@__P
   messageDesc(file_rewardmesh_v1_learner, 1);
 
 /**
- * One prompt to sample from; the vocabulary is the policy's action space for this context.
+ * One prompt to sample from: a fragment vocabulary (fragment policies) or text / chat messages
+ * (text policies).
  *
  * @generated from message rewardmesh.v1.LearnerPrompt
  */
@@ -77,21 +136,22 @@ export type LearnerPrompt = Message<"rewardmesh.v1.LearnerPrompt"> & {
   promptId: string;
 
   /**
-   * Parameters are kept per context key (and vocabulary size).
+   * Fragment policies keep parameters per context key (and vocabulary size); text policies only
+   * echo it.
    *
    * @generated from field: string context_key = 2;
    */
   contextKey: string;
 
   /**
-   * Fragments; a completion's text is its fragments joined by `separator`.
+   * Fragments; a completion's text is its fragments joined by `separator`. Empty for text prompts.
    *
    * @generated from field: repeated string vocabulary = 3;
    */
   vocabulary: string[];
 
   /**
-   * Most tokens per completion.
+   * Most tokens per completion (0 = the request's `max_new_tokens`).
    *
    * @generated from field: uint32 max_tokens = 4;
    */
@@ -110,6 +170,21 @@ export type LearnerPrompt = Message<"rewardmesh.v1.LearnerPrompt"> & {
    * @generated from field: optional string separator = 6;
    */
   separator?: string | undefined;
+
+  /**
+   * Raw prompt text, tokenized as is (text policies).
+   *
+   * @generated from field: string text = 7;
+   */
+  text: string;
+
+  /**
+   * Chat messages, rendered with the model's chat template (text policies; takes precedence over
+   * `text`).
+   *
+   * @generated from field: repeated rewardmesh.v1.ChatMessage messages = 8;
+   */
+  messages: ChatMessage[];
 };
 
 /**
@@ -148,6 +223,30 @@ export type LearnerGenerateRequest = Message<"rewardmesh.v1.LearnerGenerateReque
    * @generated from field: optional uint32 seed = 4;
    */
   seed?: number | undefined;
+
+  /**
+   * Nucleus sampling: keep the smallest set of tokens whose probability reaches top_p (unset = 1).
+   * Behaviour logprobs are those of the distribution actually sampled from (tempered, truncated,
+   * renormalised).
+   *
+   * @generated from field: optional double top_p = 5;
+   */
+  topP?: number | undefined;
+
+  /**
+   * Most new tokens per completion, for prompts whose `max_tokens` is 0 (unset = 64).
+   *
+   * @generated from field: optional uint32 max_new_tokens = 6;
+   */
+  maxNewTokens?: number | undefined;
+
+  /**
+   * Stop strings: generation ends once the text contains one; the text is cut before it (the
+   * tokens that produced it stay in `token_ids`) and `finish_reason` is `stop`.
+   *
+   * @generated from field: repeated string stop = 7;
+   */
+  stop: string[];
 };
 
 /**
@@ -208,6 +307,21 @@ export type LearnerCompletion = Message<"rewardmesh.v1.LearnerCompletion"> & {
    * @generated from field: bool truncated = 8;
    */
   truncated: boolean;
+
+  /**
+   * `stop` (stop token, end-of-sequence or a stop string) or `length` (= truncated).
+   *
+   * @generated from field: string finish_reason = 9;
+   */
+  finishReason: string;
+
+  /**
+   * Text policies: the prompt as tokenized (chat template applied); send it back in
+   * `LearnerSample.prompt_token_ids`. Empty for fragment policies.
+   *
+   * @generated from field: repeated int32 prompt_token_ids = 10;
+   */
+  promptTokenIds: number[];
 };
 
 /**
@@ -459,6 +573,14 @@ export type LearnerSample = Message<"rewardmesh.v1.LearnerSample"> & {
    * @generated from field: bool truncated = 10;
    */
   truncated: boolean;
+
+  /**
+   * Text policies: the prompt's token ids (`LearnerCompletion.prompt_token_ids`); `token_ids` are
+   * then the completion's token ids. Required by text policies, empty for fragment policies.
+   *
+   * @generated from field: repeated int32 prompt_token_ids = 11;
+   */
+  promptTokenIds: number[];
 };
 
 /**
@@ -596,6 +718,111 @@ export type LearnerSaveCheckpointResponse = Message<"rewardmesh.v1.LearnerSaveCh
  */
 export const LearnerSaveCheckpointResponseSchema: GenMessage<LearnerSaveCheckpointResponse> = /*@__PURE__*/
   messageDesc(file_rewardmesh_v1_learner, 15);
+
+/**
+ * A completion to score: the same identification as a `LearnerSample`.
+ *
+ * @generated from message rewardmesh.v1.LearnerSequence
+ */
+export type LearnerSequence = Message<"rewardmesh.v1.LearnerSequence"> & {
+  /**
+   * @generated from field: string sequence_id = 1;
+   */
+  sequenceId: string;
+
+  /**
+   * Fragment policies: the context and its vocabulary size.
+   *
+   * @generated from field: string context_key = 2;
+   */
+  contextKey: string;
+
+  /**
+   * @generated from field: int32 vocabulary_size = 3;
+   */
+  vocabularySize: number;
+
+  /**
+   * Text policies: the prompt's token ids.
+   *
+   * @generated from field: repeated int32 prompt_token_ids = 4;
+   */
+  promptTokenIds: number[];
+
+  /**
+   * The completion's token ids.
+   *
+   * @generated from field: repeated int32 token_ids = 5;
+   */
+  tokenIds: number[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.LearnerSequence.
+ * Use `create(LearnerSequenceSchema)` to create a new message.
+ */
+export const LearnerSequenceSchema: GenMessage<LearnerSequence> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_learner, 16);
+
+/**
+ * @generated from message rewardmesh.v1.LearnerComputeLogprobsRequest
+ */
+export type LearnerComputeLogprobsRequest = Message<"rewardmesh.v1.LearnerComputeLogprobsRequest"> & {
+  /**
+   * @generated from field: repeated rewardmesh.v1.LearnerSequence sequences = 1;
+   */
+  sequences: LearnerSequence[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.LearnerComputeLogprobsRequest.
+ * Use `create(LearnerComputeLogprobsRequestSchema)` to create a new message.
+ */
+export const LearnerComputeLogprobsRequestSchema: GenMessage<LearnerComputeLogprobsRequest> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_learner, 17);
+
+/**
+ * @generated from message rewardmesh.v1.LearnerSequenceLogprobs
+ */
+export type LearnerSequenceLogprobs = Message<"rewardmesh.v1.LearnerSequenceLogprobs"> & {
+  /**
+   * @generated from field: string sequence_id = 1;
+   */
+  sequenceId: string;
+
+  /**
+   * log pi(token_t | prompt, tokens_<t), one per completion token.
+   *
+   * @generated from field: repeated double logprobs = 2;
+   */
+  logprobs: number[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.LearnerSequenceLogprobs.
+ * Use `create(LearnerSequenceLogprobsSchema)` to create a new message.
+ */
+export const LearnerSequenceLogprobsSchema: GenMessage<LearnerSequenceLogprobs> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_learner, 18);
+
+/**
+ * @generated from message rewardmesh.v1.LearnerComputeLogprobsResponse
+ */
+export type LearnerComputeLogprobsResponse = Message<"rewardmesh.v1.LearnerComputeLogprobsResponse"> & {
+  /**
+   * In request order.
+   *
+   * @generated from field: repeated rewardmesh.v1.LearnerSequenceLogprobs sequences = 1;
+   */
+  sequences: LearnerSequenceLogprobs[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.LearnerComputeLogprobsResponse.
+ * Use `create(LearnerComputeLogprobsResponseSchema)` to create a new message.
+ */
+export const LearnerComputeLogprobsResponseSchema: GenMessage<LearnerComputeLogprobsResponse> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_learner, 19);
 
 /**
  * Loss families (names as in TRL `loss_type`).
@@ -741,10 +968,15 @@ export const LearnerOptimizerSchema: GenEnum<LearnerOptimizer> = /*@__PURE__*/
 /**
  * A policy learner. The TypeScript trainer owns the loop and the advantage maths; a learner samples
  * completions from its current policy (`Generate`) and applies clipped policy-gradient updates from
- * samples that carry precomputed advantages (`TrainStep`). Implementations: the embedded TypeScript
- * learner (a small tabular policy for demos, tests and experiments, served by `serveLearner`) and,
- * on GPU nodes, a Python learner. Every number that crosses this boundary is a double so that the
- * embedded learner gives bit-identical results in process and over the wire.
+ * samples that carry precomputed advantages (`TrainStep`). Two kinds of policy speak it:
+ * * fragment policies (the embedded TypeScript learner, a small tabular policy for demos, tests and
+ *   experiments): a prompt carries a `vocabulary` of text fragments, which act as a degenerate
+ *   tokenizer (token id = fragment index);
+ * * text policies (the PyTorch learner in trainer/learner-torch: a built-in transformer or a Hugging Face
+ *   causal LM): a prompt carries `text` or chat `messages`, completions carry tokenizer token ids, and
+ *   samples carry the prompt's token ids.
+ * `Info.tokenizer` says which (`fragments` for a fragment policy). Every number that crosses this
+ * boundary is a double so that results are bit-identical in process and over the wire.
  * buf:lint:ignore SERVICE_SUFFIX
  *
  * @generated from service rewardmesh.v1.Learner
@@ -801,6 +1033,16 @@ export const Learner: GenService<{
     methodKind: "unary";
     input: typeof LearnerSaveCheckpointRequestSchema;
     output: typeof LearnerSaveCheckpointResponseSchema;
+  },
+  /**
+   * Per-token logprobs of given completions under the current policy (temperature 1), no update.
+   *
+   * @generated from rpc rewardmesh.v1.Learner.ComputeLogprobs
+   */
+  computeLogprobs: {
+    methodKind: "unary";
+    input: typeof LearnerComputeLogprobsRequestSchema;
+    output: typeof LearnerComputeLogprobsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_rewardmesh_v1_learner, 0);

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rewardmesh/v1/rollout.proto.
  */
 export const file_rewardmesh_v1_rollout: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXdhcmRtZXNoL3YxL3JvbGxvdXQucHJvdG8SDXJld2FyZG1lc2gudjEitwIKB1JvbGxvdXQSCgoCaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBHN0ZXAYAyABKA0SEAoIZ3JvdXBfaWQYBCABKAkSDQoFaW5kZXgYBSABKA0SEgoKZ3JvdXBfc2l6ZRgGIAEoDRIhCgR0YXNrGAcgASgLMhMucmV3YXJkbWVzaC52MS5UYXNrEhAKCHJlc3BvbnNlGAggASgJEhYKDnBvbGljeV92ZXJzaW9uGAkgASgNEjYKCG1ldGFkYXRhGAogAygLMiQucmV3YXJkbWVzaC52MS5Sb2xsb3V0Lk1ldGFkYXRhRW50cnkSFwoPcmVzcG9uc2VfdG9rZW5zGAsgASgNGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLrAQoEVGFzaxIKCgJpZBgBIAEoCRInCgRjb2RlGAIgASgLMhcucmV3YXJkbWVzaC52MS5Db2RlVGFza0gAEjAKCXRvb2xfY2FsbBgDIAEoCzIbLnJld2FyZG1lc2gudjEuVG9vbENhbGxUYXNrSAASKQoFYWdlbnQYBCABKAsyGC5yZXdhcmRtZXNoLnYxLkFnZW50VGFza0gAEikKBmN1c3RvbRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIOCgZkb21haW4YBiABKAkSDgoGcHJvbXB0GAcgASgJQgYKBGtpbmQixAEKCENvZGVUYXNrEhAKCGxhbmd1YWdlGAEgASgJEg4KBnByb21wdBgCIAEoCRIMCgR0ZXN0GAMgASgJEhMKC2VudHJ5X3BvaW50GAQgASgJEhoKEnJlZmVyZW5jZV9zb2x1dGlvbhgFIAEoCRInCghpb190ZXN0cxgGIAMoCzIVLnJld2FyZG1lc2gudjEuSW9UZXN0EhUKDXRpbWVfbGltaXRfbXMYByABKA0SFwoPbWVtb3J5X2xpbWl0X21iGAggASgNIjAKBklvVGVzdBINCgVzdGRpbhgBIAEoCRIXCg9leHBlY3RlZF9zdGRvdXQYAiABKAkimwEKDFRvb2xDYWxsVGFzaxISCgp0b29sc19qc29uGAEgASgJEi0KDGdyb3VuZF90cnV0aBgCIAMoCzIXLnJld2FyZG1lc2gudjEuVG9vbENhbGwSGQoRZXhwZWN0ZWRfcmVzcG9uc2UYAyABKAkSDgoGZm9ybWF0GAQgASgJEh0KFXBvc3NpYmxlX2Fuc3dlcnNfanNvbhgFIAEoCSIwCghUb29sQ2FsbBIMCgRuYW1lGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJIlsKCUFnZW50VGFzaxINCgVzdWl0ZRgBIAEoCRIUCgx1c2VyX3Rhc2tfaWQYAiABKAkSGQoRaW5qZWN0aW9uX3Rhc2tfaWQYAyABKAkSDgoGYXR0YWNrGAQgASgJYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChtyZXdhcmRtZXNoL3YxL3JvbGxvdXQucHJvdG8SDXJld2FyZG1lc2gudjEitwIKB1JvbGxvdXQSCgoCaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBHN0ZXAYAyABKA0SEAoIZ3JvdXBfaWQYBCABKAkSDQoFaW5kZXgYBSABKA0SEgoKZ3JvdXBfc2l6ZRgGIAEoDRIhCgR0YXNrGAcgASgLMhMucmV3YXJkbWVzaC52MS5UYXNrEhAKCHJlc3BvbnNlGAggASgJEhYKDnBvbGljeV92ZXJzaW9uGAkgASgNEjYKCG1ldGFkYXRhGAogAygLMiQucmV3YXJkbWVzaC52MS5Sb2xsb3V0Lk1ldGFkYXRhRW50cnkSFwoPcmVzcG9uc2VfdG9rZW5zGAsgASgNGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKZAgoEVGFzaxIKCgJpZBgBIAEoCRInCgRjb2RlGAIgASgLMhcucmV3YXJkbWVzaC52MS5Db2RlVGFza0gAEjAKCXRvb2xfY2FsbBgDIAEoCzIbLnJld2FyZG1lc2gudjEuVG9vbENhbGxUYXNrSAASKQoFYWdlbnQYBCABKAsyGC5yZXdhcmRtZXNoLnYxLkFnZW50VGFza0gAEikKBmN1c3RvbRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIOCgZkb21haW4YBiABKAkSDgoGcHJvbXB0GAcgASgJEiwKCG1lc3NhZ2VzGAggAygLMhoucmV3YXJkbWVzaC52MS5DaGF0TWVzc2FnZUIGCgRraW5kIiwKC0NoYXRNZXNzYWdlEgwKBHJvbGUYASABKAkSDwoHY29udGVudBgCIAEoCSLEAQoIQ29kZVRhc2sSEAoIbGFuZ3VhZ2UYASABKAkSDgoGcHJvbXB0GAIgASgJEgwKBHRlc3QYAyABKAkSEwoLZW50cnlfcG9pbnQYBCABKAkSGgoScmVmZXJlbmNlX3NvbHV0aW9uGAUgASgJEicKCGlvX3Rlc3RzGAYgAygLMhUucmV3YXJkbWVzaC52MS5Jb1Rlc3QSFQoNdGltZV9saW1pdF9tcxgHIAEoDRIXCg9tZW1vcnlfbGltaXRfbWIYCCABKA0iMAoGSW9UZXN0Eg0KBXN0ZGluGAEgASgJEhcKD2V4cGVjdGVkX3N0ZG91dBgCIAEoCSKbAQoMVG9vbENhbGxUYXNrEhIKCnRvb2xzX2pzb24YASABKAkSLQoMZ3JvdW5kX3RydXRoGAIgAygLMhcucmV3YXJkbWVzaC52MS5Ub29sQ2FsbBIZChFleHBlY3RlZF9yZXNwb25zZRgDIAEoCRIOCgZmb3JtYXQYBCABKAkSHQoVcG9zc2libGVfYW5zd2Vyc19qc29uGAUgASgJIjAKCFRvb2xDYWxsEgwKBG5hbWUYASABKAkSFgoOYXJndW1lbnRzX2pzb24YAiABKAkiWwoJQWdlbnRUYXNrEg0KBXN1aXRlGAEgASgJEhQKDHVzZXJfdGFza19pZBgCIAEoCRIZChFpbmplY3Rpb25fdGFza19pZBgDIAEoCRIOCgZhdHRhY2sYBCABKAliBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * One sampled response to one task, as the trainer publishes it on
@@ -155,11 +155,20 @@ export type Task = Message<"rewardmesh.v1.Task"> & {
   domain: string;
 
   /**
-   * The prompt shown to the policy (informational for services that do not need it).
+   * The prompt shown to the policy (informational for services that do not need it). For a text
+   * policy this is the raw prompt text unless `messages` is set.
    *
    * @generated from field: string prompt = 7;
    */
   prompt: string;
+
+  /**
+   * The prompt as chat messages (rendered with the policy's chat template); takes precedence over
+   * `prompt` for text policies.
+   *
+   * @generated from field: repeated rewardmesh.v1.ChatMessage messages = 8;
+   */
+  messages: ChatMessage[];
 };
 
 /**
@@ -168,6 +177,32 @@ export type Task = Message<"rewardmesh.v1.Task"> & {
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
   messageDesc(file_rewardmesh_v1_rollout, 1);
+
+/**
+ * One chat message of a prompt.
+ *
+ * @generated from message rewardmesh.v1.ChatMessage
+ */
+export type ChatMessage = Message<"rewardmesh.v1.ChatMessage"> & {
+  /**
+   * `system`, `user`, `assistant` or `tool`.
+   *
+   * @generated from field: string role = 1;
+   */
+  role: string;
+
+  /**
+   * @generated from field: string content = 2;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.ChatMessage.
+ * Use `create(ChatMessageSchema)` to create a new message.
+ */
+export const ChatMessageSchema: GenMessage<ChatMessage> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_rollout, 2);
 
 /**
  * A code-generation task, HumanEval / LeetCodeDataset style (`test` + `entry_point`)
@@ -238,7 +273,7 @@ export type CodeTask = Message<"rewardmesh.v1.CodeTask"> & {
  * Use `create(CodeTaskSchema)` to create a new message.
  */
 export const CodeTaskSchema: GenMessage<CodeTask> = /*@__PURE__*/
-  messageDesc(file_rewardmesh_v1_rollout, 2);
+  messageDesc(file_rewardmesh_v1_rollout, 3);
 
 /**
  * One stdin -> stdout test.
@@ -262,7 +297,7 @@ export type IoTest = Message<"rewardmesh.v1.IoTest"> & {
  * Use `create(IoTestSchema)` to create a new message.
  */
 export const IoTestSchema: GenMessage<IoTest> = /*@__PURE__*/
-  messageDesc(file_rewardmesh_v1_rollout, 3);
+  messageDesc(file_rewardmesh_v1_rollout, 4);
 
 /**
  * A tool-calling task (ToolRL / RLLA or BFCL style).
@@ -311,7 +346,7 @@ export type ToolCallTask = Message<"rewardmesh.v1.ToolCallTask"> & {
  * Use `create(ToolCallTaskSchema)` to create a new message.
  */
 export const ToolCallTaskSchema: GenMessage<ToolCallTask> = /*@__PURE__*/
-  messageDesc(file_rewardmesh_v1_rollout, 4);
+  messageDesc(file_rewardmesh_v1_rollout, 5);
 
 /**
  * One function call.
@@ -337,7 +372,7 @@ export type ToolCall = Message<"rewardmesh.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_rewardmesh_v1_rollout, 5);
+  messageDesc(file_rewardmesh_v1_rollout, 6);
 
 /**
  * An AgentDojo-style agent task.
@@ -379,5 +414,5 @@ export type AgentTask = Message<"rewardmesh.v1.AgentTask"> & {
  * Use `create(AgentTaskSchema)` to create a new message.
  */
 export const AgentTaskSchema: GenMessage<AgentTask> = /*@__PURE__*/
-  messageDesc(file_rewardmesh_v1_rollout, 6);
+  messageDesc(file_rewardmesh_v1_rollout, 7);
 

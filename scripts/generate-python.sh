@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Generates the Python protobuf + gRPC stubs of the learner contract into
+# trainer/learner-torch/reward_mesh_learner/_gen (committed; `npm run check:gen` checks for drift).
+# Needs Debian's protobuf-compiler (protoc 3.21) and protobuf-compiler-grpc (grpc_python_plugin);
+# scripts/bootstrap.sh installs them. Usage: generate-python.sh [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-trainer/learner-torch/reward_mesh_learner/_gen}
+for tool in protoc grpc_python_plugin; do
+  command -v "$tool" >/dev/null || { echo "generate-python: '$tool' is missing: apt-get install -y protobuf-compiler protobuf-compiler-grpc" >&2; exit 1; }
+done
+rm -rf "$out"
+mkdir -p "$out"
+plugin="--plugin=protoc-gen-grpc_python=$(command -v grpc_python_plugin)"
+# The learner contract keeps its proto paths (imports are `from rewardmesh.v1 import ...`).
+protoc -I proto --python_out="$out" "$plugin" --grpc_python_out="$out" \
+  proto/rewardmesh/v1/learner.proto proto/rewardmesh/v1/rollout.proto
+# Health is generated at top level (module `health_pb2`), so that no `grpc` package shadows grpcio;
+# the service keeps its full name grpc.health.v1.Health.
+protoc -I proto/grpc/health/v1 --python_out="$out" "$plugin" --grpc_python_out="$out" health.proto
+rm -f "$out/rewardmesh/v1/rollout_pb2_grpc.py"
