@@ -7,14 +7,19 @@
 #     answers (sandbox-images/dockerd.sh: no bridge, no iptables, persistent data-root) and the sandbox
 #     image built offline when its tag is missing (sandbox-images/python/build.sh) — see
 #     sandbox-images/README.md. `npm start` does not need it (the demo's sandbox is bubblewrap).
+#   * with --with-torch (what `npm test` passes; `reward-mesh demo --learner torch` asks for it): the
+#     PyTorch learner's Debian packages python3-torch, python3-grpcio, python3-protobuf, python3-numpy, and
+#     protobuf-compiler + protobuf-compiler-grpc for its generated stubs (the drift check)
 # Elsewhere (not root, no apt) it prints exactly what to install and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_docker=0
+with_torch=0
 for arg in "$@"; do
   case "$arg" in
     --with-docker) with_docker=1 ;;
-    *) echo "bootstrap: unknown argument '$arg' (known: --with-docker)" >&2; exit 2 ;;
+    --with-torch) with_torch=1 ;;
+    *) echo "bootstrap: unknown argument '$arg' (known: --with-docker, --with-torch)" >&2; exit 2 ;;
   esac
 done
 
@@ -28,6 +33,17 @@ if [ "$docker_wanted" != 0 ] && [ "$(id -u)" = "0" ]; then
   have debootstrap || missing+=(debootstrap)
 fi
 
+if [ "$with_torch" = 1 ]; then
+  # Debian's interpreter, not a pyenv shim on PATH: only it sees the python3-* packages.
+  py_has() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
+  py_has torch || missing+=(python3-torch)
+  py_has grpc || missing+=(python3-grpcio)
+  py_has google.protobuf || missing+=(python3-protobuf)
+  py_has numpy || missing+=(python3-numpy)
+  have protoc || missing+=(protobuf-compiler)
+  have grpc_python_plugin || missing+=(protobuf-compiler-grpc)
+fi
+
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing ${missing[*]} with apt-get" >&2
@@ -37,7 +53,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   else
     echo "bootstrap: missing system packages: ${missing[*]}" >&2
     echo "  Debian/Ubuntu:  sudo apt-get install -y ${missing[*]}" >&2
-    echo "  other systems:  install nats-server >= 2.9 (https://docs.nats.io) and bubblewrap (bwrap), and put them on PATH" >&2
+    echo "  other systems:  install nats-server >= 2.9 (https://docs.nats.io) and bubblewrap (bwrap), and put them on PATH;" >&2
+    echo "                  for the PyTorch learner: Python 3 with torch, grpcio, protobuf (point REWARD_MESH_PYTHON at it)" >&2
     exit 1
   fi
 fi

@@ -1,0 +1,192 @@
+"""The gRPC server: `rewardmesh.v1.Learner` over a `TorchLearner`, plus `grpc.health.v1.Health`.
+
+Every learner call is serialised by one lock (a TrainStep stream is read in full before the lock is
+taken). Bad input → INVALID_ARGUMENT with `'<field>' <problem>` (the TypeScript client parses the
+field back); a checkpoint failure → INTERNAL with its message; anything unexpected → INTERNAL with a
+short message, the traceback going to stderr. The TrainStep stream protocol and its wording are those
+of `trainer/src/learner/server.ts`.
+"""
+
+import sys
+import threading
+import traceback
+from concurrent import futures
+from typing import Callable, Optional
+
+import grpc
+
+from . import wire
+from .errors import CheckpointError, LearnerInputError
+from .proto import LEARNER_SERVICE_NAME, health_pb2, health_pb2_grpc, learner_pb2, learner_pb2_grpc
+
+#: Largest message sent or received (a Generate response holds every completion).
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+_SERVING = health_pb2.HealthCheckResponse.SERVING
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def read_train_step_stream(request_iterator):
+    """The header and decoded samples of a TrainStep stream; a malformed stream is a LearnerInputError."""
+    header = None
+    samples = []
+    for msg in request_iterator:
+        kind = msg.WhichOneof("kind")
+        if kind == "header":
+            if header is not None:
+                raise LearnerInputError("header", "was sent twice; send it once, first")
+            header = msg.header
+        elif kind == "sample":
+            if header is None:
+                raise LearnerInputError("header", "must be the first message of the stream")
+            if len(samples) >= header.sample_count:
+                raise LearnerInputError("samples", f"has more than header.sampleCount = {header.sample_count} samples")
+            samples.append(wire.decode_sample(msg.sample))
+        else:
+            raise LearnerInputError(f"messages[{len(samples) + (1 if header is not None else 0)}]", "is empty")
+    if header is None:
+        raise LearnerInputError("header", "is missing (the stream was empty)")
+    if len(samples) != header.sample_count:
+        raise LearnerInputError(
+            "samples", f"has {len(samples)} samples but header.sampleCount is {header.sample_count} (stream cut short?)"
+        )
+    return header, samples
+
+
+class LearnerServicer(learner_pb2_grpc.LearnerServicer):
+    """The Learner service over one learner; calls are serialised by `lock`."""
+
+    def __init__(self, learner, lock: Optional[threading.Lock] = None):
+        self.learner = learner
+        self.lock = lock or threading.Lock()
+
+    def _run(self, method: str, context, fn: Callable):
+        try:
+            with self.lock:
+                return fn()
+        except LearnerInputError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except CheckpointError as e:
+            context.abort(grpc.StatusCode.INTERNAL, str(e))
+        except Exception as e:  # noqa: BLE001 — anything else is an INTERNAL error, logged
+            print(f"torch-learner: {method} failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            context.abort(grpc.StatusCode.INTERNAL, f"{method} failed: {type(e).__name__}: {str(e)[:300]}")
+
+    def Info(self, request, context):
+        return self._run("Info", context, lambda: wire.encode_info(self.learner.info()))
+
+    def Generate(self, request, context):
+        def call():
+            return wire.encode_completions(self.learner.generate(wire.decode_generate_request(request)))
+
+        return self._run("Generate", context, call)
+
+    def TrainStep(self, request_iterator, context):
+        try:
+            header, samples = read_train_step_stream(request_iterator)
+            req = wire.decode_train_step(header, samples)
+        except LearnerInputError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        return self._run("TrainStep", context, lambda: wire.encode_train_step_result(self.learner.train_step(req)))
+
+    def SyncWeights(self, request, context):
+        return self._run(
+            "SyncWeights", context, lambda: learner_pb2.LearnerSyncWeightsResponse(policy_version=self.learner.sync_weights())
+        )
+
+    def SaveCheckpoint(self, request, context):
+        return self._run(
+            "SaveCheckpoint", context, lambda: learner_pb2.LearnerSaveCheckpointResponse(path=self.learner.save_checkpoint(request.path))
+        )
+
+    def ComputeLogprobs(self, request, context):
+        def call():
+            rows = self.learner.compute_logprobs(wire.decode_sequences(request))
+            return learner_pb2.LearnerComputeLogprobsResponse(
+                sequences=[
+                    learner_pb2.LearnerSequenceLogprobs(sequence_id=q.sequence_id, logprobs=lp)
+                    for q, lp in zip(request.sequences, rows)
+                ]
+            )
+
+        return self._run("ComputeLogprobs", context, call)
+
+
+class HealthServicer(health_pb2_grpc.HealthServicer):
+    """`grpc.health.v1.Health` for "" and the learner service: SERVING until `shutdown()`."""
+
+    SERVICES = ("", LEARNER_SERVICE_NAME)
+
+    def __init__(self):
+        self._status = _SERVING
+        self._changed = threading.Condition()
+
+    def shutdown(self) -> None:
+        with self._changed:
+            self._status = _NOT_SERVING
+            self._changed.notify_all()
+
+    def Check(self, request, context):
+        if request.service not in self.SERVICES:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service '{request.service}'")
+        return health_pb2.HealthCheckResponse(status=self._status)
+
+    def List(self, request, context):
+        return health_pb2.HealthListResponse(
+            statuses={s: health_pb2.HealthCheckResponse(status=self._status) for s in self.SERVICES}
+        )
+
+    def Watch(self, request, context):
+        """Streams the current status, then each change, until the call ends or the server stops."""
+        if request.service not in self.SERVICES:
+            yield health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)
+            return
+        last = None
+        while context.is_active():
+            with self._changed:
+                status = self._status
+                if status == last:
+                    self._changed.wait(timeout=1.0)
+                    continue
+            last = status
+            yield health_pb2.HealthCheckResponse(status=status)
+            if status == _NOT_SERVING:
+                return
+
+
+class RunningServer:
+    """A started server: `address` (`host:port`), `port`, and `stop(grace)`."""
+
+    def __init__(self, server: grpc.Server, health: HealthServicer, host: str, port: int):
+        self.server = server
+        self.health = health
+        self.port = port
+        self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Marks NOT_SERVING, lets calls finish for up to `grace` seconds, then stops."""
+        self.health.shutdown()
+        self.server.stop(grace).wait()
+
+
+def serve(learner, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8) -> RunningServer:
+    """Starts the Learner and Health services on `host:port` (0 = a free port)."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="learner-grpc"),
+        options=[
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ],
+    )
+    learner_pb2_grpc.add_LearnerServicer_to_server(LearnerServicer(learner), server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(target)
+    except RuntimeError as e:
+        raise OSError(f"cannot bind {target}: {e}") from e
+    if bound == 0:
+        raise OSError(f"cannot bind {target}")
+    server.start()
+    return RunningServer(server, health, host, bound)

@@ -1,0 +1,178 @@
+/**
+ * Starts the PyTorch learner (`trainer/learner-torch`, `python3 -m reward_mesh_learner serve`) as its own
+ * process on a free port, as `reward-mesh train --with-mesh`, `up --learner torch`, the demo, tests and
+ * benchmarks do, and resolves once it reports SERVING (`grpc.health.v1`, polled, never a fixed sleep).
+ * Drive it with {@link createRemoteLearner} at the returned address.
+ * @module
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, waitServing } from "@reward-mesh/sdk";
+
+/** The Python package's directory (what goes on `PYTHONPATH`). */
+export const TORCH_LEARNER_DIR = fileURLToPath(new URL("../../learner-torch", import.meta.url));
+
+/**
+ * Debian's interpreter: the one that sees `python3-torch` and `python3-grpcio` (a pyenv `python3` on
+ * `PATH` does not).
+ */
+export const DEFAULT_PYTHON = "/usr/bin/python3";
+
+/** Options of {@link startTorchLearner} (the `serve` command line). */
+export interface TorchLearnerProcessOptions {
+  /** `builtin:tiny`, `builtin:small` or a Hugging Face model directory. @default "builtin:tiny" */
+  readonly model?: string;
+  /** @default "auto" */
+  readonly device?: string;
+  /** @default "auto" */
+  readonly dtype?: string;
+  /** Seeds initialisation and sampling. @default 0 */
+  readonly seed?: number;
+  /** Restore this checkpoint directory (written by SaveCheckpoint). */
+  readonly resume?: string;
+  /** @default 0 (the whole mini-batch at once) */
+  readonly microBatchSize?: number;
+  readonly gradientCheckpointing?: boolean;
+  /** @default 0 (full fine-tuning) */
+  readonly loraRank?: number;
+  /** torch CPU threads. @default 0 (torch's default) */
+  readonly threads?: number;
+  /** Supervised warm start on `{prompt|messages, response}` lines before serving. */
+  readonly warmup?: { readonly file: string; readonly steps: number; readonly lr: number } | null;
+  /** Interpreter. @default {@link DEFAULT_PYTHON} */
+  readonly python?: string;
+  /** @default "127.0.0.1" */
+  readonly host?: string;
+  /** @default a free port */
+  readonly port?: number;
+  /** Where the process's stderr (its log) is appended; the last 20 000 characters are kept anyway. */
+  readonly logFile?: string;
+  /** How long model loading (and warm-up) may take. @default 300000 */
+  readonly readyTimeoutMs?: number;
+  /** Working directory of the process (relative checkpoint paths resolve against it). @default this process's */
+  readonly cwd?: string;
+  /**
+   * Environment of the process (e.g. `CUDA_VISIBLE_DEVICES`, `LD_LIBRARY_PATH` on a GPU node); `PATH`
+   * defaults to the system's, `PYTHONPATH` is always the package's directory. @default only `PATH`
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** A running PyTorch learner process. */
+export interface TorchLearnerProcess {
+  /** `host:port` of its gRPC server. */
+  readonly address: string;
+  readonly child: ChildProcess;
+  /** The tail of its stderr. */
+  stderr(): string;
+  /** SIGTERM, then the exit code (a clean shutdown gives 0). */
+  stop(): Promise<number | null>;
+}
+
+/** Thrown when the interpreter lacks torch / grpcio / protobuf; says what to install. */
+export class TorchUnavailableError extends Error {
+  override readonly name = "TorchUnavailableError";
+}
+
+/**
+ * Checks that `python` can import what the learner needs; throws {@link TorchUnavailableError} naming
+ * the Debian packages (or `bash scripts/bootstrap.sh --with-torch`) otherwise.
+ */
+export function checkTorchAvailable(python = DEFAULT_PYTHON): void {
+  try {
+    execFileSync(python, ["-c", "import torch, grpc, google.protobuf"], { stdio: "pipe", timeout: 60_000 });
+  } catch (err) {
+    const why = (err as { stderr?: Buffer }).stderr?.toString().trim().split("\n").at(-1) ?? String(err);
+    throw new TorchUnavailableError(
+      `the PyTorch learner needs torch, grpcio and protobuf for ${python} (${why}); install them with ` +
+        "`bash scripts/bootstrap.sh --with-torch` or `apt-get install -y python3-torch python3-grpcio python3-protobuf`",
+    );
+  }
+}
+
+/** The `serve` arguments for `o` on `port`. */
+export function torchServeArgs(o: TorchLearnerProcessOptions, port: number): string[] {
+  const args = [
+    "-m",
+    "reward_mesh_learner",
+    "serve",
+    "--host",
+    o.host ?? "127.0.0.1",
+    "--port",
+    String(port),
+    "--model",
+    o.model ?? "builtin:tiny",
+    "--device",
+    o.device ?? "auto",
+    "--dtype",
+    o.dtype ?? "auto",
+    "--seed",
+    String(o.seed ?? 0),
+    "--micro-batch-size",
+    String(o.microBatchSize ?? 0),
+    "--lora-rank",
+    String(o.loraRank ?? 0),
+    "--threads",
+    String(o.threads ?? 0),
+  ];
+  if (o.gradientCheckpointing) args.push("--gradient-checkpointing");
+  if (o.resume !== undefined) args.push("--resume", o.resume);
+  if (o.warmup) {
+    args.push("--warmup-file", o.warmup.file, "--warmup-steps", String(o.warmup.steps));
+    args.push("--warmup-lr", String(o.warmup.lr));
+  }
+  return args;
+}
+
+/** Starts the PyTorch learner and waits until it serves. */
+export async function startTorchLearner(o: TorchLearnerProcessOptions = {}): Promise<TorchLearnerProcess> {
+  const python = o.python ?? DEFAULT_PYTHON;
+  if (python.includes("/") && !existsSync(python)) {
+    throw new TorchUnavailableError(`no Python interpreter at ${python} (apt-get install -y python3)`);
+  }
+  const port = o.port ?? (await freePort());
+  let log: WriteStream | undefined;
+  if (o.logFile) {
+    mkdirSync(dirname(o.logFile), { recursive: true });
+    log = createWriteStream(o.logFile, { flags: "a" });
+  }
+  // The learner resolves relative paths (checkpoints, warm-up file) against the caller's directory.
+  const child = spawn(python, torchServeArgs(o, port), {
+    cwd: o.cwd ?? process.cwd(),
+    env: {
+      PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
+      ...o.env,
+      PYTHONPATH: TORCH_LEARNER_DIR,
+      PYTHONUNBUFFERED: "1",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  const onErr = (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-20_000);
+    log?.write(d);
+  };
+  child.stderr!.on("data", onErr);
+  child.stdout!.on("data", (d: Buffer) => log?.write(d));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  const address = `${o.host ?? "127.0.0.1"}:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    const code = await exited;
+    log?.end();
+    return code;
+  };
+  try {
+    await waitServing(address, {
+      child,
+      timeoutMs: o.readyTimeoutMs ?? 300_000,
+      describe: () => `torch learner stderr:\n${stderr}`,
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { address, child, stderr: () => stderr, stop };
+}

@@ -1,0 +1,97 @@
+/**
+ * The PyTorch learner (`trainer/learner-torch`) as the trainer meets it: its own Python unit tests
+ * (losses against the reference vectors in float64, gradients, KV cache, micro-batching, checkpoints),
+ * then the learner conformance suite over real gRPC against `python3 -m reward_mesh_learner serve`
+ * (`builtin:tiny` in float64 on the CPU), each test with a fresh process.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { describe, it } from "node:test";
+import { type ConformanceFixtures, learnerConformanceSuite } from "../src/learner/conformance.js";
+import { createRemoteLearner } from "../src/learner/remote.js";
+import {
+  checkTorchAvailable,
+  DEFAULT_PYTHON,
+  startTorchLearner,
+  TORCH_LEARNER_DIR,
+  type TorchLearnerProcessOptions,
+} from "../src/learner/torch-process.js";
+
+// `npm test` installs torch (scripts/bootstrap.sh --with-torch): a missing one is a failure, not a skip.
+checkTorchAvailable();
+
+const BASE: TorchLearnerProcessOptions = {
+  model: "builtin:tiny",
+  device: "cpu",
+  dtype: "float64",
+  threads: 1,
+};
+
+async function torchLearner(o: TorchLearnerProcessOptions) {
+  const proc = await startTorchLearner({ ...BASE, ...o });
+  const learner = createRemoteLearner(proc.address);
+  return {
+    learner,
+    async teardown() {
+      await learner.close();
+      assert.equal(await proc.stop(), 0, `the learner exits cleanly on SIGTERM\n${proc.stderr()}`);
+    },
+  };
+}
+
+/** Text prompts for the suite: a one-token bandit and a longer completion. */
+export const TEXT_FIXTURES: ConformanceFixtures = {
+  policy: "text",
+  bandit: { promptId: "bandit", contextKey: "conformance/bandit", text: "Pick one byte: ", maxTokens: 1 },
+  code: { promptId: "code", contextKey: "conformance/code", text: "def f(x):", maxTokens: 12 },
+  vocabularySize: 0,
+  outOfVocabulary: 100_000,
+  // A random byte-level model hits a letter or digit within a few tokens.
+  stop: [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"],
+  describes: /not a pretrained LLM/,
+  lr: 0.01,
+  logprobTolerance: 1e-9,
+  restore: (path) => torchLearner({ resume: path }),
+};
+
+describe("the PyTorch learner's Python unit tests (/usr/bin/python3 -m unittest)", () => {
+  it("pass", () => {
+    const r = spawnSync(DEFAULT_PYTHON, ["-m", "unittest", "discover", "-s", "tests"], {
+      cwd: TORCH_LEARNER_DIR,
+      env: { PATH: "/usr/bin:/bin", PYTHONPATH: TORCH_LEARNER_DIR, PYTHONDONTWRITEBYTECODE: "1" },
+      encoding: "utf8",
+      timeout: 600_000,
+    });
+    const tail = `${r.stdout}\n${r.stderr}`.split("\n").slice(-40).join("\n");
+    assert.equal(r.status, 0, `python unittest failed:\n${tail}`);
+    const ran = /Ran (\d+) tests?/.exec(r.stderr);
+    assert.ok(ran && Number(ran[1]) > 0, `no Python test ran:\n${tail}`);
+  });
+});
+
+learnerConformanceSuite("PyTorch learner (builtin:tiny, float64) over gRPC", {
+  kind: "remote",
+  fixtures: TEXT_FIXTURES,
+  setup: (seed) => torchLearner({ seed }),
+});
+
+describe("scripts/gpu-check.sh --smoke (the GPU check's own path, on the CPU)", () => {
+  it("serves a model, times TrainStep over gRPC against a plain PyTorch step, and prints the figures", () => {
+    const r = spawnSync("bash", ["scripts/gpu-check.sh", "--smoke"], {
+      cwd: new URL("../..", import.meta.url).pathname,
+      env: { PATH: "/usr/bin:/bin", REWARD_MESH_PYTHON: DEFAULT_PYTHON },
+      encoding: "utf8",
+      timeout: 300_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    assert.equal(out["model"], "builtin:tiny");
+    for (const k of [
+      "learnerTokensPerSecond",
+      "referenceTokensPerSecond",
+      "learnerOverReference",
+      "generateTokensPerSecond",
+    ])
+      assert.ok(typeof out[k] === "number" && (out[k] as number) > 0, k);
+  });
+});
