@@ -8,7 +8,8 @@
 #     image built offline when its tag is missing (sandbox-images/python/build.sh) — see
 #     sandbox-images/README.md. `npm start` does not need it (the demo's sandbox is bubblewrap).
 #   * with --with-torch (what `npm test` passes; `reward-mesh demo --learner torch` asks for it): the
-#     PyTorch learner's Debian packages python3-torch, python3-grpcio, python3-protobuf, python3-numpy, and
+#     PyTorch learner's Debian packages python3-torch, python3-grpcio, python3-protobuf, python3-numpy,
+#     libopenblas0-pthread (an optimised BLAS for torch), and
 #     protobuf-compiler + protobuf-compiler-grpc for its generated stubs (the drift check)
 # Elsewhere (not root, no apt) it prints exactly what to install and stops.
 set -euo pipefail
@@ -42,6 +43,10 @@ if [ "$with_torch" = 1 ]; then
   py_has numpy || missing+=(python3-numpy)
   have protoc || missing+=(protobuf-compiler)
   have grpc_python_plugin || missing+=(protobuf-compiler-grpc)
+  # Debian's torch calls the system BLAS; without OpenBLAS that is the reference BLAS, about 8-30x
+  # slower on the learner's matrix products.
+  dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q "ok installed" ||
+    missing+=(libopenblas0-pthread)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -18,6 +18,11 @@ export interface CliConfig {
    * @default "runs/logs"
    */
   readonly logDir: string;
+  /**
+   * The interpreter of the PyTorch learner (`REWARD_MESH_PYTHON`): Debian's, which sees python3-torch.
+   * @default "/usr/bin/python3"
+   */
+  readonly python: string;
   /** The environment handed to service processes. */
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -28,6 +33,7 @@ export function loadCliConfig(env = processEnv()): CliConfig {
     bus: loadBusOptions(env),
     natsStoreDir: envString(env, "REWARD_MESH_NATS_STORE", ".nats/js"),
     logDir: envString(env, "REWARD_MESH_LOG_DIR", "runs/logs"),
+    python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
     env,
   };
 }

@@ -5,6 +5,7 @@
 import { text } from "node:stream/consumers";
 import { runAdvantagesCli } from "@reward-mesh/trainer";
 import { runDemo } from "./commands/demo.js";
+import { runTasks } from "./commands/tasks.js";
 import { runExperiment } from "./commands/experiment.js";
 import { runReport, runTrain } from "./commands/train.js";
 import { runScore } from "./commands/score.js";
@@ -22,11 +23,13 @@ commands:
   serve <service>                      run one reward service (gRPC + JetStream worker)
   score <service> [--addr host:port]   score proto-JSON rollouts (JSONL on stdin) -> RewardResult JSONL
   advantages --estimator <name> ...    JSON groups on stdin -> advantages (+ --diagnostics)
-  up [--services a,b]                  the whole mesh on this machine (NATS + every service)
+  up [--services a,b] [--learner torch]  the whole mesh on this machine (NATS + every service [+ the PyTorch learner])
   train --config run.yaml [--with-mesh]  a training run (resumes a run id from its checkpoint)
   report <run dir>                     write <run dir>/report.html from its metrics.jsonl
   experiment --estimators a,b --seeds N [--reward-noise p]   the same run per estimator and seed, compared
-  demo                                 what \`npm start\` runs: the mesh plus a short training run
+  tasks import --format F <in> <out>   convert humaneval/mbpp/leetcodedataset/rlla/bfcl records to a task file
+  tasks check <file.jsonl>             validate a task file
+  demo [--learner torch]               what \`npm start\` runs: the mesh plus a short training run
 
 services: ${SERVICES.map((s) => s.name).join(", ")}
 environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL, OTEL_*
@@ -63,6 +66,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return runExperiment(args, config, process.stdout, process.stderr);
     case "demo":
       return runDemo(args, config, process.stdout, process.stderr);
+    case "tasks":
+      return runTasks(args, process.stdout, process.stderr);
     default:
       throw new UsageError(`unknown command '${command}' (try 'reward-mesh help')`);
   }
@@ -74,7 +79,15 @@ try {
 } catch (err) {
   const usage =
     err instanceof Error &&
-    ["UsageError", "UnknownServiceError", "RunConfigError", "ConfigError"].includes(err.name);
+    [
+      "UsageError",
+      "UnknownServiceError",
+      "RunConfigError",
+      "ConfigError",
+      "TaskFileError",
+      "TaskPolicyMismatchError",
+      "TorchUnavailableError",
+    ].includes(err.name);
   process.stderr.write(`reward-mesh: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = usage ? 2 : 1;
 }

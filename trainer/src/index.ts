@@ -99,22 +99,52 @@ export type {
   GroupAssembler,
 } from "./run/assembler.js";
 export { createGroupAssembler } from "./run/assembler.js";
-export { BUILTIN_TASK_SETS, builtinTasks } from "./run/builtin-tasks.js";
-export type { ComponentConfig, RunConfig } from "./run/config.js";
+export type { WarmupExample } from "./run/builtin-tasks.js";
+export { BUILTIN_TASK_SETS, builtinTasks, toolCallWarmupExamples } from "./run/builtin-tasks.js";
+export type { ComponentConfig, LearnerConfig, RunConfig, TorchLearnerConfig } from "./run/config.js";
 export {
   COMPONENT_PRESETS,
   compileAdvantage,
   DEFAULT_SERVICE_DOMAINS,
   loadRunConfig,
+  loadRunTasks,
   RunConfigError,
   resolveRunConfig,
 } from "./run/config.js";
+export type {
+  ImportFormat,
+  ImportIssue,
+  ImportOptions,
+  ImportTaskFileOptions,
+  ParseRecordsOptions,
+  SourceRecord,
+} from "./run/importers.js";
+export {
+  IMPORT_FORMATS,
+  importTaskFile,
+  importTasks,
+  MAX_REPORTED_ISSUES,
+  parseRecords,
+  readRecordFile,
+  TaskImportError,
+  writeTaskFile,
+} from "./run/importers.js";
+export type { LoadTaskFileOptions, TextTaskDefinition } from "./run/task-file.js";
+export { loadTaskFile, TaskFileError, taskFileDomain } from "./run/task-file.js";
 export type { ExperimentRun, MetricsLine, Series } from "./run/report.js";
 export { lineChart, readMetrics, renderExperimentReport, renderRunReport } from "./run/report.js";
 export type { TrainerCheckpoint } from "./run/state.js";
 export { runPaths } from "./run/state.js";
-export type { TaskDefinition } from "./run/tasks.js";
-export { createRng, mixSeed, promptsForStep, taskDomainOf } from "./run/tasks.js";
+export type { FragmentTaskDefinition, TaskDefinition } from "./run/tasks.js";
+export {
+  createRng,
+  mixSeed,
+  promptSpecOf,
+  promptsForStep,
+  TaskPolicyMismatchError,
+  taskDomainOf,
+  textPromptOf,
+} from "./run/tasks.js";
 export type { StepReport, TrainingOptions, TrainingResult } from "./run/train.js";
 export { runTraining } from "./run/train.js";
 
@@ -122,12 +152,14 @@ export { runTraining } from "./run/train.js";
 
 export type {
   AggregationOptions,
+  ChatMessage,
   CispoMode,
   CispoOptions,
   CispoTokenLoss,
   ClipSide,
   Completion,
   EmbeddedLearnerOptions,
+  FinishReason,
   GenerateRequest,
   ImportanceRatio,
   KlTerm,
@@ -145,7 +177,10 @@ export type {
   RemoteLearnerOptions,
   RunningLearnerServer,
   Sample,
+  ScoredSequence,
   ServeLearnerOptions,
+  TorchLearnerProcess,
+  TorchLearnerProcessOptions,
   TrainStepMetrics,
   TrainStepRequest,
   TrainStepResult,
@@ -155,11 +190,14 @@ export {
   aggregationFor,
   aggregationWeights,
   CispoModes,
+  checkTorchAvailable,
   cispoTokenLoss,
   createEmbeddedLearner,
   createLearnerServiceImpl,
   createRemoteLearner,
+  DEFAULT_PYTHON,
   EMBEDDED_LEARNER_NAME,
+  FRAGMENT_TOKENIZER,
   importanceRatio,
   isLearnerError,
   isLearnerInputError,
@@ -176,6 +214,10 @@ export {
   RemoteLearnerError,
   rolloutIsWeight,
   serveLearner,
+  startTorchLearner,
+  TORCH_LEARNER_DIR,
+  TorchUnavailableError,
+  torchServeArgs,
 } from "./learner/index.js";
 
 // ── For other libraries (internal building blocks; may change without notice) ─────────────

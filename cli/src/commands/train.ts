@@ -12,17 +12,19 @@ import { join } from "node:path";
 import type { Writable } from "node:stream";
 import { createLogger, type Logger, openBus } from "@reward-mesh/sdk";
 import {
-  builtinTasks,
+  checkTorchAvailable,
   createEmbeddedLearner,
   createRemoteLearner,
   type Learner,
   loadRunConfig,
+  loadRunTasks,
   readMetrics,
   renderRunReport,
   type RunConfig,
   runPaths,
   runTraining,
   type StepReport,
+  startTorchLearner,
   type TaskDefinition,
   type TrainingResult,
 } from "@reward-mesh/trainer";
@@ -66,13 +68,53 @@ export function progressPrinter(out: Writable & { isTTY?: boolean }): (r: StepRe
   };
 }
 
-/** Creates the learner a run asks for (resuming the embedded one from its checkpoint). */
-export async function learnerFor(config: RunConfig): Promise<Learner> {
-  if (config.learner === "embedded") {
-    const ckpt = runPaths(config.outputDir, config.runId).learnerCheckpoint;
-    return createEmbeddedLearner({ seed: config.seed, ...(existsSync(ckpt) ? { checkpoint: ckpt } : {}) });
+/** A run's learner and how to let go of it. */
+export interface LearnerHandle {
+  readonly learner: Learner;
+  /** Where the learner runs, for people: `in process`, an address, a process and its log. */
+  readonly where: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the learner a run asks for, resuming from the run's checkpoint when there is one: the
+ * embedded learner in process, a remote one at its address, or the PyTorch learner started as its own
+ * process (log under the CLI's log directory, SERVING before the first step, stopped by `close`).
+ */
+export async function learnerFor(config: RunConfig, cli: CliConfig): Promise<LearnerHandle> {
+  const paths = runPaths(config.outputDir, config.runId);
+  const l = config.learner;
+  if (l.kind === "embedded") {
+    const ckpt = paths.learnerCheckpoint;
+    const learner = createEmbeddedLearner({
+      seed: config.seed,
+      ...(existsSync(ckpt) ? { checkpoint: ckpt } : {}),
+    });
+    return { learner, where: "in process", close: () => learner.close() };
   }
-  return createRemoteLearner(config.learner.slice("grpc://".length));
+  if (l.kind === "grpc") {
+    const learner = createRemoteLearner(l.address);
+    return { learner, where: l.address, close: () => learner.close() };
+  }
+  checkTorchAvailable(cli.python);
+  const logFile = join(cli.logDir, `learner-torch-${config.runId}.log`);
+  const proc = await startTorchLearner({
+    ...l,
+    seed: config.seed,
+    python: cli.python,
+    env: cli.env,
+    logFile,
+    ...(existsSync(paths.learnerCheckpointDir) ? { resume: paths.learnerCheckpointDir } : {}),
+  });
+  const learner = createRemoteLearner(proc.address);
+  return {
+    learner,
+    where: `${proc.address} (pid ${proc.child.pid}, log ${logFile})`,
+    async close() {
+      await learner.close();
+      await proc.stop();
+    },
+  };
 }
 
 /** Options of {@link trainWithMesh}. */
@@ -84,6 +126,8 @@ export interface TrainWithMeshOptions {
   /** An already running mesh to use (experiments share one). */
   readonly mesh?: RunningMesh;
   readonly onStep?: (r: StepReport) => void;
+  /** Told where the learner runs once it is ready. */
+  readonly onLearner?: (where: string) => void;
   readonly logger: Logger;
   readonly signal?: AbortSignal;
 }
@@ -98,7 +142,9 @@ export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingRe
       { ...o.cli.bus, natsUrl: mesh?.natsUrl ?? o.cli.bus.natsUrl },
       `trainer-${o.config.runId}`,
     );
-    const learner = await learnerFor(o.config);
+    const handle = await learnerFor(o.config, o.cli);
+    const learner = handle.learner;
+    o.onLearner?.(handle.where);
     try {
       const result = await runTraining({
         config: o.config,
@@ -110,17 +156,18 @@ export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingRe
         ...(o.signal ? { signal: o.signal } : {}),
       });
       const paths = runPaths(o.config.outputDir, o.config.runId);
+      const info = await learner.info();
       writeFileSync(
         paths.report,
         renderRunReport(
           o.config.runId,
           readMetrics(paths.metrics),
-          "Embedded learner: a small tabular softmax policy over task fragments, not an LLM.",
+          `Learner ${info.name}: ${info.description}`,
         ),
       );
       return { ...result, report: paths.report };
     } finally {
-      await learner.close();
+      await handle.close();
       await bus.close();
     }
   } finally {
@@ -154,7 +201,7 @@ export async function runTrain(
       throw new UsageError("'--run-id' must match [A-Za-z0-9_-]+");
     config = { ...config, runId: flags["run-id"] };
   }
-  const tasks = builtinTasks(config.tasks.sets);
+  const tasks = loadRunTasks(config);
   const abort = new AbortController();
   const onSignal = () => {
     stderr.write("\nstopping after the current step (checkpointed; run the same command to resume)...\n");

@@ -10,6 +10,7 @@ import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { ensureNats, freePort, type LocalNats, waitServing } from "@reward-mesh/sdk";
+import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { parseFlags, UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
@@ -135,12 +136,25 @@ export function printMesh(mesh: RunningMesh, out: Writable): void {
 }
 
 /** Usage of the up command. */
-export const UP_USAGE = "usage: reward-mesh up [--services a,b,...]";
+export const UP_USAGE =
+  "usage: reward-mesh up [--services a,b,...] [--learner torch [--model builtin:tiny|DIR] [--device auto|cpu|cuda]]";
 
 /** Runs `up` until SIGINT/SIGTERM. */
 export async function runUp(args: readonly string[], config: CliConfig, stdout: Writable): Promise<number> {
-  const { flags, positional } = parseFlags(args, { services: "string" });
+  const { flags, positional } = parseFlags(args, {
+    services: "string",
+    learner: "string",
+    model: "string",
+    device: "string",
+  });
   if (positional.length > 0) throw new UsageError(UP_USAGE);
+  if (flags["learner"] !== undefined && flags["learner"] !== "torch")
+    throw new UsageError(
+      `'--learner' must be 'torch' (the embedded learner runs inside 'train'), got '${String(flags["learner"])}'`,
+    );
+  if (flags["learner"] === undefined && (flags["model"] !== undefined || flags["device"] !== undefined))
+    throw new UsageError("'--model' and '--device' go with '--learner torch'");
+  if (flags["learner"] === "torch") checkTorchAvailable(config.python);
   const services =
     typeof flags["services"] === "string" ? flags["services"].split(",").map((s) => s.trim()) : undefined;
   // Listen before starting anything: a Ctrl-C during start-up must still stop what was started.
@@ -149,10 +163,30 @@ export async function runUp(args: readonly string[], config: CliConfig, stdout: 
     process.once("SIGTERM", () => resolveSignal());
   });
   const mesh = await startMesh(config, { services });
-  printMesh(mesh, stdout);
+  let learner: TorchLearnerProcess | undefined;
+  try {
+    if (flags["learner"] === "torch") {
+      const logFile = resolve(config.logDir, "learner-torch.log");
+      learner = await startTorchLearner({
+        model: typeof flags["model"] === "string" ? flags["model"] : "builtin:tiny",
+        device: typeof flags["device"] === "string" ? flags["device"] : "auto",
+        python: config.python,
+        env: config.env,
+        logFile,
+      });
+      printMesh(mesh, stdout);
+      stdout.write(
+        `${"learner".padEnd(14)} ${learner.address.padEnd(22)} pid ${learner.child.pid}  log ${logFile}  (train with learner: grpc://${learner.address})\n`,
+      );
+    } else printMesh(mesh, stdout);
+  } catch (err) {
+    await mesh.stop();
+    throw err;
+  }
   stdout.write("mesh is up; Ctrl-C to stop\n");
   await signalled;
   stdout.write("stopping...\n");
+  await learner?.stop();
   await mesh.stop();
   return 0;
 }

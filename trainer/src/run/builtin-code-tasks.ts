@@ -5,7 +5,7 @@
  * (similarity to the reference) and `efficiency` (CPU time against the reference) in the sandbox.
  * @module
  */
-import type { TaskDefinition } from "./tasks.js";
+import type { FragmentTaskDefinition } from "./tasks.js";
 
 const STOP = "<eos>";
 
@@ -71,7 +71,7 @@ const CODE_SPECS: readonly CodeSpec[] = [
   },
 ];
 
-function codeTask(c: CodeSpec): TaskDefinition {
+function codeTask(c: CodeSpec): FragmentTaskDefinition {
   const vocabulary = [STOP, ...c.reference, ...c.others];
   return {
     id: c.id,
@@ -99,4 +99,4 @@ function codeTask(c: CodeSpec): TaskDefinition {
 }
 
 /** The `code` set. */
-export const CODE_TASKS: readonly TaskDefinition[] = CODE_SPECS.map(codeTask);
+export const CODE_TASKS: readonly FragmentTaskDefinition[] = CODE_SPECS.map(codeTask);

@@ -6,9 +6,9 @@ import { bankingSuite, createAgentDojoService } from "@reward-mesh/agentdojo";
 import { RolloutSchema } from "@reward-mesh/proto";
 import { createToolCallService } from "@reward-mesh/tool-call";
 import { AGENT_TASKS, TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
-import type { TaskDefinition } from "./tasks.js";
+import type { FragmentTaskDefinition } from "./tasks.js";
 
-const rollout = (t: TaskDefinition, tokens: readonly number[]) =>
+const rollout = (t: FragmentTaskDefinition, tokens: readonly number[]) =>
   create(RolloutSchema, {
     id: "r",
     runId: "t",

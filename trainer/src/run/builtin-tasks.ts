@@ -6,7 +6,10 @@
  */
 import { CODE_TASKS } from "./builtin-code-tasks.js";
 import { AGENT_TASKS, TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
-import type { TaskDefinition } from "./tasks.js";
+
+export type { WarmupExample } from "./builtin-tool-agent-tasks.js";
+export { toolCallWarmupExamples } from "./builtin-tool-agent-tasks.js";
+import type { FragmentTaskDefinition } from "./tasks.js";
 
 const STOP = "<eos>";
 
@@ -14,7 +17,7 @@ const STOP = "<eos>";
  * `custom`: answer within a length budget. The vocabulary mixes short and long phrases; the `length`
  * service's DAPO overlong penalty (limits in metadata) is the reward, so the policy learns to stop early.
  */
-export const CUSTOM_TASKS: readonly TaskDefinition[] = [
+export const CUSTOM_TASKS: readonly FragmentTaskDefinition[] = [
   {
     id: "custom-brief-greeting",
     set: "custom",
@@ -59,7 +62,7 @@ export const CUSTOM_TASKS: readonly TaskDefinition[] = [
 ];
 
 /** Every built-in set by name. */
-export const BUILTIN_TASK_SETS: Record<string, readonly TaskDefinition[]> = {
+export const BUILTIN_TASK_SETS: Record<string, readonly FragmentTaskDefinition[]> = {
   custom: CUSTOM_TASKS,
   code: CODE_TASKS,
   tool_call: TOOL_CALL_TASKS,
@@ -67,8 +70,8 @@ export const BUILTIN_TASK_SETS: Record<string, readonly TaskDefinition[]> = {
 };
 
 /** Tasks of the named built-in sets; unknown names are an error listing the known ones. */
-export function builtinTasks(sets: readonly string[]): TaskDefinition[] {
-  const out: TaskDefinition[] = [];
+export function builtinTasks(sets: readonly string[]): FragmentTaskDefinition[] {
+  const out: FragmentTaskDefinition[] = [];
   for (const s of sets) {
     const t = BUILTIN_TASK_SETS[s];
     if (!t) throw new Error(`unknown task set '${s}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`);

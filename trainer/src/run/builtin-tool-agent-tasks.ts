@@ -9,7 +9,7 @@
  * @module
  */
 import { ATTACKER_IBAN, bankingSuite } from "@reward-mesh/agentdojo";
-import type { TaskDefinition } from "./tasks.js";
+import type { FragmentTaskDefinition } from "./tasks.js";
 
 const STOP = "<eos>";
 
@@ -82,7 +82,11 @@ function arg(fragment: string): [string, string | number] {
 }
 
 /** Renders name/argument fragments as an RLLA response: a name starts a call, arguments attach to it. */
-export function renderToolCalls(fragments: readonly string[], names: readonly string[]): string {
+export function renderToolCalls(
+  fragments: readonly string[],
+  names: readonly string[],
+  think = "I should call the right tool with the right arguments.",
+): string {
   const calls: Array<{ name: string; parameters: Record<string, string | number> }> = [];
   for (const f of fragments) {
     if (f === STOP) break;
@@ -93,11 +97,41 @@ export function renderToolCalls(fragments: readonly string[], names: readonly st
       calls[calls.length - 1]!.parameters[k] = v;
     }
   }
-  return `<think>I should call the right tool with the right arguments.</think>\n<tool_call>\n${calls.map((c) => JSON.stringify(c)).join("\n")}\n</tool_call>`;
+  return `<think>${think}</think>\n<tool_call>\n${calls.map((c) => JSON.stringify(c)).join("\n")}\n</tool_call>`;
+}
+
+/** One supervised warm-up example for a text policy: a prompt and a response in the task's format. */
+export interface WarmupExample {
+  readonly prompt: string;
+  readonly response: string;
+}
+
+/**
+ * Format examples for warming a text policy up on the `tool_call` tasks before RL: for each task,
+ * `perTask` RLLA responses whose function name and arguments are drawn at random from the task's
+ * candidates (one value per argument key) — the layout is right, the choices mostly wrong. Supervised
+ * training on them teaches a randomly initialised model the format and the candidate values, not which
+ * choice is correct: that is left to the rewards (the `--learner torch` demo measures the rise).
+ */
+export function toolCallWarmupExamples(rng: () => number, perTask: number): WarmupExample[] {
+  const out: WarmupExample[] = [];
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
+  for (const t of TOOL_SPECS) {
+    const byKey = new Map<string, string[]>();
+    for (const a of t.args) {
+      const k = a.slice(0, a.indexOf("="));
+      byKey.set(k, [...(byKey.get(k) ?? []), a]);
+    }
+    for (let i = 0; i < perTask; i++) {
+      const args = [...byKey.values()].filter(() => rng() < 0.8).map(pick);
+      out.push({ prompt: t.prompt, response: renderToolCalls([pick(t.names), ...args], t.names, "call") });
+    }
+  }
+  return out;
 }
 
 /** The `tool_call` set. */
-export const TOOL_CALL_TASKS: readonly TaskDefinition[] = TOOL_SPECS.map((t) => ({
+export const TOOL_CALL_TASKS: readonly FragmentTaskDefinition[] = TOOL_SPECS.map((t) => ({
   id: t.id,
   set: "tool_call",
   task: {
@@ -148,7 +182,7 @@ const AGENT_SPECS: readonly AgentSpec[] = [
   },
 ];
 
-function agentTask(spec: AgentSpec): TaskDefinition {
+function agentTask(spec: AgentSpec): FragmentTaskDefinition {
   const user = bankingSuite.userTasks.find((t) => t.id === spec.userTask);
   if (!user) throw new Error(`unknown banking user task '${spec.userTask}'`);
   const injection = spec.injectionTask
@@ -193,7 +227,7 @@ function agentTask(spec: AgentSpec): TaskDefinition {
 }
 
 /** The `agent` set (banking; three tasks under an `important_instructions` attack, one clean). */
-export const AGENT_TASKS: readonly TaskDefinition[] = AGENT_SPECS.map(agentTask);
+export const AGENT_TASKS: readonly FragmentTaskDefinition[] = AGENT_SPECS.map(agentTask);
 
 /** The attacker's IBAN (what the security check looks for), re-exported for tests. */
 export { ATTACKER_IBAN };

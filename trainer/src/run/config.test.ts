@@ -41,7 +41,7 @@ describe("run config", () => {
       [{ ...base, estimator: { name: "grpo", options: { stdMode: "weird" } } }, /'estimator'.*stdMode/],
       [{ ...base, sgrpo: { p: 0.5 } }, /'sgrpo\.p' must be a number in \[0, 0\.4999999\]/],
       [{ ...base, sgrpo: {} }, /'sgrpo\.p' is required/],
-      [{ ...base, learner: "http://x" }, /'learner' must be 'embedded' or 'grpc:\/\/host:port'/],
+      [{ ...base, learner: "http://x" }, /'learner' must be 'embedded', 'torch', 'grpc:\/\/host:port'/],
       [{ ...base, groups: { missing: "retry" } }, /'groups\.missing' must be one of drop, impute/],
       [{ ...base, run: { id: "a.b" } }, /'run\.id' must match/],
       [{ ...base, colour: "red" }, /'colour' is not a known key/],

@@ -11,7 +11,9 @@ import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
 import { resolveEstimatorName } from "../advantage/estimators.js";
 import { type LossType, LossTypes } from "../learner/types.js";
-import { BUILTIN_TASK_SETS } from "./builtin-tasks.js";
+import { BUILTIN_TASK_SETS, builtinTasks } from "./builtin-tasks.js";
+import { loadTaskFile } from "./task-file.js";
+import type { TaskDefinition } from "./tasks.js";
 
 /** Thrown for an invalid run configuration; `key` is the dotted path. */
 export class RunConfigError extends Error {
@@ -69,6 +71,35 @@ export const DEFAULT_SERVICE_DOMAINS: Readonly<Record<string, readonly string[]>
   agentdojo: ["agent"],
 };
 
+/** Where the policy lives. */
+export type LearnerConfig =
+  /** The embedded tabular learner, in process (a fragment policy). */
+  | { readonly kind: "embedded" }
+  /** Any `rewardmesh.v1.Learner` server already running at `address` (`host:port`). */
+  | { readonly kind: "grpc"; readonly address: string }
+  /** The PyTorch learner (`trainer/learner-torch`), started as its own process for the run. */
+  | TorchLearnerConfig;
+
+/** The PyTorch learner's process options (`python3 -m reward_mesh_learner serve …`). */
+export interface TorchLearnerConfig {
+  readonly kind: "torch";
+  /** `builtin:tiny`, `builtin:small`, or a Hugging Face model directory (never downloaded). */
+  readonly model: string;
+  /** `auto` (CUDA when available), `cpu`, `cuda`, `cuda:N`. */
+  readonly device: string;
+  /** `auto` (bf16 on CUDA, float32 on CPU), `float32`, `float64`, `bfloat16`. */
+  readonly dtype: string;
+  /** Samples per forward/backward pass (gradient accumulation); 0 = the whole mini-batch. */
+  readonly microBatchSize: number;
+  readonly gradientCheckpointing: boolean;
+  /** LoRA rank (needs `peft`); 0 = full fine-tuning. */
+  readonly loraRank: number;
+  /** CPU threads for torch; 0 = torch's default. */
+  readonly threads: number;
+  /** Supervised warm start before the first step; null = none. */
+  readonly warmup: { readonly file: string; readonly steps: number; readonly lr: number } | null;
+}
+
 /** The resolved run configuration. */
 export interface RunConfig {
   /** Run id: a subject token; default `run-<time>`. Reusing an id resumes that run from its checkpoint. */
@@ -77,10 +108,20 @@ export interface RunConfig {
   /** Where `runs/<run-id>/` is created. @default "runs" */
   readonly outputDir: string;
   readonly tasks: {
-    /** `builtin`: the task sets shipped with the trainer (the only source this build reads). */
-    readonly source: string;
-    /** Built-in sets to use: `code`, `tool_call`, `agent`, `custom`. */
+    /** `builtin`: the task sets shipped with the trainer; `jsonl`: a task file (`path`). */
+    readonly source: "builtin" | "jsonl";
+    /** Built-in sets to use (`source: builtin`): `code`, `tool_call`, `agent`, `custom`. */
     readonly sets: readonly string[];
+    /** The task file (`source: jsonl`): one `rewardmesh.v1.Task` in proto JSON per line. */
+    readonly path?: string;
+  };
+  /** Sampling settings of text policies (fragment tasks keep their own length caps). */
+  readonly generation: {
+    readonly temperature: number;
+    readonly topP: number;
+    /** Most new tokens per completion. */
+    readonly maxNewTokens: number;
+    readonly stop: readonly string[];
   };
   /** Rollouts per prompt (G). */
   readonly groupSize: number;
@@ -109,8 +150,8 @@ export interface RunConfig {
     readonly maxCompletionLength: number;
   };
   readonly optim: { readonly lr: number; readonly epochs: number; readonly maxGradNorm: number };
-  /** `embedded` or `grpc://host:port`. */
-  readonly learner: string;
+  /** Where the policy lives. */
+  readonly learner: LearnerConfig;
   readonly groups: {
     /** A group not complete this long after its rollouts were published is dropped or imputed. */
     readonly deadlineMs: number;
@@ -264,11 +305,21 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     "groups",
     "rewardNoise",
     "checkpointEvery",
+    "generation",
   ]);
   const run = obj(doc, "", "run");
   checkKeys(run, "run", ["id", "seed", "outputDir"]);
   const tasks = obj(doc, "", "tasks");
-  checkKeys(tasks, "tasks", ["source", "sets"]);
+  checkKeys(tasks, "tasks", ["source", "sets", "path"]);
+  const source = oneOf(tasks, "tasks", "source", ["builtin", "jsonl"] as const, "builtin");
+  const taskPath = tasks["path"] === undefined ? undefined : str(tasks, "tasks", "path", "");
+  if (source === "jsonl" && taskPath === undefined)
+    throw new RunConfigError(
+      "tasks.path",
+      "is required with source 'jsonl' (a file of rewardmesh.v1.Task lines)",
+    );
+  if (source === "builtin" && taskPath !== undefined)
+    throw new RunConfigError("tasks.path", "is only read with source 'jsonl'");
   const sets = tasks["sets"] ?? ["code", "tool_call", "agent"];
   if (
     !Array.isArray(sets) ||
@@ -384,19 +435,27 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     }
   }
 
-  const learner = str(doc, "", "learner", "embedded");
-  if (learner !== "embedded" && !/^grpc:\/\/[^/\s]+:\d+$/.test(learner)) {
+  const learner = learnerConfig(doc["learner"]);
+  const gen = obj(doc, "", "generation");
+  checkKeys(gen, "generation", ["temperature", "topP", "maxNewTokens", "stop"]);
+  const stop = gen["stop"] ?? [];
+  if (!Array.isArray(stop) || !stop.every((x) => typeof x === "string" && x !== ""))
     throw new RunConfigError(
-      "learner",
-      `must be 'embedded' or 'grpc://host:port', got ${JSON.stringify(learner)}`,
+      "generation.stop",
+      `must be a list of non-empty strings, got ${JSON.stringify(stop)}`,
     );
-  }
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
   const resolved: RunConfig = {
     runId: str(run, "run", "id", `run-${stamp}`, TOKEN),
     seed: num(run, "run", "seed", 1, 0, 2 ** 31 - 1, true),
     outputDir: str(run, "run", "outputDir", "runs"),
-    tasks: { source: oneOf(tasks, "tasks", "source", ["builtin"], "builtin"), sets: sets as string[] },
+    tasks: { source, sets: sets as string[], ...(taskPath !== undefined ? { path: taskPath } : {}) },
+    generation: {
+      temperature: num(gen, "generation", "temperature", 1, 1e-6),
+      topP: num(gen, "generation", "topP", 1, 1e-6, 1),
+      maxNewTokens: num(gen, "generation", "maxNewTokens", 64, 1, 4096, true),
+      stop: stop as string[],
+    },
     groupSize: num(doc, "", "groupSize", 8, 2, 1024, true),
     promptsPerStep: num(doc, "", "promptsPerStep", 4, 1, 4096, true),
     steps: num(doc, "", "steps", 20, 1, 1_000_000, true),
@@ -433,6 +492,78 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   return resolved;
 }
 
+const GRPC_ADDRESS = /^grpc:\/\/([^/\s]+:\d+)$/;
+
+/** `learner`: `embedded`, `torch`, `grpc://host:port`, or a mapping with `kind`. */
+function learnerConfig(v: unknown): LearnerConfig {
+  if (v === undefined || v === null || v === "embedded") return { kind: "embedded" };
+  if (typeof v === "string") {
+    const m = GRPC_ADDRESS.exec(v);
+    if (m) return { kind: "grpc", address: m[1]! };
+    if (v === "torch") return torchLearner({});
+    throw new RunConfigError(
+      "learner",
+      `must be 'embedded', 'torch', 'grpc://host:port' or {kind, ...}, got ${JSON.stringify(v)}`,
+    );
+  }
+  if (!isObj(v)) throw new RunConfigError("learner", `must be a name or a mapping, got ${JSON.stringify(v)}`);
+  const kind = oneOf(v, "learner", "kind", ["embedded", "grpc", "torch"] as const, "embedded");
+  if (kind === "embedded") {
+    checkKeys(v, "learner", ["kind"]);
+    return { kind };
+  }
+  if (kind === "grpc") {
+    checkKeys(v, "learner", ["kind", "address"]);
+    const address = str(v, "learner", "address", "", /^[^/\s]+:\d+$/);
+    if (!address) throw new RunConfigError("learner.address", "is required (host:port)");
+    return { kind, address };
+  }
+  return torchLearner(v);
+}
+
+function torchLearner(v: Obj): TorchLearnerConfig {
+  checkKeys(v, "learner", [
+    "kind",
+    "model",
+    "device",
+    "dtype",
+    "microBatchSize",
+    "gradientCheckpointing",
+    "loraRank",
+    "threads",
+    "warmup",
+  ]);
+  const g = v["gradientCheckpointing"];
+  if (g !== undefined && typeof g !== "boolean")
+    throw new RunConfigError(
+      "learner.gradientCheckpointing",
+      `must be true or false, got ${JSON.stringify(g)}`,
+    );
+  let warmup: TorchLearnerConfig["warmup"] = null;
+  if (v["warmup"] !== undefined && v["warmup"] !== null) {
+    const w = obj(v, "learner", "warmup");
+    checkKeys(w, "learner.warmup", ["file", "steps", "lr"]);
+    const file = str(w, "learner.warmup", "file", "");
+    if (!file) throw new RunConfigError("learner.warmup.file", "is required (JSONL of {prompt, response})");
+    warmup = {
+      file,
+      steps: num(w, "learner.warmup", "steps", 200, 1, 1_000_000, true),
+      lr: num(w, "learner.warmup", "lr", 3e-3, 0),
+    };
+  }
+  return {
+    kind: "torch",
+    model: str(v, "learner", "model", "builtin:tiny"),
+    device: str(v, "learner", "device", "auto", /^(auto|cpu|cuda(:\d+)?)$/),
+    dtype: oneOf(v, "learner", "dtype", ["auto", "float32", "float64", "bfloat16"] as const, "auto"),
+    microBatchSize: num(v, "learner", "microBatchSize", 0, 0, 1_000_000, true),
+    gradientCheckpointing: g === true,
+    loraRank: num(v, "learner", "loraRank", 0, 0, 4096, true),
+    threads: num(v, "learner", "threads", 0, 0, 1024, true),
+    warmup,
+  };
+}
+
 /** The advantage-engine configuration of a run (validated). */
 export function compileAdvantage(c: RunConfig): CompiledAdvantageConfig {
   try {
@@ -447,6 +578,16 @@ export function compileAdvantage(c: RunConfig): CompiledAdvantageConfig {
   } catch (err) {
     throw new RunConfigError("estimator", err instanceof Error ? err.message : String(err), { cause: err });
   }
+}
+
+/**
+ * The tasks a run trains on: the named built-in sets, or the task file (`tasks.path`, relative to the
+ * current directory), each of whose tasks gets `generation.maxNewTokens` as its cap.
+ */
+export function loadRunTasks(c: RunConfig): TaskDefinition[] {
+  if (c.tasks.source === "jsonl")
+    return loadTaskFile(c.tasks.path!, { maxTokens: c.generation.maxNewTokens });
+  return builtinTasks(c.tasks.sets);
 }
 
 /** Reads and validates a YAML run configuration file. */

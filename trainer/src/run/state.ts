@@ -30,6 +30,8 @@ export function runPaths(outputDir: string, runId: string) {
     metrics: join(dir, "metrics.jsonl"),
     checkpoint: join(dir, "checkpoint", "trainer.json"),
     learnerCheckpoint: join(dir, "checkpoint", "learner.json"),
+    /** A text policy's checkpoint (a directory: weights, optimizer, learner state). */
+    learnerCheckpointDir: join(dir, "checkpoint", "learner"),
     pending: join(dir, "pending-step.json"),
     report: join(dir, "report.html"),
   };

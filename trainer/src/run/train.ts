@@ -16,7 +16,13 @@ import { AdvantageBatchSchema, RolloutSchema } from "@reward-mesh/proto";
 import { advantageSubject, type Logger, type MeshBus, publishRollout, silentLogger } from "@reward-mesh/sdk";
 import { computeAdvantages } from "../advantage/engine.js";
 import type { AdvantageBatchResult } from "../advantage/types.js";
-import type { Completion, Learner, Sample, TrainStepResult } from "../learner/index.js";
+import {
+  type Completion,
+  FRAGMENT_TOKENIZER,
+  type Learner,
+  type Sample,
+  type TrainStepResult,
+} from "../learner/index.js";
 import { type AssembledGroup, createGroupAssembler, type ExpectedGroup } from "./assembler.js";
 import { componentId, type PreparedGroup, prepareGroups, rewardMetrics, weightedTotal } from "./batch.js";
 import { compileAdvantage, type RunConfig } from "./config.js";
@@ -28,7 +34,14 @@ import {
   type TrainerCheckpoint,
   writeAtomic,
 } from "./state.js";
-import { mixSeed, promptsForStep, type TaskDefinition, taskDomainOf } from "./tasks.js";
+import {
+  mixSeed,
+  promptSpecOf,
+  promptsForStep,
+  type TaskDefinition,
+  TaskPolicyMismatchError,
+  taskDomainOf,
+} from "./tasks.js";
 
 /** What one step reports to progress listeners. */
 export interface StepReport {
@@ -88,6 +101,17 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   const compiled = compileAdvantage(config);
   const taskById = new Map(tasks.map((t) => [t.id, t]));
   writeAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
+  const info = await learner.info();
+  const policy = info.tokenizer === FRAGMENT_TOKENIZER ? "fragments" : "text";
+  if (policy === "fragments") {
+    const text = tasks.find((t) => !t.vocabulary || !t.render);
+    if (text) {
+      throw new TaskPolicyMismatchError(
+        `task '${text.id}' is a text task (no fragment vocabulary) but the learner '${info.name}' is a fragment policy: use a text policy such as learner: {kind: torch}`,
+      );
+    }
+  }
+  logger.info({ learner: info.name, model: info.model, policy }, "learner ready");
 
   const ckpt = readJsonIfExists<TrainerCheckpoint>(paths.checkpoint);
   if (ckpt && ckpt.runId !== config.runId)
@@ -121,16 +145,19 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       // 1. Generate (or take the journalled generation of a resumed step).
       if (!pending) {
         const prompts = promptsForStep(tasks, config.seed, step, config.promptsPerStep);
+        const g = config.generation;
         const completions = await learner.generate({
-          prompts: prompts.map((t, j) => ({
-            promptId: `s${step}-p${j}`,
-            contextKey: t.id,
-            vocabulary: t.vocabulary,
-            maxTokens: t.maxTokens,
-            ...(t.stopToken !== undefined ? { stopToken: t.stopToken } : {}),
-          })),
+          prompts: prompts.map((t, j) => promptSpecOf(t, `s${step}-p${j}`, policy, g.maxNewTokens)),
           n: config.groupSize,
           seed: mixSeed(config.seed, step),
+          ...(policy === "text"
+            ? {
+                temperature: g.temperature,
+                topP: g.topP,
+                maxNewTokens: g.maxNewTokens,
+                ...(g.stop.length ? { stop: g.stop } : {}),
+              }
+            : {}),
         });
         pending = {
           step,
@@ -167,11 +194,12 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             index: i,
             groupSize: g.completions.length,
             task: task.task as MessageInitShape<typeof RolloutSchema>["task"],
-            response: task.render(c.tokenIds.map((id) => task.vocabulary[id]!)),
+            response:
+              policy === "text" ? c.text : task.render!(c.tokenIds.map((id) => task.vocabulary![id]!)),
             policyVersion: c.policyVersion,
-            // The embedded policy's tokens are task fragments, not tokenizer tokens: leave the count unset
+            // A fragment policy's tokens are task fragments, not tokenizer tokens: leave the count unset
             // so length-based rewards measure the text the services see.
-            responseTokens: 0,
+            responseTokens: policy === "text" ? c.tokenIds.length : 0,
             metadata: { ...(task.metadata ?? {}) },
           });
           publishes.push(publishRollout(bus.js, rollout));
@@ -216,7 +244,8 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             sampleId: rolloutId(config.runId, pg.groupId, i),
             groupId: pg.groupId,
             contextKey: task.id,
-            vocabularySize: task.vocabulary.length,
+            vocabularySize: policy === "text" ? 0 : task.vocabulary!.length,
+            ...(policy === "text" ? { promptTokenIds: c.promptTokenIds } : {}),
             tokenIds: c.tokenIds,
             rolloutLogprobs: c.logprobs,
             advantage: adv.advantages[i]!,
@@ -277,7 +306,9 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         time: new Date().toISOString(),
       };
       if (step % config.checkpointEvery === 0 || step === config.steps) {
-        await learner.saveCheckpoint(paths.learnerCheckpoint);
+        await learner.saveCheckpoint(
+          policy === "text" ? paths.learnerCheckpointDir : paths.learnerCheckpoint,
+        );
       }
       const ck: TrainerCheckpoint = {
         runId: config.runId,
