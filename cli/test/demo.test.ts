@@ -60,3 +60,44 @@ it("reward-mesh demo --steps 4 trains through every service and shuts everything
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+it("reward-mesh demo --learner torch warms builtin:tiny up and RL raises the tool-call reward", async () => {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "rm-demo-torch-"));
+  try {
+    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
+      (resolve) => {
+        execFile(
+          process.execPath,
+          [bin, "demo", "--learner", "torch"],
+          {
+            cwd: dir,
+            timeout: 400_000,
+            env: {
+              ...process.env,
+              NATS_URL: `nats://127.0.0.1:${port}`,
+              REWARD_MESH_NATS_STORE: join(dir, "js"),
+              REWARD_MESH_LOG_DIR: join(dir, "logs"),
+            },
+          },
+          (err, out, errOut) =>
+            resolve({
+              code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
+              stdout: out,
+              stderr: errOut,
+            }),
+        );
+      },
+    );
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
+    assert.match(stdout, /^tool-call\s+127\.0\.0\.1:\d+/m);
+    assert.match(stdout, /^learner at 127\.0\.0\.1:\d+ \(pid \d+, log /m);
+    assert.match(stdout, /not a pretrained LLM/);
+    const m = stdout.match(/^weighted reward (-?\d+\.\d{4}) -> (-?\d+\.\d{4})/m);
+    assert.ok(m, stdout);
+    assert.ok(Number(m[2]) > Number(m[1]), `the weighted reward rose: ${m[1]} -> ${m[2]}`);
+    assert.match(stdout, /mesh stopped\.$/m);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -14,9 +14,9 @@ import { join } from "node:path";
 import type { Writable } from "node:stream";
 import { createLogger } from "@reward-mesh/sdk";
 import {
-  builtinTasks,
   type ExperimentRun,
   loadRunConfig,
+  loadRunTasks,
   readMetrics,
   renderExperimentReport,
   type RunConfig,
@@ -77,6 +77,7 @@ function toDocument(c: RunConfig): Record<string, unknown> {
     loss: c.loss,
     optim: c.optim,
     learner: c.learner,
+    generation: c.generation,
     groups: c.groups,
     checkpointEvery: c.checkpointEvery,
   };
@@ -142,7 +143,7 @@ export async function runExperiment(
       config: armConfig(base, arm, s + 1, noise, noiseComponents, expId),
     })),
   );
-  const tasks = builtinTasks(base.tasks.sets);
+  const tasks = loadRunTasks(base);
   const mesh = await startMesh(cli, { services: servicesOf(base) });
   const logger = createLogger({ service: "experiment", level: "warn" });
   const runs: ExperimentRun[] = [];

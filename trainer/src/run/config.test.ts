@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { COMPONENT_PRESETS, resolveRunConfig } from "./config.js";
+import { COMPONENT_PRESETS, loadRunConfig, resolveRunConfig } from "./config.js";
+import { loadTaskFile } from "./task-file.js";
 
 const base = { components: "corrgrpo-code" };
 
@@ -71,4 +72,50 @@ it("the example configuration in trainer/examples is valid", async () => {
   assert.equal(c.runId, "tool-agent-example");
   assert.deepEqual(c.tasks.sets, ["tool_call", "agent"]);
   assert.equal(c.components.length, 6);
+});
+
+it("the text-policy example config and its task file are valid", () => {
+  const c = loadRunConfig(new URL("../../examples/text-tool-call.yaml", import.meta.url).pathname);
+  assert.equal(c.learner.kind, "torch");
+  assert.equal(c.tasks.source, "jsonl");
+  const tasks = loadTaskFile(new URL("../../examples/tool-call-tasks.jsonl", import.meta.url).pathname);
+  assert.deepEqual(
+    tasks.map((t) => t.id),
+    ["weather-paris", "time-tokyo"],
+  );
+});
+
+it("learner, task-file and generation keys are validated, naming the key", () => {
+  const base = { components: "rlla-tool" };
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ ...base, tasks: { source: "jsonl" } }, /'tasks\.path' is required with source 'jsonl'/],
+    [
+      { ...base, tasks: { source: "builtin", path: "x.jsonl" } },
+      /'tasks\.path' is only read with source 'jsonl'/,
+    ],
+    [{ ...base, learner: { kind: "torch", device: "gpu" } }, /'learner\.device' must match/],
+    [{ ...base, learner: { kind: "torch", dtype: "int8" } }, /'learner\.dtype' must be one of auto, float32/],
+    [{ ...base, learner: { kind: "torch", warmup: { steps: 3 } } }, /'learner\.warmup\.file' is required/],
+    [{ ...base, learner: { kind: "torch", lora: 4 } }, /'learner\.lora' is not a known key/],
+    [{ ...base, learner: { kind: "grpc" } }, /'learner\.address' is required/],
+    [{ ...base, generation: { topP: 1.5 } }, /'generation\.topP' must be a number in/],
+    [{ ...base, generation: { stop: [""] } }, /'generation\.stop' must be a list of non-empty strings/],
+  ];
+  for (const [doc, re] of cases) assert.throws(() => resolveRunConfig(doc), re, JSON.stringify(doc));
+  const t = resolveRunConfig({ ...base, learner: "torch" }).learner;
+  assert.deepEqual(t, {
+    kind: "torch",
+    model: "builtin:tiny",
+    device: "auto",
+    dtype: "auto",
+    microBatchSize: 0,
+    gradientCheckpointing: false,
+    loraRank: 0,
+    threads: 0,
+    warmup: null,
+  });
+  assert.deepEqual(resolveRunConfig({ ...base, learner: "grpc://gpu-1:50070" }).learner, {
+    kind: "grpc",
+    address: "gpu-1:50070",
+  });
 });

@@ -1,0 +1,157 @@
+/**
+ * The PyTorch learner on the CPU: TrainStep samples/s in process (Python calling the learner core) vs
+ * over gRPC (this process → `python3 -m reward_mesh_learner serve`), on the same batch of 64 samples ×
+ * 256 completion tokens (+ 32 prompt tokens), and Generate tokens/s for `builtin:tiny`, both ways.
+ *
+ * Side by side in one run: in-process repeats, then gRPC repeats, then in-process again; medians and
+ * the gRPC/in-process ratio. Writes `bench/results/learner.json`.
+ *
+ * Run: `npm run bench:learner` (≈ 1–2 min on 2 cores). Knobs: BENCH_REPEATS (5), BENCH_MODEL
+ * (builtin:tiny), BENCH_THREADS (2). Goal: gRPC overhead < 10 % of the TrainStep time.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  checkTorchAvailable,
+  createRemoteLearner,
+  createRng,
+  DEFAULT_PYTHON,
+  type Sample,
+  startTorchLearner,
+  TORCH_LEARNER_DIR,
+} from "@reward-mesh/trainer";
+import { machineInfo, writeBenchResult } from "./results.js";
+
+const SAMPLES = 64;
+const PROMPT_TOKENS = 32;
+const TOKENS = 256;
+const REPEATS = Number(process.env["BENCH_REPEATS"] ?? 5);
+const MODEL = process.env["BENCH_MODEL"] ?? "builtin:tiny";
+const THREADS = Number(process.env["BENCH_THREADS"] ?? 2);
+const GENERATE = {
+  prompts: ["Say something: ", "def f(x):", "The answer is", "<tool_call>"],
+  n: 8,
+  maxNewTokens: 64,
+};
+
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+/** A reproducible batch of byte-level tokens (ids 0..255), advantages ±1 per group of 8. */
+function makeBatch(): Sample[] {
+  const rng = createRng(11);
+  const ids = (n: number) => Array.from({ length: n }, () => Math.floor(rng() * 256));
+  return Array.from({ length: SAMPLES }, (_, i) => ({
+    sampleId: `b${i}`,
+    groupId: `g${i >> 3}`,
+    contextKey: "bench",
+    vocabularySize: 0,
+    promptTokenIds: [256, ...ids(PROMPT_TOKENS - 1)], // BOS + bytes
+    tokenIds: ids(TOKENS),
+    rolloutLogprobs: Array.from({ length: TOKENS }, () => -5.5),
+    advantage: i % 2 === 0 ? 1 : -1,
+    policyVersion: 0,
+  }));
+}
+
+function inProcess(batchFile: string, prefix: string) {
+  const r = spawnSync(
+    DEFAULT_PYTHON,
+    [
+      fileURLToPath(new URL("./learner_inprocess.py", import.meta.url)),
+      ...["--batch", batchFile, "--model", MODEL, "--threads", String(THREADS)],
+      ...["--repeats", String(REPEATS), "--key-prefix", prefix],
+    ],
+    { env: { PATH: "/usr/bin:/bin", PYTHONPATH: TORCH_LEARNER_DIR }, encoding: "utf8", timeout: 1_200_000 },
+  );
+  if (r.status !== 0) throw new Error(`in-process bench failed:\n${r.stderr}`);
+  return JSON.parse(r.stdout) as { trainStepSeconds: number[]; generateTokensPerSecond: number[] };
+}
+
+async function overGrpc(samples: Sample[]) {
+  const proc = await startTorchLearner({ model: MODEL, device: "cpu", dtype: "float32", threads: THREADS });
+  const learner = createRemoteLearner(proc.address);
+  try {
+    const trainStepSeconds: number[] = [];
+    for (let r = 0; r < REPEATS; r++) {
+      const t0 = performance.now();
+      await learner.trainStep({
+        step: r,
+        idempotencyKey: `grpc-${r}`,
+        samples,
+        loss: { lossType: "dapo", epsLow: 0.2, epsHigh: 0.28, klBeta: 0, maxCompletionLength: TOKENS },
+        optim: { lr: 1e-4 },
+      });
+      trainStepSeconds.push((performance.now() - t0) / 1000);
+    }
+    const generateTokensPerSecond: number[] = [];
+    for (let r = 0; r < REPEATS; r++) {
+      const t0 = performance.now();
+      const out = await learner.generate({
+        prompts: GENERATE.prompts.map((text, i) => ({ promptId: `g${i}`, contextKey: "bench", text })),
+        n: GENERATE.n,
+        maxNewTokens: GENERATE.maxNewTokens,
+        seed: r,
+      });
+      const dt = (performance.now() - t0) / 1000;
+      generateTokensPerSecond.push(out.reduce((a, c) => a + c.tokenIds.length, 0) / dt);
+    }
+    return { trainStepSeconds, generateTokensPerSecond, info: await learner.info() };
+  } finally {
+    await learner.close();
+    await proc.stop();
+  }
+}
+
+checkTorchAvailable();
+const dir = mkdtempSync(join(tmpdir(), "bench-learner-"));
+try {
+  const samples = makeBatch();
+  const batchFile = join(dir, "batch.json");
+  writeFileSync(batchFile, JSON.stringify({ samples, tokens: TOKENS, generate: GENERATE }));
+  const a = inProcess(batchFile, "a");
+  const g = await overGrpc(samples);
+  const b = inProcess(batchFile, "b");
+  const inproc = [...a.trainStepSeconds, ...b.trainStepSeconds];
+  const inprocMedian = median(inproc);
+  const grpcMedian = median(g.trainStepSeconds);
+  const result = {
+    benchmark: "learner",
+    machine: machineInfo(),
+    model: { name: MODEL, parameterCount: g.info.parameterCount, dtype: "float32", threads: THREADS },
+    batch: { samples: SAMPLES, promptTokens: PROMPT_TOKENS, completionTokens: TOKENS, loss: "dapo" },
+    repeats: REPEATS,
+    trainStep: {
+      inProcessSeconds: inproc,
+      grpcSeconds: g.trainStepSeconds,
+      inProcessMedianSeconds: inprocMedian,
+      grpcMedianSeconds: grpcMedian,
+      inProcessSamplesPerSecond: SAMPLES / inprocMedian,
+      grpcSamplesPerSecond: SAMPLES / grpcMedian,
+      grpcOverhead: grpcMedian / inprocMedian - 1,
+      goal: "grpcOverhead < 0.10",
+    },
+    generate: {
+      prompts: GENERATE.prompts.length,
+      n: GENERATE.n,
+      maxNewTokens: GENERATE.maxNewTokens,
+      inProcessTokensPerSecondMedian: median([...a.generateTokensPerSecond, ...b.generateTokensPerSecond]),
+      grpcTokensPerSecondMedian: median(g.generateTokensPerSecond),
+    },
+    time: new Date().toISOString(),
+  };
+  const path = writeBenchResult("learner", result);
+  console.log(
+    `TrainStep ${SAMPLES}×${TOKENS}: in-process ${inprocMedian.toFixed(3)} s (${result.trainStep.inProcessSamplesPerSecond.toFixed(1)} samples/s), ` +
+      `gRPC ${grpcMedian.toFixed(3)} s (${result.trainStep.grpcSamplesPerSecond.toFixed(1)} samples/s), overhead ${(100 * result.trainStep.grpcOverhead).toFixed(1)} %\n` +
+      `Generate ${MODEL}: in-process ${result.generate.inProcessTokensPerSecondMedian.toFixed(0)} tokens/s, gRPC ${result.generate.grpcTokensPerSecondMedian.toFixed(0)} tokens/s\n${path}`,
+  );
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
