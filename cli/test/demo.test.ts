@@ -11,34 +11,42 @@ import { freePort } from "@reward-mesh/sdk";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
+/** Runs `reward-mesh <args>` in `dir` with its own NATS port, store and logs; resolves with its output. */
+function runBin(
+  args: readonly string[],
+  dir: string,
+  port: number,
+  timeout: number,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      {
+        cwd: dir,
+        timeout,
+        env: {
+          ...process.env,
+          NATS_URL: `nats://127.0.0.1:${port}`,
+          REWARD_MESH_NATS_STORE: join(dir, "js"),
+          REWARD_MESH_LOG_DIR: join(dir, "logs"),
+        },
+      },
+      (err, out, errOut) =>
+        resolve({
+          code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
+          stdout: out,
+          stderr: errOut,
+        }),
+    );
+  });
+}
+
 it("reward-mesh demo --steps 4 trains through every service and shuts everything down", async () => {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "rm-demo-"));
   try {
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
-      (resolve) => {
-        execFile(
-          process.execPath,
-          [bin, "demo", "--steps", "4"],
-          {
-            cwd: dir,
-            timeout: 180_000,
-            env: {
-              ...process.env,
-              NATS_URL: `nats://127.0.0.1:${port}`,
-              REWARD_MESH_NATS_STORE: join(dir, "js"),
-              REWARD_MESH_LOG_DIR: join(dir, "logs"),
-            },
-          },
-          (err, out, errOut) =>
-            resolve({
-              code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
-              stdout: out,
-              stderr: errOut,
-            }),
-        );
-      },
-    );
+    const { code, stdout, stderr } = await runBin(["demo", "--steps", "4"], dir, port, 180_000);
     assert.equal(code, 0, `${stdout}\n${stderr}`);
     for (const s of ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency"])
       assert.match(stdout, new RegExp(`^${s}\\s+127\\.0\\.0\\.1:\\d+`, "m"));
@@ -65,30 +73,7 @@ it("reward-mesh demo --learner torch warms builtin:tiny up and RL raises the too
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "rm-demo-torch-"));
   try {
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
-      (resolve) => {
-        execFile(
-          process.execPath,
-          [bin, "demo", "--learner", "torch"],
-          {
-            cwd: dir,
-            timeout: 400_000,
-            env: {
-              ...process.env,
-              NATS_URL: `nats://127.0.0.1:${port}`,
-              REWARD_MESH_NATS_STORE: join(dir, "js"),
-              REWARD_MESH_LOG_DIR: join(dir, "logs"),
-            },
-          },
-          (err, out, errOut) =>
-            resolve({
-              code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
-              stdout: out,
-              stderr: errOut,
-            }),
-        );
-      },
-    );
+    const { code, stdout, stderr } = await runBin(["demo", "--learner", "torch"], dir, port, 400_000);
     assert.equal(code, 0, `${stdout}\n${stderr}`);
     assert.match(stdout, /^tool-call\s+127\.0\.0\.1:\d+/m);
     assert.match(stdout, /^learner at 127\.0\.0\.1:\d+ \(pid \d+, log /m);

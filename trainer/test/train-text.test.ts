@@ -20,7 +20,7 @@ import {
   silentLogger,
   startRewardService,
 } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats, testBusOptions } from "@reward-mesh/sdk/testing";
+import { type LocalNats, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 import { createToolCallService } from "@reward-mesh/tool-call";
 import {
   checkTorchAvailable,
@@ -61,22 +61,7 @@ const TASKS = [
 before(async () => {
   nats = await startTestNats();
   bus = await openBus(testBusOptions(nats.url), "train-text-test");
-  service = await startRewardService(
-    createToolCallService(),
-    {
-      grpcHost: "127.0.0.1",
-      grpcPort: 0,
-      concurrency: 8,
-      workerEnabled: true,
-      ackWaitMs: 5_000,
-      maxDeliver: 5,
-      nakBackoffMs: 50,
-      nakBackoffMaxMs: 500,
-      logLevel: "silent",
-      bus: testBusOptions(nats.url),
-    },
-    silentLogger,
-  );
+  service = await startRewardService(createToolCallService(), testRuntimeOptions(nats.url), silentLogger);
   dir = mkdtempSync(join(tmpdir(), "rm-train-text-"));
   writeFileSync(join(dir, "tasks.jsonl"), `${TASKS.map((t) => JSON.stringify(t)).join("\n")}\n`);
 });

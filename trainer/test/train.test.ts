@@ -23,7 +23,7 @@ import {
   Streams,
   startRewardService,
 } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats, testBusOptions } from "@reward-mesh/sdk/testing";
+import { type LocalNats, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 import {
   builtinTasks,
   createEmbeddedLearner,
@@ -40,18 +40,7 @@ let dir: string;
 before(async () => {
   nats = await startTestNats();
   bus = await openBus(testBusOptions(nats.url), "train-test");
-  const runtime = {
-    grpcHost: "127.0.0.1",
-    grpcPort: 0,
-    concurrency: 8,
-    workerEnabled: true,
-    ackWaitMs: 5_000,
-    maxDeliver: 5,
-    nakBackoffMs: 50,
-    nakBackoffMaxMs: 500,
-    logLevel: "silent",
-    bus: testBusOptions(nats.url),
-  };
+  const runtime = testRuntimeOptions(nats.url);
   // Real services with their JetStream workers (in this process; their own processes are tested elsewhere).
   services = await Promise.all(
     [

@@ -13,7 +13,7 @@ const SLOW = "def total(n):\n    s = 0\n    for i in range(n + 1):\n        s +=
 const FAST = "def total(n):\n    return n * (n + 1) // 2\n";
 const task = (referenceSolution: string, extra: object = {}) => ({
   language: "python",
-  test: "def check(candidate):\n    assert candidate(400000) == 80000200000\n    assert candidate(10) == 55\n",
+  test: "def check(candidate):\n    assert candidate(4000000) == 8000002000000\n    assert candidate(10) == 55\n",
   entryPoint: "total",
   referenceSolution,
   timeLimitMs: 3_000,

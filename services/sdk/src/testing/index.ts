@@ -6,7 +6,7 @@
 import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ChildProcess, spawn } from "node:child_process";
 import { type Rollout, RolloutSchema } from "@reward-mesh/proto";
-import type { BusOptions } from "../config.js";
+import type { BusOptions, ServiceRuntimeOptions } from "../config.js";
 import { waitServing } from "../health-client.js";
 import { freePort } from "../net.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
@@ -51,6 +51,25 @@ export function testBusOptions(natsUrl: string): BusOptions {
     streamMaxBytes: -1,
     duplicateWindowMs: 120_000,
     streamReplicas: 1,
+  };
+}
+
+/**
+ * Runtime options for a service started in a test's own process (`startRewardService`): loopback on a
+ * free port, its JetStream worker on, short ack wait and back-off, silent logs.
+ */
+export function testRuntimeOptions(natsUrl: string): ServiceRuntimeOptions {
+  return {
+    grpcHost: "127.0.0.1",
+    grpcPort: 0,
+    concurrency: 8,
+    workerEnabled: true,
+    ackWaitMs: 5_000,
+    maxDeliver: 5,
+    nakBackoffMs: 50,
+    nakBackoffMaxMs: 500,
+    logLevel: "silent",
+    bus: testBusOptions(natsUrl),
   };
 }
 
