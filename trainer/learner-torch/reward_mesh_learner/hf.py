@@ -99,6 +99,11 @@ class HFTokenizer:
         self.tok = tok
         self.name = type(tok).__name__
         self.eos_id = tok.eos_token_id
+        # Ids the tokenizer can decode. A model's vocabulary is often larger (padded embedding rows,
+        # e.g. Qwen2.5: 151,936 rows for 151,665 tokens), and a sampled id beyond the tokenizer makes
+        # slow (Python) tokenizers raise; fast ones skip it. Ids at or beyond this are left out of texts.
+        vocab = tok.get_vocab()
+        self.decodable = max(len(tok), (max(vocab.values()) + 1) if vocab else 0)
 
     def encode(self, text: str) -> List[int]:
         return list(self.tok(text, add_special_tokens=False)["input_ids"])
@@ -115,7 +120,7 @@ class HFTokenizer:
         return list(self.tok(text, add_special_tokens=True)["input_ids"])
 
     def decode(self, ids) -> str:
-        return self.tok.decode(list(ids), skip_special_tokens=True)
+        return self.tok.decode([i for i in ids if 0 <= i < self.decodable], skip_special_tokens=True)
 
 
 def _eos_ids(tok, model) -> frozenset:

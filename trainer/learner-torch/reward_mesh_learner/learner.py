@@ -126,6 +126,12 @@ class TorchLearner:
         ids = self.policy.tokenizer.encode_prompt(p.text, p.messages)
         if not ids:
             raise LearnerInputError(f"prompts[{i}].text", f"tokenizes to no tokens{sfx}")
+        if max(ids) >= self.policy.vocab_size:
+            # A tokenizer with more tokens than the model's embedding rows (added tokens, no resize):
+            # an embedding lookup would otherwise hit a device-side assert on CUDA.
+            raise LearnerInputError(
+                f"prompts[{i}]", f"tokenizes to id {max(ids)}, outside the model's vocabulary [0, {self.policy.vocab_size}){sfx}"
+            )
         ctx = self.policy.max_context
         if ctx and len(ids) >= ctx:
             raise LearnerInputError(

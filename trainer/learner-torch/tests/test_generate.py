@@ -150,6 +150,11 @@ class InputErrors(unittest.TestCase):
         self.expect("stop[0]", GenerateRequest([helpers.PROMPT], 1, stop=[""]))
         self.expect("prompts[0].promptId", GenerateRequest([PromptSpec("", text="x")], 1))
 
+    def test_prompt_ids_beyond_the_model_vocabulary(self):
+        # A tokenizer larger than the model's embedding (HF added tokens without a resize).
+        self.learner.policy.vocab_size = 200
+        self.expect("prompts[0]", GenerateRequest([PromptSpec("hi", text="\xff")], 1), "outside the model's vocabulary", "200")
+
     def test_a_refused_request_does_not_advance_the_stream(self):
         req = GenerateRequest(prompts=[helpers.PROMPT], n=3, max_new_tokens=4)
         with self.assertRaises(LearnerInputError):

@@ -11,7 +11,7 @@ import torch
 
 import helpers
 from reward_mesh_learner.errors import PolicyLoadError
-from reward_mesh_learner.hf import peft_available, transformers_available
+from reward_mesh_learner.hf import HFTokenizer, peft_available, transformers_available
 from reward_mesh_learner.learner import TorchLearner
 from reward_mesh_learner.policy import load_policy
 
@@ -53,6 +53,26 @@ class HFMissing(unittest.TestCase):
         with self.assertRaises(PolicyLoadError) as cm:
             load_policy("/nonexistent/model-dir", device="cpu")
         self.assertIn("--model", str(cm.exception))
+
+
+class HFTokenizerDecode(unittest.TestCase):
+    def test_ids_beyond_the_tokenizer_are_left_out(self):
+        """Model vocabularies are often larger than their tokenizer's; sampled ids past it must not
+        reach `decode` (slow tokenizers raise on them)."""
+
+        class Slow:
+            eos_token_id = 1
+
+            def get_vocab(self):
+                return {"<pad>": 0, "<eos>": 1, "a": 2, "b": 3}
+
+            def __len__(self):
+                return 4
+
+            def decode(self, ids, skip_special_tokens=False):
+                return "".join(["", "", "a", "b"][i] for i in ids)
+
+        self.assertEqual(HFTokenizer(Slow()).decode([2, 7, 3, 4, 2]), "aba")
 
 
 @unittest.skipUnless(HAS_TRANSFORMERS, REASON)
