@@ -39,6 +39,8 @@ def main() -> int:
     loss = LossConfig(loss_type="dapo", eps_low=0.2, eps_high=0.28, max_completion_length=batch["tokens"])
     optim = OptimConfig(lr=1e-4)
     train_s = []
+    # One untimed step first (allocator, BLAS threads), as the gRPC half does.
+    learner.train_step(TrainStepRequest(step=0, idempotency_key=f"{a.key_prefix}-warmup", samples=samples, loss=loss, optim=optim))
     for r in range(a.repeats):
         req = TrainStepRequest(step=r, idempotency_key=f"{a.key_prefix}-{r}", samples=samples, loss=loss, optim=optim)
         t0 = time.perf_counter()
