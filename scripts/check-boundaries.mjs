@@ -5,9 +5,11 @@
 //   3. no process.env outside config modules (config.ts);
 //   4. no deep imports into another package's src/ (exports maps are the boundary);
 //   5. every service folder has the same skeleton and a README;
-//   6. the advantage engine stays pure (no node: I/O modules outside its test helpers).
+//   6. the advantage engine stays pure (no node: I/O modules outside its test helpers);
+//   7. the repository is self-contained: nothing reads or links ../shared, no Markdown link leaves it.
+import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { basename, join, relative, sep } from "node:path";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -98,6 +100,29 @@ for (const d of serviceDirs) {
   for (const f of SKELETON) {
     if (!existsSync(join(root, "services", d, f)))
       problems.push(`services/${d}: missing ${f} (every service has the same skeleton)`);
+  }
+}
+
+// Self-contained: no tracked file reads or links the reference folder beside the repository, and no
+// Markdown link resolves outside it (a user's clone has neither).
+const tracked = execFileSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" })
+  .split("\0")
+  .filter((f) => /\.(md|ts|mjs|js|py|sh|yaml|json)$/.test(f) && !f.startsWith("proto/src/gen/"));
+for (const rel of tracked) {
+  const file = join(root, rel);
+  if (!existsSync(file)) continue;
+  const src = readFileSync(file, "utf8");
+  if (/\.\.\/shared\/|(^|[^\w/-])shared\/specs\//m.test(src) && rel !== "scripts/check-boundaries.mjs")
+    problems.push(
+      `${rel}: refers to the reference folder outside the repository (shared/); a clone has none`,
+    );
+  if (!rel.endsWith(".md")) continue;
+  for (const m of src.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
+    const target = m[1];
+    if (/^[a-z]+:/i.test(target)) continue; // a URL
+    const resolved = resolve(dirname(file), target);
+    if (relative(root, resolved).startsWith(".."))
+      problems.push(`${rel}: link '${target}' leaves the repository`);
   }
 }
 

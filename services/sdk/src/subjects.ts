@@ -1,5 +1,5 @@
 /**
- * Subjects and streams of the mesh (see ARCHITECTURE.md "Data flow"). Every token that goes into a
+ * Subjects and streams of the mesh (the data flow in the top-level README). Every token that goes into a
  * subject is validated against `[A-Za-z0-9_-]+`, so a run id can never address another run's data.
  * @module
  */

@@ -1,6 +1,6 @@
 """Per-token policy-gradient losses, the k3 KL, truncated importance weights and the loss aggregation
 modes, in torch — the semantics of `trainer/src/learner/loss.ts` and `objective.ts` exactly
-(`shared/specs/learner.md` §3.3).
+(`trainer/README.md`, "Loss types").
 
 Conventions: `ratio = exp(clamp(logp − old, ±20))` (verl), with zero gradient where the log-ratio is
 clamped; a loss is minimised; `old`, `ref`, the advantage, the rollout importance weight and CISPO's

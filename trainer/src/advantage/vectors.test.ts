@@ -1,5 +1,5 @@
 /**
- * Every reference vector in `shared/specs/advantage-vectors.json`, for every estimator it covers,
+ * Every reference vector in `trainer/test/fixtures/advantage-vectors.json`, for every estimator it covers,
  * at the spec's tolerance `|got − want| ≤ 1e-9·max(1, |want|)`. Loss vectors (`j_*`, `k_*`) belong
  * to the learner and are skipped. A coverage check fails if a vector key is neither tested nor
  * explicitly skipped, so new vectors cannot be silently ignored.

@@ -1,6 +1,6 @@
 /**
  * The per-token losses and the aggregation modes against the spec's reference vectors
- * (`shared/specs/advantage-vectors.json`: `j_ppo_clip_higher_token_loss`, `j_cispo_token_loss`,
+ * (`trainer/test/fixtures/advantage-vectors.json`: `j_ppo_clip_higher_token_loss`, `j_cispo_token_loss`,
  * `k_loss_aggregation`) at `|got − want| ≤ 1e-9·max(1, |want|)`, plus the properties the gradient
  * code relies on.
  */

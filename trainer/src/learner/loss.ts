@@ -1,11 +1,11 @@
 /**
  * Per-token policy-gradient losses, their derivatives, the k3 KL and the loss aggregation modes —
- * pure functions, no state (`shared/specs/learner.md` §3.3 and §5.3, `advantages.md` §8).
+ * pure functions, no state (`trainer/README.md`, "Loss types").
  *
  * Conventions: `ratio = exp(logp − old)` with the log-ratio clamped to ±{@link LOG_RATIO_CLAMP}
  * (verl); a loss is minimised; derivatives are with respect to the current token logprob `logp`
  * (or the ratio), everything else (old, reference, advantage, the CISPO weight) is held fixed.
- * Checked against `shared/specs/advantage-vectors.json` (`j_*`, `k_*`) in `loss.test.ts`.
+ * Checked against `trainer/test/fixtures/advantage-vectors.json` (`j_*`, `k_*`) in `loss.test.ts`.
  * @module
  */
 import type { CispoMode, LossAggregation } from "./types.js";

@@ -1,6 +1,6 @@
 /**
  * The batch objective of one optimizer step and its hand-derived gradient with respect to the
- * tabular logits (`shared/specs/learner.md` §3.3, §5.3).
+ * tabular logits (`trainer/README.md`, "Loss types").
  *
  * For token t of sample i (logits z of its row, sampled token a, p = softmax(z)):
  *

@@ -19,7 +19,7 @@ export const LossTypes = ["grpo", "dr_grpo", "dapo", "cispo", "bnpo"] as const;
 export type LossType = (typeof LossTypes)[number];
 
 /**
- * Loss aggregation modes, named as verl's `loss_agg_mode` (`shared/specs/advantages.md` §8.3):
+ * Loss aggregation modes, named as verl's `loss_agg_mode`:
  * - `token-mean`: Σ_{i,t} m·ℓ / Σ_{i,t} m
  * - `seq-mean-token-mean`: mean_i (Σ_t m·ℓ / Σ_t m)
  * - `seq-mean-token-sum`: mean_i Σ_t m·ℓ
@@ -161,7 +161,7 @@ export interface Sample {
   readonly truncated?: boolean;
 }
 
-/** What TrainStep computes (`shared/specs/learner.md` §3.3). */
+/** What TrainStep computes (`trainer/README.md`, "Loss types"). */
 export interface LossConfig {
   readonly lossType: LossType;
   /** Lower clip ε (PPO ratio ≥ 1 − ε_low; CISPO two-sided lower bound). Typically 0.2. */
@@ -287,7 +287,7 @@ export interface ScoredSequence {
   readonly tokenIds: readonly number[];
 }
 
-/** A policy learner (`shared/specs/learner.md` §5.2). */
+/** A policy learner. */
 export interface Learner {
   info(): Promise<LearnerInfo>;
   /** `n` completions per prompt, prompt by prompt, from the current policy. */
@@ -303,7 +303,7 @@ export interface Learner {
   close(): Promise<void>;
 }
 
-/** The aggregation each loss type uses (`shared/specs/learner.md` §3.3, `advantages.md` §8.3). */
+/** The aggregation each loss type uses (TRL `loss_type`, verl `loss_agg_mode`). */
 export function aggregationFor(lossType: LossType): LossAggregation {
   switch (lossType) {
     case "grpo":

@@ -1,7 +1,7 @@
 /**
  * From assembled groups to the advantage engine's input, and from its output to the step's metrics.
  *
- * Rules (ARCHITECTURE.md "Components"): a component whose service does not score the rollout's domain,
+ * Rules: a component whose service does not score the rollout's domain,
  * or that a service reports NOT_APPLICABLE, is `null` (N/A). N/A for a whole group drops the component
  * from that group; N/A for some rollouts only counts as 0 and is reported. A missing result at the
  * deadline drops the group (`drop`) or is imputed with the group mean of each component (`impute`), so
