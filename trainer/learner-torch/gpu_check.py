@@ -4,11 +4,12 @@
    `transformers` Qwen2 config (32 layers, hidden 896, a 32 000-token tokenizer built offline with
    `tokenizers`) when both are importable, else the package's own `builtin:500m` transformer.
 2. Serves it with the PyTorch learner (`python3 -m reward_mesh_learner serve`, bf16 on CUDA) and drives
-   Generate and TrainStep through real gRPC (the generated stubs), 64 samples × 256 completion tokens.
+   Generate and TrainStep through real gRPC (the generated stubs), 64 samples × 256 completion tokens;
+   then the same TrainStep on a learner in this process (no gRPC), so the wire's share is measured.
 3. In the same run, a plain PyTorch reference step on the same model, batch and loss (DAPO token-mean
    PPO-clip with old = current, AdamW, grad-norm clip 1), no mesh and no learner code.
 4. Prints one JSON object: tokens/s of both steps, their ratio (goal: learner ≤ 1.15× the reference's
-   time), Generate tokens/s, peak GPU memory, and MFU (6·N·tokens FLOPs over the bf16 dense peak).
+   time; also the in-process learner's ratio and the wire's seconds per step), Generate tokens/s, peak GPU memory, and MFU (6·N·tokens FLOPs over the bf16 dense peak).
 
 `--smoke` runs the same path on the CPU with `builtin:tiny` in float32 and a small batch, so the script
 itself is tested where there is no GPU.
@@ -58,7 +59,7 @@ def build_model_dir(out: str, smoke: bool) -> str:
     fast.save_pretrained(out)
     cfg = Qwen2Config(vocab_size=32000, hidden_size=896, intermediate_size=4864, num_hidden_layers=32,
                       num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096,
-                      tie_word_embeddings=True, eos_token_id=1, pad_token_id=0, torch_dtype="bfloat16")
+                      tie_word_embeddings=True, eos_token_id=1, pad_token_id=0)
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
     model.save_pretrained(out)
@@ -84,21 +85,48 @@ def make_batch(n: int, prompt_len: int, length: int, vocab: int):
     return prompts, completions, adv
 
 
-def grpc_train_step(stub, prompts, completions, adv, step: int):
+def train_step_messages(prompts, completions, adv, step: int) -> list:
+    """The TrainStep stream (header, then one message per sample), built before the timed call: the
+    mesh's client is the TypeScript trainer, whose message building is not the learner's cost."""
     header = learner_pb2.LearnerTrainStepHeader(
         step=step, idempotency_key=f"gpu-{step}", sample_count=len(adv),
         loss=learner_pb2.LearnerLossConfig(loss_type=learner_pb2.LEARNER_LOSS_TYPE_DAPO, eps_low=0.2, eps_high=0.28,
                                            max_completion_length=completions.shape[1]),
         optim=learner_pb2.LearnerOptimConfig(lr=1e-6, max_grad_norm=1.0))
 
-    def messages():
-        yield learner_pb2.LearnerTrainStepRequest(header=header)
-        for i in range(len(adv)):
-            yield learner_pb2.LearnerTrainStepRequest(sample=learner_pb2.LearnerSample(
-                sample_id=f"s{i}", group_id=f"g{i // 8}", prompt_token_ids=prompts[i].tolist(),
-                token_ids=completions[i].tolist(), rollout_logprobs=[-1.0] * completions.shape[1],
-                advantage=float(adv[i]), policy_version=step))
-    return stub.TrainStep(messages())
+    msgs = [learner_pb2.LearnerTrainStepRequest(header=header)]
+    for i in range(len(adv)):
+        msgs.append(learner_pb2.LearnerTrainStepRequest(sample=learner_pb2.LearnerSample(
+            sample_id=f"s{i}", group_id=f"g{i // 8}", prompt_token_ids=prompts[i].tolist(),
+            token_ids=completions[i].tolist(), rollout_logprobs=[-1.0] * completions.shape[1],
+            advantage=float(adv[i]), policy_version=step)))
+    return msgs
+
+
+def in_process_step_seconds(model: str, device: str, dtype: str, prompts, completions, adv, repeats: int, sync) -> list:
+    """The same TrainStep called on a `TorchLearner` in this process (no gRPC, no server): what the
+    learner's own code costs, so that `learner − in-process` is the wire's share."""
+    from reward_mesh_learner.contract import LossConfig, OptimConfig, Sample, TrainStepRequest
+    from reward_mesh_learner.learner import LearnerOptions, TorchLearner
+    from reward_mesh_learner.policy import load_policy
+
+    learner = TorchLearner(load_policy(model, seed=0, device=device, dtype=dtype), LearnerOptions(seed=0))
+    n = completions.shape[1]
+    samples = [Sample(sample_id=f"s{i}", group_id=f"g{i // 8}", prompt_token_ids=tuple(prompts[i].tolist()),
+                      token_ids=tuple(completions[i].tolist()), rollout_logprobs=(-1.0,) * n, advantage=float(adv[i]))
+               for i in range(len(adv))]
+    loss = LossConfig(loss_type="dapo", eps_low=0.2, eps_high=0.28, max_completion_length=n)
+    optim = OptimConfig(lr=1e-6, max_grad_norm=1.0)
+    step = [0]
+
+    def one():
+        step[0] += 1
+        learner.train_step(TrainStepRequest(step=step[0], idempotency_key=f"inproc-{step[0]}", samples=samples, loss=loss, optim=optim))
+
+    one()  # warm-up
+    out = timed(one, repeats, sync)
+    del learner
+    return out
 
 
 def reference_step(model, opt, prompts, completions, adv):
@@ -119,8 +147,10 @@ def load_reference(model: str, device: str, dtype):
     if model.startswith("builtin:"):
         from reward_mesh_learner.policy import load_policy
         return load_policy(model, seed=0, device=device, dtype=str(dtype).replace("torch.", "")).model
-    from transformers import AutoModelForCausalLM
-    return AutoModelForCausalLM.from_pretrained(model, torch_dtype=dtype, local_files_only=True).to(device)
+    import transformers
+    from reward_mesh_learner.hf import dtype_kwarg
+    kw = {dtype_kwarg(transformers): dtype}
+    return transformers.AutoModelForCausalLM.from_pretrained(model, local_files_only=True, **kw).to(device)
 
 
 def timed(fn, repeats: int, sync) -> list:
@@ -167,17 +197,21 @@ def main() -> int:
             gen = stub.Generate(gen_req)
             gen_s = time.perf_counter() - t0
             gen_tokens = sum(len(c.token_ids) for c in gen.completions)
-            grpc_train_step(stub, prompts, completions, adv, 0)  # warm-up
+            stub.TrainStep(iter(train_step_messages(prompts, completions, adv, 0)))  # warm-up
             learner_s = []
             metrics = {}
             for r in range(a.repeats):
+                msgs = train_step_messages(prompts, completions, adv, r + 1)
                 t0 = time.perf_counter()
-                res = grpc_train_step(stub, prompts, completions, adv, r + 1)
+                res = stub.TrainStep(iter(msgs))
                 learner_s.append(time.perf_counter() - t0)
                 metrics = dict(res.metrics)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
+        inproc_s = in_process_step_seconds(model, device, "float32" if a.smoke else "bfloat16", prompts, completions, adv, a.repeats, sync)
+        if not a.smoke:
+            torch.cuda.empty_cache()
         ref = load_reference(model, device, dtype)
         ref.train()
         opt = torch.optim.AdamW(ref.parameters(), lr=1e-6)
@@ -198,6 +232,8 @@ def main() -> int:
         "learnerTrainStepSeconds": learner_s, "referenceTrainStepSeconds": ref_s,
         "learnerTokensPerSecond": tokens / med(learner_s), "referenceTokensPerSecond": tokens / med(ref_s),
         "learnerOverReference": med(learner_s) / med(ref_s), "goal": "learnerOverReference <= 1.15",
+        "learnerInProcessTrainStepSeconds": inproc_s, "learnerInProcessOverReference": med(inproc_s) / med(ref_s),
+        "wireSecondsPerStep": med(learner_s) - med(inproc_s),
         "generateTokensPerSecond": gen_tokens / gen_s, "generateTokens": gen_tokens,
         "learnerPeakMemoryBytes": metrics.get("peakMemoryBytes"), "referencePeakMemoryBytes": ref_peak,
         "learnerMfu": None if a.smoke else flops / med(learner_s) / H200_BF16_DENSE_FLOPS,

@@ -32,11 +32,8 @@ class PackedBatch:
 
     def grid(self, rows: Sequence[Sequence[float]], dtype: torch.dtype, fill: float = 0.0) -> torch.Tensor:
         """Per-token values of each row (one per completion token) right-aligned into an [B, L] tensor."""
-        out = torch.full(self.targets.shape, fill, dtype=dtype)
-        for i, r in enumerate(rows):
-            if len(r):
-                out[i, self.width - len(r) :] = torch.as_tensor(list(r), dtype=dtype)
-        return out.to(self.targets.device)
+        w = self.width
+        return torch.tensor([[fill] * (w - len(r)) + list(r) for r in rows], dtype=dtype).reshape(len(rows), w).to(self.targets.device)
 
     def rows(self, grid: torch.Tensor) -> List[List[float]]:
         """The inverse of `grid`: each row's values as Python floats."""
@@ -49,17 +46,11 @@ def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
     seqs = [list(p) + list(c) for p, c in zip(prompts, completions)]
     lengths = [len(c) for c in completions]
     b, t, width = len(seqs), max(len(s) for s in seqs), max(lengths)
-    ids = torch.full((b, t), pad_id, dtype=torch.long)
-    mask = torch.zeros((b, t), dtype=torch.long)
-    targets = torch.zeros((b, width), dtype=torch.long)
-    valid = torch.zeros((b, width), dtype=torch.bool)
-    for i, s in enumerate(seqs):
-        ids[i, t - len(s) :] = torch.tensor(s, dtype=torch.long)
-        mask[i, t - len(s) :] = 1
-        c = lengths[i]
-        if c:
-            targets[i, width - c :] = torch.tensor(list(completions[i]), dtype=torch.long)
-            valid[i, width - c :] = True
+    # One tensor per grid from Python lists (a per-row copy costs ~10x more host time at 64 × 320).
+    ids = torch.tensor([[pad_id] * (t - len(s)) + s for s in seqs], dtype=torch.long).reshape(b, t)
+    mask = torch.tensor([[0] * (t - len(s)) + [1] * len(s) for s in seqs], dtype=torch.long).reshape(b, t)
+    targets = torch.tensor([[0] * (width - c) + list(x) for c, x in zip(lengths, completions)], dtype=torch.long).reshape(b, width)
+    valid = torch.tensor([[False] * (width - c) + [True] * c for c in lengths], dtype=torch.bool).reshape(b, width)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     return PackedBatch(ids.to(device), mask.to(device), pos.to(device), targets.to(device), valid.to(device), lengths)
 

@@ -5,7 +5,7 @@ converts them to and from the `rewardmesh.v1` messages. Names of loss types, agg
 modes and optimizers are the TypeScript strings (`grpo`, `token-mean`, `two-sided`, `adam`, ...).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 #: Loss families, named as TRL's `loss_type`.
@@ -183,3 +183,22 @@ class StepMetrics:
     entropy_sum: float = 0.0
     is_weight_sum: float = 0.0
     non_finite_steps: int = 0
+    #: Device-side sums not yet read (`add`), by field name; `flush` adds them to the fields above.
+    pending: Dict[str, object] = field(default_factory=dict)
+
+    def add(self, **sums) -> None:
+        """Adds 0-d tensors (no host sync) to the pending sums."""
+        for k, v in sums.items():
+            self.pending[k] = v if k not in self.pending else self.pending[k] + v
+
+    def flush(self) -> None:
+        """Reads the pending sums in one host transfer and adds them to the fields."""
+        if not self.pending:
+            return
+        import torch  # contract.py stays importable without torch
+
+        names = list(self.pending)
+        values = torch.stack([self.pending[k] for k in names]).cpu().tolist()
+        for k, v in zip(names, values):
+            setattr(self, k, getattr(self, k) + (int(round(v)) if isinstance(getattr(self, k), int) else v))
+        self.pending = {}

@@ -1,6 +1,6 @@
 """Hugging Face causal LMs as policies (`--model /path/to/dir`), optionally with a LoRA adapter.
 
-Loaded with `AutoModelForCausalLM.from_pretrained(path, torch_dtype=..., local_files_only=True)` and
+Loaded with `AutoModelForCausalLM.from_pretrained(path, dtype=..., local_files_only=True)` and
 `AutoTokenizer.from_pretrained(path, local_files_only=True)`: nothing is ever downloaded. bfloat16 on
 CUDA and float32 on the CPU unless `--dtype` says otherwise. LoRA (`--lora-rank R`) needs `peft`; the
 KL reference is then the base model with the adapter disabled. For full fine-tuning the reference is
@@ -74,10 +74,16 @@ def _without_dropout(model: nn.Module) -> None:
                 setattr(cfg, k, 0.0)
 
 
+def dtype_kwarg(transformers) -> str:
+    """`from_pretrained`'s dtype keyword: `dtype` from transformers 5 (`torch_dtype` is deprecated there)."""
+    return "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+
+
 def _load_model(path: str, dtype: torch.dtype, device: torch.device):
     transformers = _import_transformers(path)
     try:
-        model = transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype, local_files_only=True)
+        kw = {dtype_kwarg(transformers): dtype}
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **kw)
     except (OSError, ValueError, KeyError) as e:
         raise PolicyLoadError(f"--model {path}: cannot load a causal LM from it (local files only): {e}") from e
     _without_dropout(model)
@@ -329,4 +335,4 @@ def load_hf_policy_from_checkpoint(spec: Dict[str, object], directory: str, *, d
     return policy
 
 
-__all__ = ["HFPolicy", "HFTokenizer", "load_hf_policy", "load_hf_policy_from_checkpoint", "peft_available", "transformers_available"]
+__all__ = ["HFPolicy", "HFTokenizer", "dtype_kwarg", "load_hf_policy", "load_hf_policy_from_checkpoint", "peft_available", "transformers_available"]

@@ -96,9 +96,7 @@ def prepare_step(policy, samples: Sequence[Sample], loss: ResolvedLoss, mini_bat
     out: List[List[MicroBatch]] = []
     for mb in split_contiguous(samples, parts):
         width = max(len(s.token_ids) for s in mb)
-        grid = torch.zeros(len(mb), width, dtype=dt)
-        for i, s in enumerate(mb):
-            grid[i, width - len(s.token_ids) :] = torch.tensor(_sample_mask(s, loss), dtype=dt)
+        grid = torch.tensor([[0.0] * (width - len(s.token_ids)) + _sample_mask(s, loss) for s in mb], dtype=dt).reshape(len(mb), width)
         weights = aggregation_weights(grid, loss.aggregation, loss.max_completion_length).to(policy.device)
         size = micro_batch_size if micro_batch_size > 0 else len(mb)
         micro = []
@@ -113,15 +111,21 @@ def prepare_step(policy, samples: Sequence[Sample], loss: ResolvedLoss, mini_bat
 
 def clip_grad_norm(params: Sequence[torch.nn.Parameter], max_norm: float) -> float:
     """Global L2 norm of the gradients (before clipping); scales them by `max_norm / (norm + 1e-6)`
-    when the norm exceeds `max_norm` (as the embedded learner and `torch.nn.utils.clip_grad_norm_`)."""
+    when the norm exceeds `max_norm` (as the embedded learner and `torch.nn.utils.clip_grad_norm_`).
+    Norms accumulate in float64 on the CPU (as the embedded learner) and float32 on accelerators, where
+    a float64 copy of every gradient costs more than the rest of the clip. One host sync: the norm."""
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return 0.0
-    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64) for g in grads])))
+    acc = torch.float64 if grads[0].device.type == "cpu" else torch.float32
+    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, dtype=acc) for g in grads])))
     if norm > max_norm:
         scale = max_norm / (norm + 1e-6)
-        for g in grads:
-            g.mul_(scale)
+        if hasattr(torch, "_foreach_mul_"):
+            torch._foreach_mul_(grads, scale)
+        else:
+            for g in grads:
+                g.mul_(scale)
     return norm
 
 
@@ -133,19 +137,26 @@ def _evaluate(policy, micro: MicroBatch, cfg: ObjectiveConfig, stats: StepMetric
         loss, terms, kl = token_objective(lp, old, micro.advantage, micro.weights, cfg, ref, is_w)
         loss.backward()
     with torch.no_grad():
+        # Sums stay on the device (no host sync per micro-batch); `StepMetrics.flush` reads them once.
         active = micro.mask > 0
-        stats.loss_sum += float(loss)
-        stats.token_evals += int(active.sum())
-        stats.clipped += int((terms.clipped & active).sum())
-        stats.clipped_low += int((terms.clipped_low & active).sum())
-        stats.clipped_high += int((terms.clipped_high & active).sum())
-        stats.dual_clipped += int((terms.dual_clipped & active).sum())
-        if kl is not None:
-            stats.kl_ref_sum += float(kl[active].double().sum())
-        log_ratio = (lp.detach() - old)[active].double()
-        stats.approx_kl_sum += float((torch.expm1(log_ratio) - log_ratio).sum())
-        stats.entropy_sum += float(entropy[active].double().sum())
-        stats.is_weight_sum += float(is_w[active].double().sum()) if is_w is not None else float(active.sum())
+        zero = torch.zeros((), dtype=torch.float64, device=lp.device)
+
+        def total(x: torch.Tensor) -> torch.Tensor:
+            return torch.where(active, x.double(), zero).sum()  # padding cells may hold anything
+
+        log_ratio = (lp.detach() - old).double()
+        stats.add(
+            loss_sum=loss.detach().double(),
+            token_evals=active.sum().double(),
+            clipped=(terms.clipped & active).sum().double(),
+            clipped_low=(terms.clipped_low & active).sum().double(),
+            clipped_high=(terms.clipped_high & active).sum().double(),
+            dual_clipped=(terms.dual_clipped & active).sum().double(),
+            kl_ref_sum=total(kl) if kl is not None else zero,
+            approx_kl_sum=total(torch.expm1(log_ratio) - log_ratio),
+            entropy_sum=total(entropy),
+            is_weight_sum=total(is_w) if is_w is not None else active.sum().double(),
+        )
 
 
 def run_optimizer_steps(policy, prepared: PreparedStep, cfg: ObjectiveConfig, optimizer, max_grad_norm: float, epochs: int) -> StepMetrics:
@@ -167,6 +178,7 @@ def run_optimizer_steps(policy, prepared: PreparedStep, cfg: ObjectiveConfig, op
             stats.evals += 1
             stats.grad_norm_sum += norm
             stats.grad_norm_max = max(stats.grad_norm_max, norm)
+    stats.flush()
     return stats
 
 

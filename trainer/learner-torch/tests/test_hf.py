@@ -90,7 +90,9 @@ class HFPolicyTest(unittest.TestCase):
         policy = load_policy(os.path.join(self.dir, "model"), device="cpu", dtype="float32", **kw)
         learner = TorchLearner(policy)
         info = learner.info()
-        self.assertEqual((info.tokenizer, info.vocab_size, info.max_context), ("PreTrainedTokenizerFast", 257, 128))
+        # transformers 5 names its fast tokenizer class TokenizersBackend (4.x: PreTrainedTokenizerFast)
+        self.assertIn(info.tokenizer, ("PreTrainedTokenizerFast", "TokenizersBackend"))
+        self.assertEqual((info.vocab_size, info.max_context), (257, 128))
         out = helpers.generate(learner, n=4, max_new_tokens=6)
         res = learner.train_step(helpers.step_request(helpers.samples_from(out)))
         self.assertEqual((res.metrics["clipFraction"], res.metrics["approxKlOld"]), (0.0, 0.0))
@@ -116,6 +118,19 @@ class HFPolicyTest(unittest.TestCase):
         learner = TorchLearner(policy)
         out = helpers.generate(learner, n=2, max_new_tokens=4)
         learner.train_step(helpers.step_request(helpers.samples_from(out)))
+
+    @unittest.skipUnless(torch.cuda.is_available() and peft_available(), "no CUDA device or no peft")
+    def test_cuda_lora_bfloat16(self):
+        """LoRA on CUDA: only the adapter trains, and the KL reference (adapter disabled) is the base."""
+        policy = load_policy(os.path.join(self.dir, "model"), device="cuda", lora_rank=4, lora_alpha=8)
+        self.assertEqual(policy.dtype, torch.bfloat16)
+        base = {k: v.detach().clone() for k, v in policy.model.named_parameters() if not v.requires_grad}
+        learner = TorchLearner(policy)
+        out = helpers.generate(learner, n=2, max_new_tokens=4)
+        learner.train_step(helpers.step_request(helpers.samples_from(out)))
+        after = dict(policy.model.named_parameters())
+        self.assertTrue(all(torch.equal(v, after[k]) for k, v in base.items()), "a frozen base weight changed")
+        self.assertTrue(all("lora_" in k for k, v in after.items() if v.requires_grad))
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
