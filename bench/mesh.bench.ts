@@ -93,7 +93,7 @@ async function rewardCollector(bus: MeshBus, runId: string, expected: number) {
   const ci = await bus.jsm.consumers.add(Streams.rewards, {
     ack_policy: AckPolicy.None,
     deliver_policy: DeliverPolicy.New,
-    filter_subject: `mesh.rewards.${runId}.length`,
+    filter_subject: `mesh.rewards.${runId}.length.*`,
     inactive_threshold: 30_000_000_000,
   });
   const consumer = await bus.js.consumers.get(Streams.rewards, ci.name);
