@@ -273,4 +273,27 @@ describe("JetStream worker", () => {
     assert.equal(all.length, 40);
     assert.equal(new Set(all.map((m) => m.value.rolloutId)).size, 40);
   });
+
+  it("dead-letters a rollout whose id cannot end its result's subject", async () => {
+    const letters = () =>
+      readStream(bus, Streams.dlq, "mesh.dlq.echo", (d) => fromBinary(DeadLetterSchema, d), 0, 0);
+    const before = (await letters()).length;
+    await worker();
+    const odd = makeRollout({ runId, id: "has.a dot" });
+    await bus.js.publish(`mesh.rollouts.custom.${runId}`, toBinary(RolloutSchema, odd), {
+      msgID: `${runId}-odd`,
+    });
+    assert.throws(() => publishRollout(bus.js, odd), /'rollout\.id' must match \[A-Za-z0-9_-\]\+/);
+    const dlq = await readStream(
+      bus,
+      Streams.dlq,
+      "mesh.dlq.echo",
+      (d) => fromBinary(DeadLetterSchema, d),
+      before + 1,
+    );
+    const letter = dlq.find((m) => m.value.subject === `mesh.rollouts.custom.${runId}`);
+    assert.ok(letter, "dead-lettered");
+    assert.equal(fromBinary(RolloutSchema, letter.value.payload).id, odd.id);
+    assert.match(letter.value.reason, /'rollout_id' must match \[A-Za-z0-9_-\]\+/);
+  });
 });
