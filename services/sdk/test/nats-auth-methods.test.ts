@@ -11,12 +11,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createAccount, createOperator, createUser, type KeyPair } from "@nats-io/nkeys";
+import { connect } from "@nats-io/transport-node";
 import {
   connectBus,
   type Env,
   loadBusOptions,
   loadNatsAuthOptions,
   type LocalNats,
+  type NatsAuthOptions,
   natsConnectionOptions,
   openBus,
   startNatsServer,
@@ -175,16 +177,22 @@ describe("NATS authentication methods", () => {
     ].join("\n");
     await withServer(config, env, async (url) => {
       await works(url, env);
-      // Without a client certificate the server refuses the handshake.
-      await assert.rejects(connectBus(url, "no-client-cert", { tlsCaFile: tls.ca, token: "over-tls" }));
-      // Without the CA the client does not trust the server.
+      // Refused: no client certificate (the server requires one), and no CA (the client cannot trust
+      // the server). A short connect timeout: a refused TLS handshake may surface only as one.
+      const attempt = (auth: NatsAuthOptions) =>
+        connect({ ...natsConnectionOptions(auth), servers: url, timeout: 3000, reconnect: false }).then(
+          (nc) => nc.close(),
+        );
+      await assert.rejects(attempt({ tlsCaFile: tls.ca, token: "over-tls" }));
       await assert.rejects(
-        connectBus(url, "untrusted", {
-          tlsCertFile: tls.clientCert,
-          tlsKeyFile: tls.clientKey,
-          token: "over-tls",
-        }),
+        attempt({ tlsCertFile: tls.clientCert, tlsKeyFile: tls.clientKey, token: "over-tls" }),
       );
+      await attempt({
+        tlsCaFile: tls.ca,
+        tlsCertFile: tls.clientCert,
+        tlsKeyFile: tls.clientKey,
+        token: "over-tls",
+      });
     });
   });
 });
