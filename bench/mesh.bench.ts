@@ -7,7 +7,7 @@
  *  - throughput: N rollouts published as fast as JetStream acks them (pipelined), time until the last
  *    reward is stored → rollouts/s;
  *  - latency: rollouts paced at a fixed rate below capacity, publish→reward latency p50/p99 measured by a
- *    consumer of `mesh.rewards.<run>.length` in this process.
+ *    consumer of `mesh.rewards.<run>.length.*` in this process.
  *
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
  * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service, to see what tracing costs).
@@ -88,12 +88,12 @@ async function rawRate(bus: MeshBus): Promise<{ msgsPerSecond: number; publishPe
   return { msgsPerSecond: N_RAW / ((t1 - t0) / 1000), publishPerSecond: N_RAW / ((tPub - t0) / 1000) };
 }
 
-/** Consumes `mesh.rewards.<run>.length`, recording receive times by rollout id. */
+/** Consumes `mesh.rewards.<run>.length.*`, recording receive times by rollout id. */
 async function rewardCollector(bus: MeshBus, runId: string, expected: number) {
   const ci = await bus.jsm.consumers.add(Streams.rewards, {
     ack_policy: AckPolicy.None,
     deliver_policy: DeliverPolicy.New,
-    filter_subject: `mesh.rewards.${runId}.length`,
+    filter_subject: `mesh.rewards.${runId}.length.*`,
     inactive_threshold: 30_000_000_000,
   });
   const consumer = await bus.js.consumers.get(Streams.rewards, ci.name);

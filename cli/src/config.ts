@@ -2,7 +2,8 @@
  * What the command line reads from the environment (the CLI's one config module).
  * @module
  */
-import { type BusOptions, envString, loadBusOptions, processEnv } from "@reward-mesh/sdk";
+import { dirname, join } from "node:path";
+import { type BusOptions, envEnum, envString, loadBusOptions, processEnv } from "@reward-mesh/sdk";
 
 /** Options of the CLI process. */
 export interface CliConfig {
@@ -13,6 +14,17 @@ export interface CliConfig {
    * @default ".nats/js" under the current directory
    */
   readonly natsStoreDir: string;
+  /**
+   * Whether the NATS server `up`/`demo` start runs with generated users and least-privilege
+   * permissions (`on`), or open to anonymous clients (`off`: an explicit opt-out for development).
+   * @default "on"
+   */
+  readonly natsAuth: "on" | "off";
+  /**
+   * Where `up` writes the generated NATS users (NKEY seeds, mode 0600) and the server configuration.
+   * @default "auth" next to the JetStream store (".nats/auth")
+   */
+  readonly natsAuthDir: string;
   /**
    * Where `up`/`demo` write the services' logs.
    * @default "runs/logs"
@@ -29,9 +41,12 @@ export interface CliConfig {
 
 /** Reads the CLI configuration. */
 export function loadCliConfig(env = processEnv()): CliConfig {
+  const natsStoreDir = envString(env, "REWARD_MESH_NATS_STORE", ".nats/js");
   return {
     bus: loadBusOptions(env),
-    natsStoreDir: envString(env, "REWARD_MESH_NATS_STORE", ".nats/js"),
+    natsStoreDir,
+    natsAuth: envEnum(env, "REWARD_MESH_NATS_AUTH", ["on", "off"], "on"),
+    natsAuthDir: envString(env, "REWARD_MESH_NATS_AUTH_DIR", join(dirname(natsStoreDir), "auth")),
     logDir: envString(env, "REWARD_MESH_LOG_DIR", "runs/logs"),
     python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
     env,

@@ -33,6 +33,8 @@ commands:
 
 services: ${SERVICES.map((s) => s.name).join(", ")}
 environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL, OTEL_*
+  NATS credentials: NATS_NKEY_SEED_FILE | NATS_CREDS_FILE | NATS_USER + NATS_PASSWORD | NATS_TOKEN, NATS_TLS_CA_FILE,
+  NATS_TLS_CERT_FILE + NATS_TLS_KEY_FILE, NATS_INBOX_PREFIX; REWARD_MESH_NATS_AUTH=off: up/demo's NATS without users (development)
 `;
 
 async function main(argv: readonly string[]): Promise<number> {

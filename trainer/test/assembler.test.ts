@@ -30,7 +30,7 @@ const result = (runId: string, step: number, groupId: string, index: number, ser
     components: [{ name: "c", value, status: ComponentStatus.OK }],
   });
 
-// Rollout ids are unique per run (the trainer prefixes the run id), as Nats-Msg-Id de-duplication needs.
+// Rollout ids are unique per run (the trainer prefixes the run id): a result's subject ends with it.
 const group = (runId: string, step: number, groupId: string) => ({
   groupId,
   step,
@@ -44,12 +44,11 @@ describe("GroupAssembler", () => {
     try {
       asm.expect(group("asm1", 1, "g1"));
       await publishReward(bus.js, result("asm1", 1, "g1", 0, "a"), "t");
-      // A re-published result (same Nats-Msg-Id) is stored once; one that bypassed de-duplication is ignored by key.
-      await publishReward(bus.js, result("asm1", 1, "g1", 0, "a", 5), "t2");
+      // A re-published result (same subject) is stored once; one that bypassed the check is ignored by key.
+      assert.equal((await publishReward(bus.js, result("asm1", 1, "g1", 0, "a", 5), "t2")).duplicate, true);
       await bus.js.publish(
-        "mesh.rewards.asm1.a",
+        "mesh.rewards.asm1.a.asm1-g1-0",
         toBinary(RewardResultSchema, result("asm1", 1, "g1", 0, "a", 7)),
-        { msgID: "other-id" },
       );
       await publishReward(bus.js, result("asm1", 1, "g1", 1, "a"), "t");
       await publishReward(bus.js, result("asm1", 1, "g1", 0, "b"), "t");
@@ -66,6 +65,36 @@ describe("GroupAssembler", () => {
       const s = asm.stats();
       assert.ok(s.duplicates >= 1);
       assert.equal(s.unexpected, 1);
+    } finally {
+      await asm.close();
+    }
+  });
+
+  it("ignores a result whose payload claims another service, run or rollout than its subject", async () => {
+    const asm = await createGroupAssembler({ bus, runId: "asm9" });
+    try {
+      asm.expect(group("asm9", 1, "g1"));
+      // Service c's subject, but the payload says it is b's result (a forgery NATS permissions allow c).
+      await bus.js.publish(
+        "mesh.rewards.asm9.c.asm9-g1-0",
+        toBinary(RewardResultSchema, result("asm9", 1, "g1", 0, "b", 99)),
+      );
+      // ... and under another rollout's subject.
+      await bus.js.publish(
+        "mesh.rewards.asm9.b.asm9-elsewhere",
+        toBinary(RewardResultSchema, result("asm9", 1, "g1", 0, "b", 98)),
+      );
+      for (const [i, s] of [
+        [0, "a"],
+        [1, "a"],
+        [0, "b"],
+        [1, "b"],
+      ] as const)
+        await publishReward(bus.js, result("asm9", 1, "g1", i, s), "t");
+      const [g] = await asm.collect(["g1"], Date.now() + 10_000);
+      assert.equal(g!.complete, true);
+      assert.equal(g!.results[0]!.get("b")!.components[0]!.value, 1, "b's real result is the one used");
+      assert.equal(asm.stats().mismatched, 2);
     } finally {
       await asm.close();
     }

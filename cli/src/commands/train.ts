@@ -138,8 +138,11 @@ export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingRe
   const ownMesh = !mesh && o.withMesh;
   if (ownMesh) mesh = await startMesh(o.cli, { services: servicesOf(o.config) });
   try {
+    // With a mesh of ours, the trainer connects as the mesh's trainer user.
     const bus = await openBus(
-      { ...o.cli.bus, natsUrl: mesh?.natsUrl ?? o.cli.bus.natsUrl },
+      mesh
+        ? { ...o.cli.bus, natsUrl: mesh.natsUrl, ...(mesh.trainerAuth ? { auth: mesh.trainerAuth } : {}) }
+        : o.cli.bus,
       `trainer-${o.config.runId}`,
     );
     const handle = await learnerFor(o.config, o.cli);

@@ -1,19 +1,21 @@
 /**
  * `reward-mesh up`: the whole mesh on this machine. Ensures NATS JetStream at `NATS_URL` (starting
- * `nats-server -js` when nothing answers), starts every available service as its own process on a free
- * port, waits until each reports SERVING over gRPC health, prints the addresses, and stops everything
- * cleanly on Ctrl-C / SIGTERM.
+ * `nats-server -js` with generated users and least-privilege permissions when nothing answers: see
+ * `mesh-nats.ts`), starts every available service as its own process on a free port with its own NATS
+ * credentials, waits until each reports SERVING over gRPC health, prints the addresses, and stops
+ * everything cleanly on Ctrl-C / SIGTERM.
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Writable } from "node:stream";
-import { ensureNats, freePort, type LocalNats, waitServing } from "@reward-mesh/sdk";
+import { freePort, type NatsAuthOptions, waitServing } from "@reward-mesh/sdk";
 import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { parseFlags, UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
+import { startMeshNats } from "./mesh-nats.js";
 
 /** One service process started by {@link startMesh}. */
 export interface MeshProcess {
@@ -28,6 +30,10 @@ export interface RunningMesh {
   readonly natsUrl: string;
   /** True when `up` started NATS itself. */
   readonly natsStarted: boolean;
+  /** The trainer's NATS credentials (undefined: anonymous, with `REWARD_MESH_NATS_AUTH=off`). */
+  readonly trainerAuth: NatsAuthOptions | undefined;
+  /** Where the generated NATS users are, when `up` generated them. */
+  readonly credentialsDir: string | undefined;
   readonly services: readonly MeshProcess[];
   /** SIGTERM every service (graceful drain), wait for them, then stop NATS if we started it. */
   stop(): Promise<void>;
@@ -77,7 +83,8 @@ function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
 export async function startMesh(config: CliConfig, options: StartMeshOptions = {}): Promise<RunningMesh> {
   const names = options.services ?? SERVICES.map((s) => s.name);
   const entries = names.map(serviceEntry);
-  const nats: LocalNats = await ensureNats(config.bus.natsUrl, { storeDir: resolve(config.natsStoreDir) });
+  const meshNats = await startMeshNats(config);
+  const nats = meshNats.nats;
   const logDir = resolve(config.logDir);
   mkdirSync(logDir, { recursive: true });
   const children: ChildProcess[] = [];
@@ -96,6 +103,7 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
         const child = spawn(process.execPath, ["--import", tsxImport(), e.mainPath()], {
           env: {
             ...telemetryDefaults(config.env),
+            ...meshNats.envFor(e.name),
             NATS_URL: nats.url,
             [`${e.envPrefix}_GRPC_PORT`]: String(port),
             [`${e.envPrefix}_GRPC_HOST`]: "127.0.0.1",
@@ -123,7 +131,14 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
     throw err;
   }
   started.sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name));
-  return { natsUrl: nats.url, natsStarted: nats.started, services: started, stop };
+  return {
+    natsUrl: nats.url,
+    natsStarted: nats.started,
+    trainerAuth: meshNats.trainerAuth,
+    credentialsDir: meshNats.credentialsDir,
+    services: started,
+    stop,
+  };
 }
 
 /** Prints the mesh table. */
@@ -131,6 +146,13 @@ export function printMesh(mesh: RunningMesh, out: Writable): void {
   out.write(
     `NATS JetStream  ${mesh.natsUrl}${mesh.natsStarted ? "  (started by reward-mesh)" : "  (already running)"}\n`,
   );
+  if (mesh.credentialsDir) {
+    const t = mesh.trainerAuth;
+    out.write(
+      `NATS users      ${mesh.credentialsDir}  (one NKEY per role, least privilege; anonymous clients refused)\n` +
+        `                trainer: NATS_NKEY_SEED_FILE=${t?.nkeySeedFile} NATS_INBOX_PREFIX=${t?.inboxPrefix} reward-mesh train ...\n`,
+    );
+  }
   for (const s of mesh.services)
     out.write(`${s.name.padEnd(14)} ${s.address.padEnd(22)} pid ${s.pid}  log ${s.logFile}\n`);
 }

@@ -117,7 +117,7 @@ it("scores agent rollouts published on JetStream", async () => {
   const got = await readStream(
     bus,
     Streams.rewards,
-    `mesh.rewards.${runId}.agentdojo`,
+    `mesh.rewards.${runId}.agentdojo.*`,
     (d) => fromBinary(RewardResultSchema, d),
     1,
   );

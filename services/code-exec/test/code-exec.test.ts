@@ -98,7 +98,7 @@ it("scores code rollouts published on JetStream", async () => {
   const got = await readStream(
     bus,
     Streams.rewards,
-    `mesh.rewards.${runId}.code-exec`,
+    `mesh.rewards.${runId}.code-exec.*`,
     (d) => fromBinary(RewardResultSchema, d),
     2,
   );

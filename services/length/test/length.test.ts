@@ -70,7 +70,7 @@ it("scores rollouts of every domain published on JetStream", async () => {
   const got = await readStream(
     bus,
     Streams.rewards,
-    `mesh.rewards.${runId}.length`,
+    `mesh.rewards.${runId}.length.*`,
     (d) => fromBinary(RewardResultSchema, d),
     3,
   );

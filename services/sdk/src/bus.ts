@@ -1,7 +1,13 @@
 /**
  * The mesh's NATS JetStream plumbing shared by services, the trainer, tests and benchmarks:
- * connection, stream provisioning, and publishing with `Nats-Msg-Id` de-duplication and trace context.
- * Uses the maintained v3 clients (`@nats-io/transport-node`, `@nats-io/jetstream`).
+ * connection (credentials and TLS from {@link NatsAuthOptions}), stream provisioning, and publishing with
+ * de-duplication and trace context. Uses the maintained v3 clients (`@nats-io/transport-node`,
+ * `@nats-io/jetstream`).
+ *
+ * De-duplication: rollouts carry `Nats-Msg-Id = rollout.id` (only the trainer may publish them); a reward
+ * is stored once per subject `mesh.rewards.<run>.<service>.<rollout>` (`Nats-Expected-Last-Subject-Sequence:
+ * 0`), a subject only that service may publish to, so no other publisher can make the real result the
+ * duplicate.
  * @module
  */
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -34,11 +40,12 @@ import {
   type Rollout,
   RolloutSchema,
 } from "@reward-mesh/proto";
-import type { BusOptions } from "./config.js";
+import type { BusOptions, NatsAuthOptions } from "./config.js";
 import { UnavailableError } from "./errors.js";
+import { isAuthorizationError, isPermissionViolation, natsConnectionOptions } from "./nats-auth.js";
 import {
+  checkSubjectToken,
   dlqSubject,
-  rewardMsgId,
   rewardSubject,
   rolloutSubject,
   StreamSubjects,
@@ -51,10 +58,16 @@ import { taskDomain } from "./validate.js";
 /** Header naming the process instance that published a reward (replica accounting, debugging). */
 export const INSTANCE_HEADER = "Mesh-Instance";
 
-/** Connects to NATS; reconnects forever once connected. Throws {@link UnavailableError} if unreachable. */
-export async function connectBus(natsUrl: string, name: string): Promise<NatsConnection> {
+/**
+ * Connects to NATS with `auth` (none: anonymous); reconnects forever once connected. Throws
+ * {@link UnavailableError} if unreachable or if the server refuses the credentials, and `ConfigError`
+ * naming the variable if a key file is bad.
+ */
+export async function connectBus(natsUrl: string, name: string, auth?: NatsAuthOptions): Promise<NatsConnection> {
+  const credentials = natsConnectionOptions(auth);
   try {
     return await connect({
+      ...credentials,
       servers: natsUrl.split(",").map((s) => s.trim()),
       name,
       maxReconnectAttempts: -1,
@@ -64,12 +77,14 @@ export async function connectBus(natsUrl: string, name: string): Promise<NatsCon
       noAsyncTraces: true,
     });
   } catch (err) {
-    throw new UnavailableError(
-      `NATS at ${natsUrl} is not reachable: ${err instanceof Error ? err.message : String(err)}`,
-      {
-        cause: err,
-      },
-    );
+    const why = err instanceof Error ? err.message : String(err);
+    if (isAuthorizationError(err)) {
+      throw new UnavailableError(
+        `NATS at ${natsUrl} refused the connection (${why}): ${credentials.authenticator ? "check the credentials in NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_NKEY_SEED_FILE or NATS_CREDS_FILE" : "it requires credentials; set NATS_NKEY_SEED_FILE, NATS_CREDS_FILE, NATS_USER/NATS_PASSWORD or NATS_TOKEN"}`,
+        { cause: err },
+      );
+    }
+    throw new UnavailableError(`NATS at ${natsUrl} is not reachable: ${why}`, { cause: err });
   }
 }
 
@@ -89,35 +104,57 @@ function streamConfig(name: StreamName, o: BusOptions): Partial<StreamConfig> & 
 /**
  * Creates the four mesh streams (file storage, limits retention) if missing, and updates their
  * retention settings if they differ. Idempotent; safe to call from every process at start.
+ *
+ * Under least privilege only the provisioning user (`reward-mesh up`'s admin) may create or update
+ * streams: for any other user a missing stream is an error saying so, and settings that differ from
+ * the provisioned ones are left as the provisioner set them.
  */
 export async function ensureStreams(jsm: JetStreamManager, o: BusOptions): Promise<void> {
   for (const name of Object.values(Streams)) {
     const want = streamConfig(name, o);
+    let info: Awaited<ReturnType<typeof jsm.streams.info>> | undefined;
     try {
-      const info = await jsm.streams.info(name);
-      const c = info.config;
-      if (
-        c.max_age !== want.max_age ||
-        c.max_bytes !== want.max_bytes ||
-        c.duplicate_window !== want.duplicate_window
-      ) {
+      info = await jsm.streams.info(name);
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) {
+        if (isPermissionViolation(err))
+          throw new UnavailableError(`this NATS user may not read stream ${name}'s info: ${String(err)}`, {
+            cause: err,
+          });
+        throw err;
+      }
+    }
+    if (!info) {
+      try {
+        await jsm.streams.add(want);
+      } catch (addErr) {
+        if (isPermissionViolation(addErr)) {
+          throw new UnavailableError(
+            `stream ${name} does not exist and this NATS user may not create it: start the mesh with \`reward-mesh up\` (which provisions the streams) or create them as the mesh's admin user`,
+            { cause: addErr },
+          );
+        }
+        // 10058: the name is taken with another config (another process won the race): keep theirs.
+        if (!(addErr instanceof JetStreamApiError && addErr.code === 10058)) throw addErr;
+      }
+      continue;
+    }
+    const c = info.config;
+    if (
+      c.max_age !== want.max_age ||
+      c.max_bytes !== want.max_bytes ||
+      c.duplicate_window !== want.duplicate_window
+    ) {
+      try {
         await jsm.streams.update(name, {
           ...c,
           max_age: want.max_age,
           max_bytes: want.max_bytes,
           duplicate_window: want.duplicate_window,
         });
-      }
-    } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) {
-        try {
-          await jsm.streams.add(want);
-        } catch (addErr) {
-          // 10058: the name is taken with another config (another process won the race): keep theirs.
-          if (!(addErr instanceof JetStreamApiError && addErr.code === 10058)) throw addErr;
-        }
-      } else {
-        throw err;
+      } catch (err) {
+        // Not the provisioner: the provisioned settings stand.
+        if (!isPermissionViolation(err)) throw err;
       }
     }
   }
@@ -132,9 +169,9 @@ export interface MeshBus {
   close(): Promise<void>;
 }
 
-/** Connects and provisions the mesh streams. */
+/** Connects (with `o.auth`) and provisions or checks the mesh streams. */
 export async function openBus(o: BusOptions, name: string): Promise<MeshBus> {
-  const nc = await connectBus(o.natsUrl, name);
+  const nc = await connectBus(o.natsUrl, name, o.auth);
   try {
     const jsm = await jetstreamManager(nc);
     await ensureStreams(jsm, o);
@@ -164,28 +201,49 @@ function tracedHeaders(ctx: Context | undefined): MsgHdrs {
  */
 export function publishRollout(js: JetStreamClient, rollout: Rollout, ctx?: Context): Promise<PubAck> {
   const subject = rolloutSubject(taskDomain(rollout.task), rollout.runId);
+  // Its result is published on a subject that ends with the rollout id.
+  checkSubjectToken("rollout.id", rollout.id);
   return js.publish(subject, toBinary(RolloutSchema, rollout), {
     msgID: rollout.id,
     headers: tracedHeaders(ctx),
   });
 }
 
-/** Publishes a reward result on `mesh.rewards.<run>.<service>` with `Nats-Msg-Id = <rollout>:<service>`. */
-export function publishReward(
+/** JetStream's "wrong last sequence" error: the per-subject expectation failed. */
+const WRONG_LAST_SEQUENCE = 10071;
+
+/**
+ * Publishes a reward result on `mesh.rewards.<run>.<service>.<rollout>`, stored only if that subject is
+ * still empty (`Nats-Expected-Last-Subject-Sequence: 0`). A result already stored there (a redelivered
+ * rollout scored again, a retried publish) resolves with `duplicate: true` and the stored sequence
+ * unknown (0). Throws `InvalidArgumentError` when the run, service or rollout id is not a subject token.
+ */
+export async function publishReward(
   js: JetStreamClient,
   result: RewardResult,
   instance: string,
   ctx?: Context,
 ): Promise<PubAck> {
+  const subject = rewardSubject(result.runId, result.service, result.rolloutId);
   const h = tracedHeaders(ctx);
   h.set(INSTANCE_HEADER, instance);
-  return js.publish(rewardSubject(result.runId, result.service), toBinary(RewardResultSchema, result), {
-    msgID: rewardMsgId(result.rolloutId, result.service),
-    headers: h,
-  });
+  try {
+    return await js.publish(subject, toBinary(RewardResultSchema, result), {
+      expect: { lastSubjectSequence: 0 },
+      headers: h,
+    });
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === WRONG_LAST_SEQUENCE)
+      return { stream: Streams.rewards, seq: 0, duplicate: true };
+    throw err;
+  }
 }
 
-/** Publishes a dead letter on `mesh.dlq.<service>`. */
+/**
+ * Publishes a dead letter on `mesh.dlq.<service>`. No `Nats-Msg-Id`: de-duplication is stream-wide, so
+ * another service could claim the id first and drop this letter. A letter whose publish is retried may
+ * therefore be stored twice; `(service, stream_sequence)` identifies it.
+ */
 export function publishDeadLetter(
   js: JetStreamClient,
   letter: Omit<DeadLetter, "$typeName" | "$unknown">,
@@ -194,10 +252,6 @@ export function publishDeadLetter(
   return js.publish(
     dlqSubject(letter.service),
     toBinary(DeadLetterSchema, create(DeadLetterSchema, letter)),
-    {
-      // One dead letter per original message and service, even if the rejection is retried.
-      msgID: `dlq:${letter.service}:${letter.streamSequence}`,
-      headers: tracedHeaders(ctx),
-    },
+    { headers: tracedHeaders(ctx) },
   );
 }

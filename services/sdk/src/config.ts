@@ -3,6 +3,7 @@
  * `process.env`. Blank values count as unset; bad values fail start-up with `'<KEY>' <problem>`.
  * @module
  */
+import { statSync } from "node:fs";
 import { ConfigError } from "./errors.js";
 
 /** An environment: `process.env` or a plain object in tests. */
@@ -78,6 +79,101 @@ export function executableSearchPath(env: Env = processEnv()): string[] {
     .filter((d) => d !== "");
 }
 
+/**
+ * How a process authenticates to NATS (and whether it uses TLS). At most one of user/password, token,
+ * NKEY seed or `.creds` file; TLS combines with any of them. Every path is checked at start-up.
+ */
+export interface NatsAuthOptions {
+  /** `NATS_USER` (with `NATS_PASSWORD`). */
+  readonly user?: string;
+  /** `NATS_PASSWORD` (with `NATS_USER`). */
+  readonly password?: string;
+  /** `NATS_TOKEN`. */
+  readonly token?: string;
+  /** `NATS_NKEY_SEED_FILE`: a file holding a user NKEY seed (`SU...`). */
+  readonly nkeySeedFile?: string;
+  /** `NATS_CREDS_FILE`: a `.creds` file (user JWT + seed; operator/JWT mode). */
+  readonly credsFile?: string;
+  /** `NATS_TLS_CA_FILE`: CA bundle that verifies the server (implies TLS). */
+  readonly tlsCaFile?: string;
+  /** `NATS_TLS_CERT_FILE`: client certificate (with `NATS_TLS_KEY_FILE`) for mutual TLS. */
+  readonly tlsCertFile?: string;
+  /** `NATS_TLS_KEY_FILE`: client key (with `NATS_TLS_CERT_FILE`). */
+  readonly tlsKeyFile?: string;
+  /**
+   * `NATS_INBOX_PREFIX`: prefix of this process's reply subjects (JetStream publish acks, pulled
+   * messages). With per-user permissions each user may subscribe only to its own prefix, so one user
+   * cannot read another's replies. @default "_INBOX"
+   */
+  readonly inboxPrefix?: string;
+}
+
+/** The environment variables of {@link NatsAuthOptions}, by option. */
+export const NatsAuthEnv = {
+  user: "NATS_USER",
+  password: "NATS_PASSWORD",
+  token: "NATS_TOKEN",
+  nkeySeedFile: "NATS_NKEY_SEED_FILE",
+  credsFile: "NATS_CREDS_FILE",
+  tlsCaFile: "NATS_TLS_CA_FILE",
+  tlsCertFile: "NATS_TLS_CERT_FILE",
+  tlsKeyFile: "NATS_TLS_KEY_FILE",
+  inboxPrefix: "NATS_INBOX_PREFIX",
+} as const satisfies Record<keyof NatsAuthOptions, string>;
+
+function envFile(env: Env, key: string): string | undefined {
+  const path = raw(env, key);
+  if (path === undefined) return undefined;
+  let isFile: boolean;
+  try {
+    isFile = statSync(path).isFile();
+  } catch (err) {
+    throw new ConfigError(key, `names a file that cannot be read: ${(err as Error).message}`, { cause: err });
+  }
+  if (!isFile) throw new ConfigError(key, `must name a file, got '${path}'`);
+  return path;
+}
+
+/**
+ * Reads {@link NatsAuthOptions} from `NATS_USER`, `NATS_PASSWORD`, `NATS_TOKEN`, `NATS_NKEY_SEED_FILE`,
+ * `NATS_CREDS_FILE`, `NATS_TLS_CA_FILE`, `NATS_TLS_CERT_FILE`, `NATS_TLS_KEY_FILE`, `NATS_INBOX_PREFIX`.
+ * Files must exist; their contents are checked when connecting (still at start-up).
+ */
+export function loadNatsAuthOptions(env: Env = processEnv()): NatsAuthOptions {
+  const E = NatsAuthEnv;
+  const o: Record<string, string | undefined> = {
+    user: raw(env, E.user),
+    password: raw(env, E.password),
+    token: raw(env, E.token),
+    nkeySeedFile: envFile(env, E.nkeySeedFile),
+    credsFile: envFile(env, E.credsFile),
+    tlsCaFile: envFile(env, E.tlsCaFile),
+    tlsCertFile: envFile(env, E.tlsCertFile),
+    tlsKeyFile: envFile(env, E.tlsKeyFile),
+    inboxPrefix: raw(env, E.inboxPrefix),
+  };
+  if ((o["user"] === undefined) !== (o["password"] === undefined)) {
+    const [set, unset] = o["user"] === undefined ? [E.password, E.user] : [E.user, E.password];
+    throw new ConfigError(unset, `must be set together with ${set}`);
+  }
+  if ((o["tlsCertFile"] === undefined) !== (o["tlsKeyFile"] === undefined)) {
+    const [set, unset] =
+      o["tlsCertFile"] === undefined ? [E.tlsKeyFile, E.tlsCertFile] : [E.tlsCertFile, E.tlsKeyFile];
+    throw new ConfigError(unset, `must be set together with ${set} (mutual TLS needs both)`);
+  }
+  const methods = (["user", "token", "nkeySeedFile", "credsFile"] as const).filter((k) => o[k] !== undefined);
+  if (methods.length > 1) {
+    throw new ConfigError(
+      E[methods[1]!],
+      `cannot be combined with ${E[methods[0]!]}: set one way to authenticate to NATS`,
+    );
+  }
+  if (o["inboxPrefix"] !== undefined && !/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(o["inboxPrefix"])) {
+    throw new ConfigError(E.inboxPrefix, `must be a NATS subject without wildcards, got '${o["inboxPrefix"]}'`);
+  }
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as NatsAuthOptions;
+}
+
 /** Options shared by every mesh process that talks to NATS. */
 export interface BusOptions {
   /**
@@ -105,9 +201,15 @@ export interface BusOptions {
    * @default 1
    */
   readonly streamReplicas: number;
+  /**
+   * Credentials and TLS (`NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_NKEY_SEED_FILE`,
+   * `NATS_CREDS_FILE`, `NATS_TLS_*`, `NATS_INBOX_PREFIX`).
+   * @default none — an anonymous, plain-text connection (what a server with auth on refuses)
+   */
+  readonly auth?: NatsAuthOptions;
 }
 
-/** Reads {@link BusOptions} from `NATS_URL` and `MESH_STREAM_*`. */
+/** Reads {@link BusOptions} from `NATS_URL`, the NATS credential variables and `MESH_STREAM_*`. */
 export function loadBusOptions(env: Env = processEnv()): BusOptions {
   return {
     natsUrl: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
@@ -115,6 +217,7 @@ export function loadBusOptions(env: Env = processEnv()): BusOptions {
     streamMaxBytes: envInt(env, "MESH_STREAM_MAX_BYTES", -1, -1),
     duplicateWindowMs: envInt(env, "MESH_DUPLICATE_WINDOW_MS", 120_000, 1_000),
     streamReplicas: envInt(env, "MESH_STREAM_REPLICAS", 1, 1, 5),
+    auth: loadNatsAuthOptions(env),
   };
 }
 

@@ -19,7 +19,7 @@ export type {
   ScoreCallOptions,
 } from "./service.js";
 export { defineRewardService } from "./service.js";
-export type { Env, BusOptions, ServiceRuntimeOptions } from "./config.js";
+export type { Env, BusOptions, NatsAuthOptions, ServiceRuntimeOptions } from "./config.js";
 export {
   envBool,
   envEnum,
@@ -27,6 +27,8 @@ export {
   envNumber,
   envString,
   loadBusOptions,
+  loadNatsAuthOptions,
+  NatsAuthEnv,
   loadServiceRuntimeOptions,
   processEnv,
 } from "./config.js";
@@ -63,9 +65,26 @@ export {
   ensureNats,
   findNatsServerBinary,
   isJetStreamReachable,
+  NatsAuthRefusedError,
   startNatsServer,
   waitForJetStream,
 } from "./local-nats.js";
+export {
+  isAuthorizationError,
+  isPermissionViolation,
+  natsAuthEnv,
+  natsConnectionOptions,
+} from "./nats-auth.js";
+export type { MeshAuth, NatsPermissions, ServiceIdentity } from "./nats-accounts.js";
+export {
+  adminPermissions,
+  inboxPrefixOf,
+  MESH_ACCOUNT,
+  servicePermissions,
+  serviceUser,
+  trainerPermissions,
+  writeMeshAuth,
+} from "./nats-accounts.js";
 export { freePort } from "./net.js";
 export type { WaitServingOptions } from "./health-client.js";
 export { waitServing } from "./health-client.js";
@@ -83,7 +102,7 @@ export {
   consumerName,
   dlqSubject,
   isSubjectToken,
-  rewardMsgId,
+  parseRewardSubject,
   rewardSubject,
   rolloutSubject,
   StreamSubjects,

@@ -11,8 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { envString, executableSearchPath, processEnv } from "./config.js";
-import { UnavailableError } from "./errors.js";
+import { envString, executableSearchPath, type NatsAuthOptions, processEnv } from "./config.js";
+import { MeshError, UnavailableError } from "./errors.js";
+import { isAuthorizationError, natsConnectionOptions } from "./nats-auth.js";
 
 /** A NATS server this process started (or found already running). */
 export interface LocalNats {
@@ -41,6 +42,14 @@ export interface StartNatsOptions {
   readonly storeDir?: string;
   /** @default 15000 */
   readonly readyTimeoutMs?: number;
+  /**
+   * A `nats-server` configuration file (accounts, users, permissions: see `writeMeshAuth`); the
+   * command-line flags (host, port, store, `-js`) still apply on top of it.
+   * @default none — an open server that accepts anonymous clients
+   */
+  readonly configFile?: string;
+  /** Credentials the readiness check connects with (a server with auth refuses anonymous clients). */
+  readonly auth?: NatsAuthOptions;
 }
 
 /** The nats-server binary to use, or undefined if none is installed. */
@@ -54,14 +63,23 @@ export function findNatsServerBinary(explicit?: string): string | undefined {
   return existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : undefined;
 }
 
-/** Polls until `url` answers a JetStream request or `deadline` passes. */
-export async function waitForJetStream(url: string, deadline: number, child?: ChildProcess): Promise<void> {
+/**
+ * Polls until `url` answers a JetStream request (connecting with `auth`) or `deadline` passes. A server
+ * that refuses the credentials fails at once: it is up, and waiting will not change its mind.
+ */
+export async function waitForJetStream(
+  url: string,
+  deadline: number,
+  child?: ChildProcess,
+  auth?: NatsAuthOptions,
+): Promise<void> {
   let lastErr: unknown;
+  const credentials = natsConnectionOptions(auth);
   while (Date.now() < deadline) {
     if (child && child.exitCode !== null)
       throw new UnavailableError(`nats-server exited with code ${child.exitCode}`);
     try {
-      const nc = await connect({ servers: url, timeout: 1000, reconnect: false });
+      const nc = await connect({ ...credentials, servers: url, timeout: 1000, reconnect: false });
       try {
         const jsm = await jetstreamManager(nc, { timeout: 2000 });
         await jsm.getAccountInfo();
@@ -70,6 +88,7 @@ export async function waitForJetStream(url: string, deadline: number, child?: Ch
         await nc.close();
       }
     } catch (err) {
+      if (isAuthorizationError(err)) throw new NatsAuthRefusedError(url, err);
       lastErr = err;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -77,6 +96,18 @@ export async function waitForJetStream(url: string, deadline: number, child?: Ch
   throw new UnavailableError(`NATS JetStream at ${url} did not become ready: ${String(lastErr)}`, {
     cause: lastErr,
   });
+}
+
+/** A NATS server answers at `url` but refuses this client's credentials (or anonymous clients). */
+export class NatsAuthRefusedError extends MeshError {
+  override readonly name = "NatsAuthRefusedError";
+  /** Other credentials may work; the same ones will not. */
+  readonly retryable = false;
+  constructor(url: string, cause: unknown) {
+    super(`NATS at ${url} refused the connection: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
+  }
 }
 
 /** Starts `nats-server -js` and waits until JetStream answers. */
@@ -100,6 +131,7 @@ export async function startNatsServer(options: StartNatsOptions = {}): Promise<L
     storeDir,
     "--ports_file_dir",
     work,
+    ...(options.configFile ? ["-c", options.configFile] : []),
   ];
   const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
@@ -129,7 +161,7 @@ export async function startNatsServer(options: StartNatsOptions = {}): Promise<L
       }
       if (!url) await new Promise((r) => setTimeout(r, 20));
     }
-    await waitForJetStream(url, deadline, child);
+    await waitForJetStream(url, deadline, child, options.auth);
     return { url, started: true, stop: cleanup, kill: () => child.kill("SIGKILL") };
   } catch (err) {
     await cleanup();
@@ -137,25 +169,34 @@ export async function startNatsServer(options: StartNatsOptions = {}): Promise<L
   }
 }
 
-/** True when a NATS server with JetStream answers at `url` within `timeoutMs`. */
-export async function isJetStreamReachable(url: string, timeoutMs = 1500): Promise<boolean> {
+/**
+ * True when a NATS server with JetStream answers at `url` within `timeoutMs` (connecting with `auth`).
+ * Throws {@link NatsAuthRefusedError} when one answers but refuses the credentials.
+ */
+export async function isJetStreamReachable(
+  url: string,
+  timeoutMs = 1500,
+  auth?: NatsAuthOptions,
+): Promise<boolean> {
   try {
-    await waitForJetStream(url, Date.now() + timeoutMs);
+    await waitForJetStream(url, Date.now() + timeoutMs, undefined, auth);
     return true;
-  } catch {
+  } catch (err) {
+    if (err instanceof NatsAuthRefusedError) throw err;
     return false;
   }
 }
 
 /**
- * Uses the NATS at `url` if it answers, else starts `nats-server -js` on that URL's host and port with
- * its store in `storeDir`.
+ * Uses the NATS at `url` if it answers (to `options.auth`), else starts `nats-server -js` on that URL's
+ * host and port with its store in `storeDir` (and `configFile`, when given).
  */
 export async function ensureNats(
   url: string,
   options: Omit<StartNatsOptions, "host" | "port"> = {},
 ): Promise<LocalNats> {
-  if (await isJetStreamReachable(url)) return { url, started: false, stop: async () => {}, kill: () => {} };
+  if (await isJetStreamReachable(url, 1500, options.auth))
+    return { url, started: false, stop: async () => {}, kill: () => {} };
   const u = new URL(url.split(",")[0]!.trim());
   const host = u.hostname === "localhost" ? "127.0.0.1" : u.hostname;
   if (host !== "127.0.0.1" && host !== "::1") {

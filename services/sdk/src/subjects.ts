@@ -46,9 +46,22 @@ export function rolloutSubject(domain: string, runId: string): string {
   return `mesh.rollouts.${checkSubjectToken("domain", domain)}.${checkSubjectToken("run_id", runId)}`;
 }
 
-/** `mesh.rewards.<run>.<service>` */
-export function rewardSubject(runId: string, service: string): string {
-  return `mesh.rewards.${checkSubjectToken("run_id", runId)}.${checkSubjectToken("service", service)}`;
+/**
+ * `mesh.rewards.<run>.<service>.<rollout>`: one subject per result, so "stored once" is the server's
+ * per-subject check (`Nats-Expected-Last-Subject-Sequence: 0`) on a subject only `<service>` may publish
+ * to — not a stream-wide `Nats-Msg-Id` that any publisher could claim first.
+ */
+export function rewardSubject(runId: string, service: string, rolloutId: string): string {
+  return `mesh.rewards.${checkSubjectToken("run_id", runId)}.${checkSubjectToken("service", service)}.${checkSubjectToken("rollout_id", rolloutId)}`;
+}
+
+/** The run, service and rollout a reward subject names; undefined when `subject` is not one. */
+export function parseRewardSubject(
+  subject: string,
+): { runId: string; service: string; rolloutId: string } | undefined {
+  const t = subject.split(".");
+  if (t.length !== 5 || t[0] !== "mesh" || t[1] !== "rewards") return undefined;
+  return { runId: t[2]!, service: t[3]!, rolloutId: t[4]! };
 }
 
 /** `mesh.advantages.<run>` */
@@ -66,7 +79,3 @@ export function consumerName(service: string, domain: string): string {
   return `${checkSubjectToken("service", service)}--${checkSubjectToken("domain", domain)}`;
 }
 
-/** `Nats-Msg-Id` of a reward result: one stored result per (rollout, service). */
-export function rewardMsgId(rolloutId: string, service: string): string {
-  return `${rolloutId}:${service}`;
-}

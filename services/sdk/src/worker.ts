@@ -3,9 +3,9 @@
  * `MESH_ROLLOUTS`, shared by all replicas (work is spread, each message acked once).
  *
  * Per message: decode → validate → score (bounded by the service's limiter) → publish the
- * `RewardResult` with `Nats-Msg-Id` → ack. The ack comes only after the publish is stored, so a crash at
- * any point loses nothing, and a redelivered rollout's re-published result is dropped by JetStream's
- * de-duplication. Bad input (undecodable, invalid) goes to `mesh.dlq.<service>` with the reason and is
+ * `RewardResult` on its own subject `mesh.rewards.<run>.<service>.<rollout>` → ack. The ack comes only
+ * after the publish is stored, so a crash at any point loses nothing, and a redelivered rollout's
+ * re-published result is refused by the server (the subject already holds one) and counted as a duplicate. Bad input (undecodable, invalid) goes to `mesh.dlq.<service>` with the reason and is
  * terminated; infrastructure errors are nak'ed with exponential back-off until `maxDeliver`, then
  * dead-lettered too. Nothing is retried forever and nothing is dropped silently.
  * @module

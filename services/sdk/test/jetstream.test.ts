@@ -79,7 +79,7 @@ describe("JetStream worker", () => {
   const rewards = (n: number) =>
     readStream(bus, Streams.rewards, `mesh.rewards.${runId}.>`, (d) => fromBinary(RewardResultSchema, d), n);
 
-  it("publishes each reward on mesh.rewards.<run>.<service> with the publisher's trace", async () => {
+  it("publishes each reward on mesh.rewards.<run>.<service>.<rollout> with the publisher's trace", async () => {
     await worker();
     exporter.reset();
     const parent = trace.getTracer("test").startSpan("trainer.publish");
@@ -91,8 +91,8 @@ describe("JetStream worker", () => {
     assert.equal(got.length, 10);
     const traceId = parent.spanContext().traceId;
     for (const m of got) {
-      assert.equal(m.subject, `mesh.rewards.${runId}.echo`);
-      assert.equal(m.headers["Nats-Msg-Id"], `${m.value.rolloutId}:echo`);
+      assert.equal(m.subject, `mesh.rewards.${runId}.echo.${m.value.rolloutId}`);
+      assert.equal(m.headers["Nats-Msg-Id"], undefined, "no stream-wide id another publisher could claim");
       assert.ok(
         m.headers["traceparent"]?.includes(traceId),
         `traceparent ${m.headers["traceparent"]} carries ${traceId}`,
@@ -237,7 +237,7 @@ describe("JetStream worker", () => {
     const got = await readStream(
       bus,
       Streams.rewards,
-      `mesh.rewards.${runId}.twodom`,
+      `mesh.rewards.${runId}.twodom.*`,
       (d) => fromBinary(RewardResultSchema, d),
       120,
     );
@@ -247,7 +247,7 @@ describe("JetStream worker", () => {
     assert.ok(Date.now() - t0 < 2_000, "stop() returned promptly");
   });
 
-  it("de-duplicates a re-published result by Nats-Msg-Id", async () => {
+  it("stores a re-published result once: its subject already holds one", async () => {
     const w = await worker();
     const r = makeRollout({ runId });
     await publishRollout(bus.js, r);
@@ -272,5 +272,28 @@ describe("JetStream worker", () => {
     const all = await rewards(40);
     assert.equal(all.length, 40);
     assert.equal(new Set(all.map((m) => m.value.rolloutId)).size, 40);
+  });
+
+  it("dead-letters a rollout whose id cannot end its result's subject", async () => {
+    const letters = () =>
+      readStream(bus, Streams.dlq, "mesh.dlq.echo", (d) => fromBinary(DeadLetterSchema, d), 0, 0);
+    const before = (await letters()).length;
+    await worker();
+    const odd = makeRollout({ runId, id: "has.a dot" });
+    await bus.js.publish(`mesh.rollouts.custom.${runId}`, toBinary(RolloutSchema, odd), {
+      msgID: `${runId}-odd`,
+    });
+    assert.throws(() => publishRollout(bus.js, odd), /'rollout\.id' must match \[A-Za-z0-9_-\]\+/);
+    const dlq = await readStream(
+      bus,
+      Streams.dlq,
+      "mesh.dlq.echo",
+      (d) => fromBinary(DeadLetterSchema, d),
+      before + 1,
+    );
+    const letter = dlq.find((m) => m.value.subject === `mesh.rollouts.custom.${runId}`);
+    assert.ok(letter, "dead-lettered");
+    assert.equal(fromBinary(RolloutSchema, letter.value.payload).id, odd.id);
+    assert.match(letter.value.reason, /'rollout_id' must match \[A-Za-z0-9_-\]\+/);
   });
 });

@@ -126,7 +126,7 @@ describe("process entrypoint with JetStream", () => {
     const got = await readStream(
       bus,
       Streams.rewards,
-      `mesh.rewards.${runId}.tool-call`,
+      `mesh.rewards.${runId}.tool-call.*`,
       (d) => fromBinary(RewardResultSchema, d),
       2,
     );

@@ -5,6 +5,10 @@
  * ignored by `(rollout, service)`; results that arrive before their group is registered (out of order,
  * or after a restart) are held until it is; results of steps already applied are late and dropped.
  *
+ * Provenance: a result counts only when its payload's run, service and rollout are the ones its subject
+ * `mesh.rewards.<run>.<service>.<rollout>` names — the subject is what NATS lets only that service publish
+ * to, so a service cannot pass off a result as another's (counted as `mismatched` and ignored).
+ *
  * Restart safety: results are acked as soon as they are held in memory, and a restarted trainer replays
  * the stream from the start of the step in progress (`replaySince`), so a crash loses no complete group.
  * @module
@@ -20,7 +24,14 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { type RewardResult, RewardResultSchema } from "@reward-mesh/proto";
-import { checkSubjectToken, type Logger, type MeshBus, silentLogger, Streams } from "@reward-mesh/sdk";
+import {
+  checkSubjectToken,
+  type Logger,
+  type MeshBus,
+  parseRewardSubject,
+  silentLogger,
+  Streams,
+} from "@reward-mesh/sdk";
 
 /** A group the trainer published and waits for. */
 export interface ExpectedGroup {
@@ -53,6 +64,8 @@ export interface AssemblerStats {
   readonly unexpected: number;
   /** Results held before their group was registered. */
   readonly outOfOrder: number;
+  /** Results whose payload names another run, service or rollout than their subject (ignored). */
+  readonly mismatched: number;
 }
 
 interface GroupState {
@@ -104,7 +117,7 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   const orphans = new Map<string, RewardResult[]>(); // by group id
   const seen = new Set<string>(); // rolloutId \0 service of results already placed
   let appliedThrough = -1;
-  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0 };
+  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0, mismatched: 0 };
 
   const place = (st: GroupState, r: RewardResult): void => {
     const i = st.index.get(r.rolloutId);
@@ -148,9 +161,25 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
     stats.outOfOrder++;
   };
 
+  /** The result in `m` if its subject vouches for it (see Provenance above). */
+  const provenResult = (m: JsMsg): RewardResult | undefined => {
+    const r = fromBinary(RewardResultSchema, m.data);
+    const s = parseRewardSubject(m.subject);
+    if (!s || s.runId !== r.runId || s.service !== r.service || s.rolloutId !== r.rolloutId) {
+      stats.mismatched++;
+      logger.warn(
+        { subject: m.subject, runId: r.runId, service: r.service, rolloutId: r.rolloutId },
+        "reward result does not match its subject; ignored",
+      );
+      return undefined;
+    }
+    return r;
+  };
+
   const handle = (m: JsMsg): void => {
     try {
-      accept(fromBinary(RewardResultSchema, m.data));
+      const r = provenResult(m);
+      if (r) accept(r);
     } catch (err) {
       // A reward the mesh itself published cannot be undecodable unless something else writes there.
       logger.warn({ err: String(err), subject: m.subject, seq: m.seq }, "undecodable reward result ignored");
@@ -246,7 +275,8 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
         for await (const m of batch) {
           got++;
           n++;
-          accept(fromBinary(RewardResultSchema, m.data));
+          const r = provenResult(m);
+          if (r) accept(r);
         }
         if (got === 0) break;
         pending -= got;

@@ -5,11 +5,15 @@
  */
 import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type Rollout, RolloutSchema } from "@reward-mesh/proto";
 import type { BusOptions, ServiceRuntimeOptions } from "../config.js";
 import { waitServing } from "../health-client.js";
 import { freePort } from "../net.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
+import { type MeshAuth, type ServiceIdentity, writeMeshAuth } from "../nats-accounts.js";
 
 export type { LocalNats };
 export type { StoredMessage } from "../stream-reader.js";
@@ -18,6 +22,37 @@ export { readStream } from "../stream-reader.js";
 /** Starts a private JetStream server on a free port (call `stop()` in `after`). */
 export function startTestNats(): Promise<LocalNats> {
   return startNatsServer({ port: -1 });
+}
+
+/** A test server with the mesh's generated users (anonymous clients refused). */
+export interface SecuredTestNats extends LocalNats {
+  /** The generated users' credentials (`admin`, `trainer`, `services[name]`). */
+  readonly auth: MeshAuth;
+}
+
+/**
+ * Starts a private JetStream server on a free port with the users `reward-mesh up` generates (admin,
+ * trainer, one per service in `services`) in a temporary directory removed on `stop()`.
+ */
+export async function startSecuredTestNats(services: readonly ServiceIdentity[]): Promise<SecuredTestNats> {
+  const dir = await mkdtemp(join(tmpdir(), "reward-mesh-auth-"));
+  try {
+    const auth = await writeMeshAuth(dir, services);
+    const nats = await startNatsServer({ port: -1, configFile: auth.configFile, auth: auth.admin });
+    return {
+      url: nats.url,
+      started: nats.started,
+      kill: nats.kill,
+      auth,
+      async stop() {
+        await nats.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 let counter = 0;

@@ -53,7 +53,7 @@ export const ComponentRewardSchema: GenMessage<ComponentReward> = /*@__PURE__*/
   messageDesc(file_rewardmesh_v1_reward, 0);
 
 /**
- * Everything one service said about one rollout; published on `mesh.rewards.<run>.<service>`.
+ * Everything one service said about one rollout; published on `mesh.rewards.<run>.<service>.<rollout>`.
  *
  * @generated from message rewardmesh.v1.RewardResult
  */
