@@ -5,6 +5,9 @@
  * ignored by `(rollout, service)`; results that arrive before their group is registered (out of order,
  * or after a restart) are held until it is; results of steps already applied are late and dropped.
  *
+ * Results are offered to the `admit` check first (the run's result validation, `validation.ts`): a
+ * rejected result is never placed, so its slot stays empty as if it had never come.
+ *
  * Restart safety: results are acked as soon as they are held in memory, and a restarted trainer replays
  * the stream from the start of the step in progress (`replaySince`), so a crash loses no complete group.
  * @module
@@ -53,6 +56,8 @@ export interface AssemblerStats {
   readonly unexpected: number;
   /** Results held before their group was registered. */
   readonly outOfOrder: number;
+  /** Results refused by `admit` (never placed: their slot stays empty, as if they never came). */
+  readonly rejected: number;
 }
 
 interface GroupState {
@@ -70,6 +75,11 @@ export interface AssemblerOptions {
   readonly logger?: Logger;
   /** @default 60000 */
   readonly ackWaitMs?: number;
+  /**
+   * Checks each decoded result (and the subject it was read on) before it is used, live or replayed;
+   * false = rejected (the caller counts and logs why). @default admits everything
+   */
+  readonly admit?: (r: RewardResult, subject: string) => boolean;
 }
 
 /** The assembler. */
@@ -104,7 +114,8 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   const orphans = new Map<string, RewardResult[]>(); // by group id
   const seen = new Set<string>(); // rolloutId \0 service of results already placed
   let appliedThrough = -1;
-  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0 };
+  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0, rejected: 0 };
+  const admit = options.admit ?? (() => true);
 
   const place = (st: GroupState, r: RewardResult): void => {
     const i = st.index.get(r.rolloutId);
@@ -148,13 +159,22 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
     stats.outOfOrder++;
   };
 
-  const handle = (m: JsMsg): void => {
+  const take = (r: RewardResult, subject: string): void => {
+    if (admit(r, subject)) accept(r);
+    else stats.rejected++;
+  };
+
+  const decodeAndTake = (data: Uint8Array, subject: string, seq: number): void => {
     try {
-      accept(fromBinary(RewardResultSchema, m.data));
+      take(fromBinary(RewardResultSchema, data), subject);
     } catch (err) {
       // A reward the mesh itself published cannot be undecodable unless something else writes there.
-      logger.warn({ err: String(err), subject: m.subject, seq: m.seq }, "undecodable reward result ignored");
+      logger.warn({ err: String(err), subject, seq }, "undecodable reward result ignored");
     }
+  };
+
+  const handle = (m: JsMsg): void => {
+    decodeAndTake(m.data, m.subject, m.seq);
     m.ack();
   };
 
@@ -246,7 +266,7 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
         for await (const m of batch) {
           got++;
           n++;
-          accept(fromBinary(RewardResultSchema, m.data));
+          decodeAndTake(m.data, m.subject, m.seq);
         }
         if (got === 0) break;
         pending -= got;
