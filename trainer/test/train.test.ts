@@ -137,6 +137,10 @@ describe("training through the mesh", () => {
       "agentdojo/utility",
       "agentdojo/security",
     ]);
+    assert.ok(
+      lines.every((l) => Object.keys(l.rejectedResults ?? {}).length === 0),
+      "the real services' results all match their Describe",
+    );
   });
 
   it("a service that never returns results: groups are dropped at the deadline (or imputed) and the run goes on", async (t) => {
