@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { createLengthService } from "@reward-mesh/length";
+import { createLengthService, LENGTH_SERVICE_VERSION } from "@reward-mesh/length";
 import { ComponentStatus, RewardResultSchema } from "@reward-mesh/proto";
 import {
   defineRewardService,
@@ -123,7 +123,7 @@ describe("forged results on the bus", () => {
   it("are rejected, counted per service and reason, and never trained on", async () => {
     const runId = "forged";
     const rollout0 = `${runId}-s1-p0-0`;
-    const version = createLengthService({ maxLength: 1, cacheLength: 1, penaltyFactor: 1 }).version;
+    const version = LENGTH_SERVICE_VERSION;
     // Published before the run starts, on the subjects the trainer reads, each with its own msg id so
     // the genuine result is still stored (publish-first forgery is the bus's business: NATS permissions).
     const forge = async (
