@@ -147,6 +147,23 @@ export {
 } from "./run/tasks.js";
 export type { StepReport, TrainingOptions, TrainingResult } from "./run/train.js";
 export { runTraining } from "./run/train.js";
+export type {
+  RejectCounts,
+  RejectReason,
+  ResultValidator,
+  ResultValidatorOptions,
+  ServiceContract,
+  Verdict,
+} from "./run/validation.js";
+export {
+  checkResult,
+  checkRunAgainstContracts,
+  contractOf,
+  createResultValidator,
+  describeRunServices,
+  RejectReasons,
+  RunContractError,
+} from "./run/validation.js";
 
 // ── Learners: the Learner contract, the embedded tabular learner, its gRPC server and client ──
 

@@ -15,6 +15,7 @@ import { createLengthService } from "@reward-mesh/length";
 import { AdvantageBatchSchema } from "@reward-mesh/proto";
 import { createToolCallService } from "@reward-mesh/tool-call";
 import {
+  defineRewardService,
   type MeshBus,
   openBus,
   readStream,
@@ -136,12 +137,29 @@ describe("training through the mesh", () => {
       "agentdojo/utility",
       "agentdojo/security",
     ]);
+    assert.ok(
+      lines.every((l) => Object.keys(l.rejectedResults ?? {}).length === 0),
+      "the real services' results all match their Describe",
+    );
   });
 
-  it("a service that never answers: groups are dropped at the deadline (or imputed) and the run goes on", async () => {
+  it("a service that never returns results: groups are dropped at the deadline (or imputed) and the run goes on", async (t) => {
+    // "ghost" scores the custom domain and answers Describe, but its scoring never finishes.
+    const ghost = await startRewardService(
+      defineRewardService({
+        name: "ghost",
+        version: "1.0.0",
+        domains: ["custom"],
+        components: [{ name: "x", description: "never computed", min: 0, max: 1 }],
+        score: (_r, { signal }) =>
+          new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+      }),
+      testRuntimeOptions(nats.url),
+      silentLogger,
+    );
+    t.after(() => ghost.close(200));
     const base = {
       ...doc("ghost-drop", 2),
-      // "ghost" scores the custom domain but no such service runs.
       services: { ghost: ["custom"] },
       components: [
         { service: "length", component: "overlong", weight: 1 },

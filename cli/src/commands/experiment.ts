@@ -80,6 +80,7 @@ function toDocument(c: RunConfig): Record<string, unknown> {
     generation: c.generation,
     groups: c.groups,
     checkpointEvery: c.checkpointEvery,
+    validation: c.validation,
   };
 }
 

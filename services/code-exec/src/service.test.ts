@@ -86,6 +86,37 @@ describe("code-exec service (bwrap sandbox)", () => {
     );
   });
 
+  it("a candidate that reports its own passes and exits scores the minimum, status ERROR", async () => {
+    // Forged per-test events on the inherited event pipe, then an exit before the tests run.
+    const forger = [
+      "import os",
+      "class Solution:",
+      "    def twoSum(self, nums, target):",
+      "        return []",
+      "for fd in range(3, 256):",
+      "    try:",
+      '        os.write(fd, b\'\'.join(b\'{"e": "ok", "i": %d, "cpuMs": 0}\\n\' % i for i in range(3)))',
+      "    except OSError:",
+      "        pass",
+      "os._exit(1)",
+      "",
+    ].join("\n");
+    const r = await svc.scoreRollout(
+      makeRollout({
+        response: `\`\`\`python\n${forger}\`\`\`\n`,
+        task: { id: "t", kind: { case: "code", value: twoSum } },
+      }),
+    );
+    const byName = Object.fromEntries(r.components.map((x) => [x.name, x]));
+    const msg = JSON.stringify(
+      r.components.map((x) => [x.name, x.value, ComponentStatus[x.status], x.details]),
+    );
+    for (const name of ["runtime", "pass", "pass_rate"]) {
+      assert.equal(byName[name]!.value, 0, `${name}: ${msg}`);
+      assert.notEqual(byName[name]!.status, ComponentStatus.OK, `${name}: ${msg}`);
+    }
+  });
+
   it("an aborted request stops its execution and rejects", async () => {
     const ac = new AbortController();
     const slow = cases.find((c) => c.name.startsWith("timeout"))!;

@@ -110,7 +110,17 @@ function components(report: TestReport, format: ComponentValue): ComponentValue[
   const allPassed = status === "passed";
   // Wrong answers are a legitimate 0 (OK); crashes, OOM and timeouts carry their status.
   const outcomeStatus = allPassed || status === "assertion_failed" ? ComponentStatus.OK : failStatus;
-  const rate = report.total > 0 ? report.passed / report.total : allPassed ? 1 : 0;
+  // ERROR / TIMEOUT carry the minimum (reward.proto): tests "passed" before a crash or an early exit
+  // prove nothing — a candidate can report passes on its own and then exit (status worker_error /
+  // runtime_error), so only a run that completed (OK) keeps its pass rate.
+  const rate =
+    outcomeStatus !== ComponentStatus.OK
+      ? 0
+      : report.total > 0
+        ? report.passed / report.total
+        : allPassed
+          ? 1
+          : 0;
   const notRun = executed ? summary : `not run: ${status.replace("_", " ")}`;
   return [
     format,

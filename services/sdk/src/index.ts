@@ -18,7 +18,7 @@ export type {
   ServiceStats,
   ScoreCallOptions,
 } from "./service.js";
-export { defineRewardService } from "./service.js";
+export { checkedComponent, defineRewardService } from "./service.js";
 export type { Env, BusOptions, NatsAuthOptions, ServiceRuntimeOptions } from "./config.js";
 export {
   envBool,
@@ -60,6 +60,8 @@ export {
   publishReward,
   publishRollout,
 } from "./bus.js";
+export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
+export { DESCRIBE_QUEUE, requestDescribe, startDescribeResponder } from "./describe.js";
 export type { LocalNats, StartNatsOptions } from "./local-nats.js";
 export {
   ensureNats,
@@ -100,6 +102,7 @@ export {
   advantageSubject,
   checkSubjectToken,
   consumerName,
+  describeSubject,
   dlqSubject,
   isSubjectToken,
   parseRewardSubject,

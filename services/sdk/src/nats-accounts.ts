@@ -20,12 +20,14 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { createUser } from "@nats-io/nkeys";
 import type { NatsAuthOptions } from "./config.js";
-import { consumerName, checkSubjectToken, Streams } from "./subjects.js";
+import { checkSubjectToken, consumerName, describeSubject, Streams } from "./subjects.js";
 
 /** Publish and subscribe allow-lists of one user (everything else is denied). */
 export interface NatsPermissions {
   readonly publish: readonly string[];
   readonly subscribe: readonly string[];
+  /** May publish a reply to a request it received (NATS `allow_responses`): services answer Describe. */
+  readonly allowResponses?: boolean;
 }
 
 /** A reward service as the bus sees it: its name and the rollout domains it consumes. */
@@ -51,6 +53,7 @@ export function trainerPermissions(user = "trainer"): NatsPermissions {
     publish: [
       "mesh.rollouts.>",
       "mesh.advantages.>",
+      "mesh.describe.*", // Describe requests at run start (replies come to its own inbox)
       "$JS.API.INFO",
       ...streamInfo,
       `$JS.API.CONSUMER.CREATE.${r}`, // ephemeral replay consumers
@@ -79,7 +82,8 @@ export function servicePermissions(s: ServiceIdentity, user = serviceUser(s.name
   });
   return {
     publish: [`mesh.rewards.*.${name}.*`, `mesh.dlq.${name}`, "$JS.API.INFO", ...streamInfo, ...consumers],
-    subscribe: [`${inboxPrefixOf(user)}.>`],
+    subscribe: [`${inboxPrefixOf(user)}.>`, describeSubject(name)],
+    allowResponses: true,
   };
 }
 
@@ -142,6 +146,7 @@ export async function writeMeshAuth(dir: string, services: readonly ServiceIdent
     permissions: {
       publish: { allow: u.permissions.publish },
       subscribe: { allow: u.permissions.subscribe },
+      ...(u.permissions.allowResponses ? { allow_responses: true } : {}),
     },
   }));
   const configFile = join(root, "nats-server.conf");

@@ -7,6 +7,7 @@
 import { hostname } from "node:os";
 import type { ServiceRuntimeOptions } from "./config.js";
 import { openBus } from "./bus.js";
+import { type DescribeResponder, startDescribeResponder } from "./describe.js";
 import { createLimiter } from "./limiter.js";
 import type { Logger } from "./logger.js";
 import { type HostedService, type RunningGrpcServer, startGrpcServer } from "./server.js";
@@ -28,7 +29,10 @@ export interface ServiceExtras {
   readonly extraServices?: readonly HostedService[];
 }
 
-/** Starts gRPC and (unless disabled) the JetStream worker. */
+/**
+ * Starts gRPC and (unless disabled) the JetStream worker with its `mesh.describe.<service>` responder
+ * (the contract the trainer checks results against).
+ */
 export async function startRewardService(
   def: RewardServiceDefinition,
   options: ServiceRuntimeOptions,
@@ -44,6 +48,7 @@ export async function startRewardService(
     ...(extras.extraServices ? { extraServices: extras.extraServices } : {}),
   });
   let worker: RunningWorker | undefined;
+  let describer: DescribeResponder | undefined;
   let closeBus: (() => Promise<void>) | undefined;
   if (options.workerEnabled) {
     try {
@@ -59,7 +64,10 @@ export async function startRewardService(
         nakBackoffMs: options.nakBackoffMs,
         nakBackoffMaxMs: options.nakBackoffMaxMs,
       });
+      // A service that publishes results on the bus also tells the trainer its contract there.
+      describer = await startDescribeResponder(bus.nc, def, logger);
     } catch (err) {
+      await worker?.stop(0);
       await grpcServer.close(0);
       await closeBus?.();
       throw err;
@@ -69,6 +77,7 @@ export async function startRewardService(
     grpc: grpcServer,
     worker,
     async close(graceMs = 10_000) {
+      describer?.stop();
       await worker?.stop(graceMs);
       await grpcServer.close(graceMs);
       await closeBus?.();

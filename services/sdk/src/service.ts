@@ -113,8 +113,50 @@ function checkSpec(spec: RewardServiceSpec): void {
     if (seen.has(c.name)) throw new ServiceContractError(`component '${c.name}' declared twice`);
     seen.add(c.name);
     if (!(c.min <= c.max)) throw new ServiceContractError(`component '${c.name}' has min > max`);
+    // ERROR / TIMEOUT values are the minimum, and results carry finite numbers only.
+    if (!Number.isFinite(c.min))
+      throw new ServiceContractError(`component '${c.name}' needs a finite min, got ${c.min}`);
   }
   if (seen.size === 0) throw new ServiceContractError(`service '${spec.name}' declares no components`);
+}
+
+/** Statuses whose value is, by the contract in `reward.proto`, the component's minimum. */
+const MINIMUM_STATUSES: ReadonlySet<ComponentStatus> = new Set([
+  ComponentStatus.ERROR,
+  ComponentStatus.TIMEOUT,
+]);
+
+/**
+ * One returned component checked against its declaration — the one place every SDK service gets the
+ * value contract: a finite number; ERROR / TIMEOUT carry the declared minimum (any other value is
+ * replaced by it, and `details` says so: a candidate's failure can never score above the minimum);
+ * OK / NOT_APPLICABLE values lie within `[min, max]`, else the service broke its contract
+ * ({@link ServiceContractError}: an infrastructure fault, retried and then dead-lettered, never published).
+ */
+export function checkedComponent(
+  service: string,
+  decl: ComponentDeclaration,
+  v: ComponentValue,
+): { name: string; value: number; status: ComponentStatus; details: string } {
+  const status = v.status ?? ComponentStatus.OK;
+  if (!(status in ComponentStatus) || status === ComponentStatus.UNSPECIFIED) {
+    throw new ServiceContractError(`service '${service}' returned '${v.name}' with status ${status}`);
+  }
+  if (!Number.isFinite(v.value)) {
+    throw new ServiceContractError(`service '${service}' returned a non-finite '${v.name}' (${v.value})`);
+  }
+  const details = v.details ?? "";
+  if (MINIMUM_STATUSES.has(status)) {
+    if (v.value === decl.min) return { name: v.name, value: v.value, status, details };
+    const note = `value ${v.value} replaced by the minimum ${decl.min}: status ${ComponentStatus[status]}`;
+    return { name: v.name, value: decl.min, status, details: details ? `${details} (${note})` : note };
+  }
+  if (v.value < decl.min || v.value > decl.max) {
+    throw new ServiceContractError(
+      `service '${service}' returned '${v.name}' = ${v.value}, outside its declared [${decl.min}, ${decl.max}]`,
+    );
+  }
+  return { name: v.name, value: v.value, status, details };
 }
 
 /** Defines a reward service from its spec (validated now, not at the first request). */
@@ -153,20 +195,8 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
         throw new ServiceContractError(`service '${spec.name}' returned undeclared component '${v.name}'`);
       if (seen.has(v.name))
         throw new ServiceContractError(`service '${spec.name}' returned '${v.name}' twice`);
-      if (!Number.isFinite(v.value)) {
-        throw new ServiceContractError(
-          `service '${spec.name}' returned a non-finite '${v.name}' (${v.value})`,
-        );
-      }
       seen.add(v.name);
-      out.push(
-        create(ComponentRewardSchema, {
-          name: v.name,
-          value: v.value,
-          status: v.status ?? ComponentStatus.OK,
-          details: v.details ?? "",
-        }),
-      );
+      out.push(create(ComponentRewardSchema, checkedComponent(spec.name, decl, v)));
     }
     for (const name of declared.keys()) {
       if (!seen.has(name))

@@ -74,6 +74,15 @@ export function dlqSubject(service: string): string {
   return `mesh.dlq.${checkSubjectToken("service", service)}`;
 }
 
+/**
+ * `mesh.describe.<service>`: core NATS request-reply (not a stream) answered with the service's
+ * `DescribeResponse` by every replica (queue group), so the trainer learns a service's contract where it
+ * already reaches it — the bus — without knowing its gRPC address.
+ */
+export function describeSubject(service: string): string {
+  return `mesh.describe.${checkSubjectToken("service", service)}`;
+}
+
 /** Durable consumer name of `service` for `domain` (shared by all replicas). */
 export function consumerName(service: string, domain: string): string {
   return `${checkSubjectToken("service", service)}--${checkSubjectToken("domain", domain)}`;

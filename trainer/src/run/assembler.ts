@@ -8,6 +8,8 @@
  * Provenance: a result counts only when its payload's run, service and rollout are the ones its subject
  * `mesh.rewards.<run>.<service>.<rollout>` names — the subject is what NATS lets only that service publish
  * to, so a service cannot pass off a result as another's (counted as `mismatched` and ignored).
+ * Results are offered to the `admit` check first (the run's result validation, `validation.ts`): a
+ * rejected result is never placed, so its slot stays empty as if it had never come.
  *
  * Restart safety: results are acked as soon as they are held in memory, and a restarted trainer replays
  * the stream from the start of the step in progress (`replaySince`), so a crash loses no complete group.
@@ -66,6 +68,8 @@ export interface AssemblerStats {
   readonly outOfOrder: number;
   /** Results whose payload names another run, service or rollout than their subject (ignored). */
   readonly mismatched: number;
+  /** Results refused by `admit` (never placed: their slot stays empty, as if they never came). */
+  readonly rejected: number;
 }
 
 interface GroupState {
@@ -83,6 +87,11 @@ export interface AssemblerOptions {
   readonly logger?: Logger;
   /** @default 60000 */
   readonly ackWaitMs?: number;
+  /**
+   * Checks each decoded result (and the subject it was read on) before it is used, live or replayed;
+   * false = rejected (the caller counts and logs why). @default admits everything
+   */
+  readonly admit?: (r: RewardResult, subject: string) => boolean;
 }
 
 /** The assembler. */
@@ -117,7 +126,8 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   const orphans = new Map<string, RewardResult[]>(); // by group id
   const seen = new Set<string>(); // rolloutId \0 service of results already placed
   let appliedThrough = -1;
-  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0, mismatched: 0 };
+  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0, mismatched: 0, rejected: 0 };
+  const admit = options.admit ?? (() => true);
 
   const place = (st: GroupState, r: RewardResult): void => {
     const i = st.index.get(r.rolloutId);
@@ -161,14 +171,14 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
     stats.outOfOrder++;
   };
 
-  /** The result in `m` if its subject vouches for it (see Provenance above). */
-  const provenResult = (m: JsMsg): RewardResult | undefined => {
-    const r = fromBinary(RewardResultSchema, m.data);
-    const s = parseRewardSubject(m.subject);
+  /** The result in `data` if its subject vouches for it (see Provenance above). */
+  const provenResult = (data: Uint8Array, subject: string): RewardResult | undefined => {
+    const r = fromBinary(RewardResultSchema, data);
+    const s = parseRewardSubject(subject);
     if (!s || s.runId !== r.runId || s.service !== r.service || s.rolloutId !== r.rolloutId) {
       stats.mismatched++;
       logger.warn(
-        { subject: m.subject, runId: r.runId, service: r.service, rolloutId: r.rolloutId },
+        { subject, runId: r.runId, service: r.service, rolloutId: r.rolloutId },
         "reward result does not match its subject; ignored",
       );
       return undefined;
@@ -176,14 +186,23 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
     return r;
   };
 
-  const handle = (m: JsMsg): void => {
+  const take = (r: RewardResult, subject: string): void => {
+    if (admit(r, subject)) accept(r);
+    else stats.rejected++;
+  };
+
+  const decodeAndTake = (data: Uint8Array, subject: string, seq: number): void => {
     try {
-      const r = provenResult(m);
-      if (r) accept(r);
+      const r = provenResult(data, subject);
+      if (r) take(r, subject);
     } catch (err) {
       // A reward the mesh itself published cannot be undecodable unless something else writes there.
-      logger.warn({ err: String(err), subject: m.subject, seq: m.seq }, "undecodable reward result ignored");
+      logger.warn({ err: String(err), subject, seq }, "undecodable reward result ignored");
     }
+  };
+
+  const handle = (m: JsMsg): void => {
+    decodeAndTake(m.data, m.subject, m.seq);
     m.ack();
   };
 
@@ -275,8 +294,7 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
         for await (const m of batch) {
           got++;
           n++;
-          const r = provenResult(m);
-          if (r) accept(r);
+          decodeAndTake(m.data, m.subject, m.seq);
         }
         if (got === 0) break;
         pending -= got;

@@ -72,6 +72,28 @@ it("the example configuration in trainer/examples is valid", async () => {
   assert.equal(c.runId, "tool-agent-example");
   assert.deepEqual(c.tasks.sets, ["tool_call", "agent"]);
   assert.equal(c.components.length, 6);
+  assert.deepEqual(c.validation, { describeTimeoutMs: 10_000, logIntervalMs: 10_000 });
+});
+
+it("validation keys have defaults and are checked, naming the key", () => {
+  const base = { components: "overlong" };
+  assert.deepEqual(resolveRunConfig(base).validation, { describeTimeoutMs: 10_000, logIntervalMs: 10_000 });
+  assert.equal(
+    resolveRunConfig({ ...base, validation: { describeTimeoutMs: 500 } }).validation.describeTimeoutMs,
+    500,
+  );
+  assert.throws(
+    () => resolveRunConfig({ ...base, validation: { describeTimeoutMs: 50 } }),
+    /'validation\.describeTimeoutMs' must be a number in \[100, 600000\], got 50/,
+  );
+  assert.throws(
+    () => resolveRunConfig({ ...base, validation: { logIntervalMs: -1 } }),
+    /'validation\.logIntervalMs' must be a number >= 0, got -1/,
+  );
+  assert.throws(
+    () => resolveRunConfig({ ...base, validation: { enabled: false } }),
+    /'validation\.enabled' is not a known key \(known: describeTimeoutMs, logIntervalMs\)/,
+  );
 });
 
 it("the text-policy example config and its task file are valid", () => {

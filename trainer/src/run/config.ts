@@ -161,6 +161,13 @@ export interface RunConfig {
   readonly rewardNoise: { readonly p: number; readonly components: readonly string[] };
   /** Checkpoint every N steps (and at the end). */
   readonly checkpointEvery: number;
+  /** Checking results against the services' `Describe` (always on). */
+  readonly validation: {
+    /** How long each service has to answer `Describe` at run start before the run fails. */
+    readonly describeTimeoutMs: number;
+    /** Rejected results are logged at most once per service and reason in this interval. */
+    readonly logIntervalMs: number;
+  };
 }
 
 type Obj = Record<string, unknown>;
@@ -306,6 +313,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     "rewardNoise",
     "checkpointEvery",
     "generation",
+    "validation",
   ]);
   const run = obj(doc, "", "run");
   checkKeys(run, "run", ["id", "seed", "outputDir"]);
@@ -408,6 +416,9 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     );
   }
 
+  const validation = obj(doc, "", "validation");
+  checkKeys(validation, "validation", ["describeTimeoutMs", "logIntervalMs"]);
+
   const serviceDomains: Record<string, readonly string[]> = { ...DEFAULT_SERVICE_DOMAINS };
   const svc = obj(doc, "", "services");
   for (const [name, domains] of Object.entries(svc)) {
@@ -487,6 +498,10 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
       components: noiseComponents as string[],
     },
     checkpointEvery: num(doc, "", "checkpointEvery", 1, 1, 1_000_000, true),
+    validation: {
+      describeTimeoutMs: num(validation, "validation", "describeTimeoutMs", 10_000, 100, 600_000),
+      logIntervalMs: num(validation, "validation", "logIntervalMs", 10_000, 0),
+    },
   };
   compileAdvantage(resolved); // options are validated now, not at the first step
   return resolved;

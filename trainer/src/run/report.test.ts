@@ -76,3 +76,20 @@ it("renders an experiment comparison with one row per estimator", () => {
   assert.match(html, /<tr><th>grpo<\/th><td>0\.1500 ± 0\.0707 \(n=2\)<\/td><\/tr>/);
   assert.match(html, /<tr><th>corr_grpo<\/th><td>1\.1500 ± 0\.0707 \(n=2\)<\/td><\/tr>/);
 });
+
+it("lists the rejected results of the run per service and reason, or says there were none", () => {
+  const lines: MetricsLine[] = [
+    { ...line(1, 0.1), rejectedResults: { "tool-call": { "out-of-range": 2, "non-finite": 1 } } },
+    { ...line(2, 0.2), rejectedResults: {} },
+    {
+      ...line(3, 0.3),
+      rejectedResults: { "tool-call": { "out-of-range": 1 }, "x<y": { "wrong-version": 4 } },
+    },
+  ];
+  const html = renderRunReport("r", lines);
+  assert.match(html, /<h2>Rejected results<\/h2>/);
+  assert.match(html, /<tr><th>tool-call<\/th><td>non-finite<\/td><td>1<\/td><\/tr>/);
+  assert.match(html, /<tr><th>tool-call<\/th><td>out-of-range<\/td><td>3<\/td><\/tr>/);
+  assert.match(html, /<tr><th>x&lt;y<\/th><td>wrong-version<\/td><td>4<\/td><\/tr>/);
+  assert.match(renderRunReport("r", [line(1, 0.1)]), /Rejected results: none/);
+});

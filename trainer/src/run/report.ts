@@ -23,6 +23,8 @@ export interface MetricsLine {
   readonly kl?: number;
   readonly clipFraction?: number;
   readonly droppedGroups?: number;
+  /** Results that failed validation in that step, per service and reason. */
+  readonly rejectedResults?: Record<string, Record<string, number>>;
   readonly sgrpo?: { meanWeight: number | null; gatedGroups: number } | null;
   readonly timingsMs?: { total: number };
 }
@@ -234,6 +236,7 @@ export function renderRunReport(runId: string, lines: readonly MetricsLine[], no
   const body = [
     `<p>${lines.length} steps, estimator <b>${esc(lines[0]?.estimator ?? "?")}</b>. ${esc(note)}</p>`,
     `<table><tr><th></th><th>first ${first.length} steps</th><th>last ${last.length} steps</th></tr>${rows}</table>`,
+    rejectedTable(lines),
     `<h2>Reward</h2>`,
     lineChart("Weighted reward (mean ± std over rollouts)", [
       {
@@ -276,6 +279,27 @@ export function renderRunReport(runId: string, lines: readonly MetricsLine[], no
     ]),
   ].join("\n");
   return page(`reward-mesh run ${runId}`, body);
+}
+
+/**
+ * Results rejected by validation over the run, per service and reason (never used for training); a
+ * line saying none were when the run had none.
+ */
+export function rejectedTable(lines: readonly MetricsLine[]): string {
+  const sum = new Map<string, number>();
+  for (const l of lines)
+    for (const [service, reasons] of Object.entries(l.rejectedResults ?? {}))
+      for (const [reason, n] of Object.entries(reasons))
+        sum.set(`${service}\u0000${reason}`, (sum.get(`${service}\u0000${reason}`) ?? 0) + n);
+  if (sum.size === 0) return "<p>Rejected results: none (every result matched its service's Describe).</p>";
+  const rows = [...sum]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, n]) => {
+      const [service, reason] = k.split("\u0000");
+      return `<tr><th>${esc(service!)}</th><td>${esc(reason!)}</td><td>${n}</td></tr>`;
+    })
+    .join("");
+  return `<h2>Rejected results</h2><p>Results that failed validation against their service's Describe: counted, logged, never used for training.</p><table><tr><th>service</th><th>reason</th><th>results</th></tr>${rows}</table>`;
 }
 
 /** One run of an experiment. */

@@ -42,6 +42,7 @@ import {
   TaskPolicyMismatchError,
   taskDomainOf,
 } from "./tasks.js";
+import { createResultValidator, describeRunServices } from "./validation.js";
 
 /** What one step reports to progress listeners. */
 export interface StepReport {
@@ -112,6 +113,17 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     }
   }
   logger.info({ learner: info.name, model: info.model, policy }, "learner ready");
+  // Before step 1: every service of the run answers Describe and offers what the config asks.
+  const contracts = await describeRunServices(bus, config, [...new Set(tasks.map(taskDomainOf))], {
+    timeoutMs: config.validation.describeTimeoutMs,
+    logger,
+  });
+  const validator = createResultValidator({
+    runId: config.runId,
+    contracts,
+    logger,
+    logIntervalMs: config.validation.logIntervalMs,
+  });
 
   const ckpt = readJsonIfExists<TrainerCheckpoint>(paths.checkpoint);
   if (ckpt && ckpt.runId !== config.runId)
@@ -125,6 +137,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     runId: config.runId,
     logger,
     ackWaitMs: Math.max(60_000, 2 * config.groups.deadlineMs),
+    admit: validator.admit,
   });
   assembler.markApplied(resumedFrom);
   let step = resumedFrom + 1;
@@ -286,6 +299,8 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         estimator: compiled.definition.name,
         ...rewardMetrics(prepared, result, config),
         droppedGroups: droppedIncomplete,
+        // Results that failed validation this step, per service and reason (never used).
+        rejectedResults: validator.takeStepCounts(),
         partialNotApplicable,
         loss: train.metrics.loss,
         clipFraction: train.metrics.clipFraction,
