@@ -7,6 +7,7 @@ import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ChildProcess, spawn } from "node:child_process";
 import { type Rollout, RolloutSchema } from "@reward-mesh/proto";
 import type { BusOptions, ServiceRuntimeOptions } from "../config.js";
+import type { GrpcClientSecurity } from "../grpc-security.js";
 import { waitServing } from "../health-client.js";
 import { freePort } from "../net.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
@@ -14,6 +15,8 @@ import { type LocalNats, startNatsServer } from "../local-nats.js";
 export type { LocalNats };
 export type { StoredMessage } from "../stream-reader.js";
 export { readStream } from "../stream-reader.js";
+export type { TestPki } from "./pki.js";
+export { createTestPki } from "./pki.js";
 
 /** Starts a private JetStream server on a free port (call `stop()` in `after`). */
 export function startTestNats(): Promise<LocalNats> {
@@ -91,6 +94,8 @@ export interface ServiceProcessOptions {
   readonly natsUrl: string;
   /** More environment (its options). Telemetry exporters are off and LOG_LEVEL is warn unless set here. */
   readonly env?: Readonly<Record<string, string>>;
+  /** How to dial it for the readiness check (when `env` gives it TLS or mutual TLS). @default plaintext */
+  readonly security?: GrpcClientSecurity;
 }
 
 /**
@@ -126,7 +131,11 @@ export async function startServiceProcess(
     return exited;
   };
   try {
-    await waitServing(address, { child, describe: () => stderr });
+    await waitServing(address, {
+      child,
+      describe: () => stderr,
+      ...(o.security ? { security: o.security } : {}),
+    });
   } catch (err) {
     await stop();
     throw err;
