@@ -2,7 +2,14 @@
  * What the command line reads from the environment (the CLI's one config module).
  * @module
  */
-import { type BusOptions, envString, loadBusOptions, processEnv } from "@reward-mesh/sdk";
+import {
+  type BusOptions,
+  envString,
+  type GrpcClientSecurity,
+  loadBusOptions,
+  loadGrpcClientSecurity,
+  processEnv,
+} from "@reward-mesh/sdk";
 
 /** Options of the CLI process. */
 export interface CliConfig {
@@ -23,6 +30,12 @@ export interface CliConfig {
    * @default "/usr/bin/python3"
    */
   readonly python: string;
+  /**
+   * How the CLI's gRPC clients connect (`score --addr`, readiness checks of `up`, the learner):
+   * `REWARD_MESH_GRPC_TLS_CA_FILE`, `_TLS_CLIENT_CERT_FILE`/`_KEY_FILE`, `_TOKEN`/`_TOKEN_FILE`, `_INSECURE`.
+   * @default plaintext, to loopback addresses only
+   */
+  readonly grpc: GrpcClientSecurity;
   /** The environment handed to service processes. */
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -34,6 +47,7 @@ export function loadCliConfig(env = processEnv()): CliConfig {
     natsStoreDir: envString(env, "REWARD_MESH_NATS_STORE", ".nats/js"),
     logDir: envString(env, "REWARD_MESH_LOG_DIR", "runs/logs"),
     python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
+    grpc: loadGrpcClientSecurity(env),
     env,
   };
 }

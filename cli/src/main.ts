@@ -33,6 +33,8 @@ commands:
 
 services: ${SERVICES.map((s) => s.name).join(", ")}
 environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL, OTEL_*
+gRPC security: REWARD_MESH_GRPC_TLS_CA_FILE, _TLS_CLIENT_CERT_FILE/_KEY_FILE, _TOKEN(_FILE), _INSECURE
+  (clients); <SERVICE>_GRPC_TLS_CERT_FILE/_KEY_FILE, _TLS_CLIENT_CA_FILE, _TOKEN(_FILE), _INSECURE (servers)
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -49,7 +51,7 @@ async function main(argv: readonly string[]): Promise<number> {
       await runServe(args);
       return -1; // keeps running until a signal
     case "score":
-      return runScore(args, process.stdin, process.stdout, process.stderr);
+      return runScore(args, process.stdin, process.stdout, process.stderr, config.grpc);
     case "advantages": {
       const r = await runAdvantagesCli([...args], args.includes("--help") ? "" : await text(process.stdin));
       process.stdout.write(r.stdout);
