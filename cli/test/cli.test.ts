@@ -167,6 +167,22 @@ describe("reward-mesh score", () => {
       assert.match(noToken.stderr, /^line 1: gRPC 16: missing bearer token/m);
     });
 
+    it("serve refuses a plaintext bind to all interfaces and names the variables that fix it", async () => {
+      const r = await runBin(["serve", "length"], "", {
+        LENGTH_GRPC_HOST: "0.0.0.0",
+        LENGTH_GRPC_PORT: "0",
+        LENGTH_WORKER: "false",
+        OTEL_TRACES_EXPORTER: "none",
+        OTEL_METRICS_EXPORTER: "none",
+        OTEL_LOGS_EXPORTER: "none",
+      });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(
+        r.stderr,
+        /^reward-mesh: 'LENGTH_GRPC_INSECURE' is not set and TLS is not configured: refusing a plaintext gRPC server on '0\.0\.0\.0'.*Set LENGTH_GRPC_TLS_CERT_FILE and LENGTH_GRPC_TLS_KEY_FILE for TLS, or LENGTH_GRPC_INSECURE=1/m,
+      );
+    });
+
     it("refuses plaintext to a non-loopback address unless REWARD_MESH_GRPC_INSECURE is set", async () => {
       const r = await runBin(["score", "length", "--addr", "192.0.2.1:50061"], rollout("a", "x"));
       assert.equal(r.code, 2);
