@@ -3,7 +3,15 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { type BusOptions, envEnum, envString, loadBusOptions, processEnv } from "@reward-mesh/sdk";
+import {
+  type BusOptions,
+  envEnum,
+  envString,
+  type GrpcClientSecurity,
+  loadBusOptions,
+  loadGrpcClientSecurity,
+  processEnv,
+} from "@reward-mesh/sdk";
 
 /** Options of the CLI process. */
 export interface CliConfig {
@@ -35,6 +43,12 @@ export interface CliConfig {
    * @default "/usr/bin/python3"
    */
   readonly python: string;
+  /**
+   * How the CLI's gRPC clients connect (`score --addr`, readiness checks of `up`, the learner):
+   * `REWARD_MESH_GRPC_TLS_CA_FILE`, `_TLS_CLIENT_CERT_FILE`/`_KEY_FILE`, `_TOKEN`/`_TOKEN_FILE`, `_INSECURE`.
+   * @default plaintext, to loopback addresses only
+   */
+  readonly grpc: GrpcClientSecurity;
   /** The environment handed to service processes. */
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -49,6 +63,7 @@ export function loadCliConfig(env = processEnv()): CliConfig {
     natsAuthDir: envString(env, "REWARD_MESH_NATS_AUTH_DIR", join(dirname(natsStoreDir), "auth")),
     logDir: envString(env, "REWARD_MESH_LOG_DIR", "runs/logs"),
     python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
+    grpc: loadGrpcClientSecurity(env),
     env,
   };
 }

@@ -35,6 +35,8 @@ services: ${SERVICES.map((s) => s.name).join(", ")}
 environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL, OTEL_*
   NATS credentials: NATS_NKEY_SEED_FILE | NATS_CREDS_FILE | NATS_USER + NATS_PASSWORD | NATS_TOKEN, NATS_TLS_CA_FILE,
   NATS_TLS_CERT_FILE + NATS_TLS_KEY_FILE, NATS_INBOX_PREFIX; REWARD_MESH_NATS_AUTH=off: up/demo's NATS without users (development)
+gRPC security: REWARD_MESH_GRPC_TLS_CA_FILE, _TLS_CLIENT_CERT_FILE/_KEY_FILE, _TOKEN(_FILE), _INSECURE
+  (clients); <SERVICE>_GRPC_TLS_CERT_FILE/_KEY_FILE, _TLS_CLIENT_CA_FILE, _TOKEN(_FILE), _INSECURE (servers)
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -51,7 +53,7 @@ async function main(argv: readonly string[]): Promise<number> {
       await runServe(args);
       return -1; // keeps running until a signal
     case "score":
-      return runScore(args, process.stdin, process.stdout, process.stderr);
+      return runScore(args, process.stdin, process.stdout, process.stderr, config.grpc);
     case "advantages": {
       const r = await runAdvantagesCli([...args], args.includes("--help") ? "" : await text(process.stdin));
       process.stdout.write(r.stdout);

@@ -8,14 +8,17 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createLengthService } from "@reward-mesh/length";
-import { createGrpcClient, health } from "@reward-mesh/proto";
+import { createGrpcClient, grpc, health } from "@reward-mesh/proto";
 import {
   createLimiter,
+  createSecureGrpcClient,
   freePort,
+  loadGrpcServerSecurity,
   type RunningGrpcServer,
   silentLogger,
   startGrpcServer,
 } from "@reward-mesh/sdk";
+import { createTestPki, type TestPki } from "@reward-mesh/sdk/testing";
 import { loadCliConfig, SERVICES, startMesh } from "../src/index.js";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
@@ -113,6 +116,88 @@ describe("reward-mesh score", () => {
         .map((l) => JSON.parse(l) as { components: Array<{ value: number }> });
       assert.equal(a!.components[1]!.value, -0.5); // server's own limits (4, 2), not the defaults
       assert.match(r.stderr, /^line 2: gRPC 3: 'rollout\.group_size' must be >= 1/m);
+    });
+  });
+
+  describe("--addr with mutual TLS and a token", () => {
+    const TOKEN = "cli-test-token-0123456789";
+    let pki: TestPki;
+    let server: RunningGrpcServer;
+    let clientEnv: Record<string, string>;
+    before(async () => {
+      pki = createTestPki();
+      server = await startGrpcServer(
+        createLengthService({ maxLength: 4, cacheLength: 2, penaltyFactor: 1 }),
+        {
+          port: 0,
+          limiter: createLimiter(2),
+          logger: silentLogger,
+          security: loadGrpcServerSecurity("LENGTH", {
+            LENGTH_GRPC_TLS_CERT_FILE: pki.serverCert,
+            LENGTH_GRPC_TLS_KEY_FILE: pki.serverKey,
+            LENGTH_GRPC_TLS_CLIENT_CA_FILE: pki.caCert,
+            LENGTH_GRPC_TOKEN: TOKEN,
+          }),
+        },
+      );
+      clientEnv = {
+        REWARD_MESH_GRPC_TLS_CA_FILE: pki.caCert,
+        REWARD_MESH_GRPC_TLS_CLIENT_CERT_FILE: pki.clientCert,
+        REWARD_MESH_GRPC_TLS_CLIENT_KEY_FILE: pki.clientKey,
+      };
+    });
+    after(async () => {
+      await server.close(100);
+      pki.remove();
+    });
+
+    it("scores with the REWARD_MESH_GRPC_* client settings; without the token each line is UNAUTHENTICATED", async () => {
+      const ok = await runBin(["score", "length", "--addr", server.address], rollout("a", "xxx"), {
+        ...clientEnv,
+        REWARD_MESH_GRPC_TOKEN: TOKEN,
+      });
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.equal((JSON.parse(ok.stdout) as { rolloutId: string }).rolloutId, "a");
+      const noToken = await runBin(
+        ["score", "length", "--addr", server.address],
+        rollout("a", "xxx"),
+        clientEnv,
+      );
+      assert.equal(noToken.code, 2);
+      assert.match(noToken.stderr, /^line 1: gRPC 16: missing bearer token/m);
+    });
+
+    it("serve refuses a plaintext bind to all interfaces and names the variables that fix it", async () => {
+      const r = await runBin(["serve", "length"], "", {
+        LENGTH_GRPC_HOST: "0.0.0.0",
+        LENGTH_GRPC_PORT: "0",
+        LENGTH_WORKER: "false",
+        OTEL_TRACES_EXPORTER: "none",
+        OTEL_METRICS_EXPORTER: "none",
+        OTEL_LOGS_EXPORTER: "none",
+      });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(
+        r.stderr,
+        /^reward-mesh: 'LENGTH_GRPC_INSECURE' is not set and TLS is not configured: refusing a plaintext gRPC server on '0\.0\.0\.0'.*Set LENGTH_GRPC_TLS_CERT_FILE and LENGTH_GRPC_TLS_KEY_FILE for TLS, or LENGTH_GRPC_INSECURE=1/m,
+      );
+    });
+
+    it("refuses plaintext to a non-loopback address unless REWARD_MESH_GRPC_INSECURE is set", async () => {
+      const r = await runBin(["score", "length", "--addr", "192.0.2.1:50061"], rollout("a", "x"));
+      assert.equal(r.code, 2);
+      assert.match(
+        r.stderr,
+        /'REWARD_MESH_GRPC_INSECURE' is not set .*refusing plaintext gRPC to '192\.0\.2\.1:50061'/,
+      );
+      const bad = await runBin(["score", "length", "--addr", server.address], "", {
+        REWARD_MESH_GRPC_TLS_CA_FILE: "/nonexistent/ca.pem",
+      });
+      assert.equal(bad.code, 2);
+      assert.match(
+        bad.stderr,
+        /'REWARD_MESH_GRPC_TLS_CA_FILE' cannot read '\/nonexistent\/ca\.pem' \(ENOENT\)/,
+      );
     });
   });
 
@@ -266,6 +351,51 @@ describe("reward-mesh up", () => {
         assert.throws(() => process.kill(s.pid, 0), "service process exited");
       }
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("brings services up with mutual TLS and a token from the mesh-wide variables", async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), "rm-up-tls-"));
+    const pki = createTestPki();
+    try {
+      const config = loadCliConfig({
+        NATS_URL: `nats://127.0.0.1:${port}`,
+        REWARD_MESH_NATS_STORE: join(dir, "js"),
+        REWARD_MESH_LOG_DIR: join(dir, "logs"),
+        PATH: process.env.PATH,
+        // servers
+        REWARD_MESH_GRPC_TLS_CERT_FILE: pki.serverCert,
+        REWARD_MESH_GRPC_TLS_KEY_FILE: pki.serverKey,
+        REWARD_MESH_GRPC_TLS_CLIENT_CA_FILE: pki.caCert,
+        REWARD_MESH_GRPC_TOKEN: "up-test-token-0123456789",
+        // clients (up's readiness checks)
+        REWARD_MESH_GRPC_TLS_CA_FILE: pki.caCert,
+        REWARD_MESH_GRPC_TLS_CLIENT_CERT_FILE: pki.clientCert,
+        REWARD_MESH_GRPC_TLS_CLIENT_KEY_FILE: pki.clientKey,
+      });
+      const mesh = await startMesh(config, { services: ["length"] });
+      try {
+        const address = mesh.services[0]!.address;
+        const secure = createSecureGrpcClient(health.Health, address, config.grpc);
+        const plain = createGrpcClient(health.Health, address);
+        try {
+          const st = await secure.check({ service: "" }, { timeoutMs: 5_000 });
+          assert.equal(st.status, health.HealthCheckResponse_ServingStatus.SERVING);
+          await assert.rejects(plain.check({ service: "" }, { timeoutMs: 5_000 }), (e: grpc.ServiceError) => {
+            assert.equal(e.code, grpc.status.UNAVAILABLE);
+            return true;
+          });
+        } finally {
+          secure.close();
+          plain.close();
+        }
+      } finally {
+        await mesh.stop();
+      }
+    } finally {
+      pki.remove();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -67,7 +67,9 @@ def build_model_dir(out: str, smoke: bool) -> str:
 
 
 def start_server(model: str, smoke: bool):
-    env = dict(os.environ, PYTHONPATH=HERE, PYTHONUNBUFFERED="1")
+    # Its own plaintext learner on loopback: gRPC security settings meant for a real deployment stay out.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LEARNER_GRPC_", "REWARD_MESH_GRPC_"))}
+    env.update(PYTHONPATH=HERE, PYTHONUNBUFFERED="1")
     args = [sys.executable, "-m", "reward_mesh_learner", "serve", "--port", "0", "--model", model,
             "--device", "cpu" if smoke else "cuda", "--dtype", "float32" if smoke else "bfloat16"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=sys.stderr, env=env, text=True)

@@ -7,6 +7,9 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
+import { grpc } from "@reward-mesh/proto";
+import { loadGrpcClientSecurity } from "@reward-mesh/sdk";
+import { createTestPki } from "@reward-mesh/sdk/testing";
 import { type ConformanceFixtures, learnerConformanceSuite } from "../src/learner/conformance.js";
 import { createRemoteLearner } from "../src/learner/remote.js";
 import {
@@ -66,6 +69,44 @@ describe("the PyTorch learner's Python unit tests (/usr/bin/python3 -m unittest)
     assert.equal(r.status, 0, `python unittest failed:\n${tail}`);
     const ran = /Ran (\d+) tests?/.exec(r.stderr);
     assert.ok(ran && Number(ran[1]) > 0, `no Python test ran:\n${tail}`);
+  });
+});
+
+describe("the PyTorch learner with mutual TLS and a bearer token (LEARNER_GRPC_* variables)", () => {
+  it("serves the TypeScript client that has the CA, a client certificate and the token, and no other", async () => {
+    const pki = createTestPki();
+    const token = "torch-test-token-0123456789";
+    const security = loadGrpcClientSecurity({
+      REWARD_MESH_GRPC_TLS_CA_FILE: pki.caCert,
+      REWARD_MESH_GRPC_TLS_CLIENT_CERT_FILE: pki.clientCert,
+      REWARD_MESH_GRPC_TLS_CLIENT_KEY_FILE: pki.clientKey,
+      REWARD_MESH_GRPC_TOKEN: token,
+    });
+    const proc = await startTorchLearner({
+      ...BASE,
+      env: {
+        LEARNER_GRPC_TLS_CERT_FILE: pki.serverCert,
+        LEARNER_GRPC_TLS_KEY_FILE: pki.serverKey,
+        LEARNER_GRPC_TLS_CLIENT_CA_FILE: pki.caCert,
+        LEARNER_GRPC_TOKEN: token,
+      },
+      security,
+    });
+    const ok = createRemoteLearner(proc.address, { security, timeoutMs: 30_000 });
+    const noToken = createRemoteLearner(proc.address, {
+      security: { ...security, token: undefined },
+      timeoutMs: 30_000,
+    });
+    const plain = createRemoteLearner(proc.address, { timeoutMs: 30_000 });
+    try {
+      assert.equal((await ok.info()).model, "builtin:tiny");
+      await assert.rejects(noToken.info(), (e: { code: number }) => e.code === grpc.status.UNAUTHENTICATED);
+      await assert.rejects(plain.info(), (e: { code: number }) => e.code === grpc.status.UNAVAILABLE);
+    } finally {
+      await Promise.all([ok.close(), noToken.close(), plain.close()]);
+      assert.equal(await proc.stop(), 0, proc.stderr());
+      pki.remove();
+    }
   });
 });
 

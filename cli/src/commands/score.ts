@@ -9,14 +9,13 @@ import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { fromJson, type JsonValue, toJsonString } from "@bufbuild/protobuf";
 import {
-  createGrpcClient,
   type grpc,
   type RewardResult,
   RewardResultSchema,
   RewardService,
   RolloutSchema,
 } from "@reward-mesh/proto";
-import { createLimiter } from "@reward-mesh/sdk";
+import { createLimiter, createSecureGrpcClient, type GrpcClientSecurity } from "@reward-mesh/sdk";
 import { orderedMap, parseFlags, UsageError } from "../io.js";
 import { serviceEntry } from "../services.js";
 
@@ -31,12 +30,16 @@ function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** Runs the command; returns the exit code. */
+/**
+ * Runs the command; returns the exit code. `--addr` dials with `security` (TLS, client certificate,
+ * token: the CLI's `REWARD_MESH_GRPC_*`); plaintext to a non-loopback address is refused unless allowed.
+ */
 export async function runScore(
   args: readonly string[],
   stdin: Readable,
   stdout: Writable,
   stderr: Writable,
+  security: GrpcClientSecurity = {},
 ): Promise<number> {
   const { flags, positional } = parseFlags(args, {
     addr: "string",
@@ -64,7 +67,7 @@ export async function runScore(
     return fromJson(RolloutSchema, json);
   };
   if (typeof flags["addr"] === "string") {
-    const client = createGrpcClient(RewardService, flags["addr"]);
+    const client = createSecureGrpcClient(RewardService, flags["addr"], security);
     close = () => client.close();
     scoreFn = async (line) => client.score({ rollout: parse(line) }, { timeoutMs });
   } else {

@@ -93,7 +93,7 @@ export async function learnerFor(config: RunConfig, cli: CliConfig): Promise<Lea
     return { learner, where: "in process", close: () => learner.close() };
   }
   if (l.kind === "grpc") {
-    const learner = createRemoteLearner(l.address);
+    const learner = createRemoteLearner(l.address, { security: cli.grpc });
     return { learner, where: l.address, close: () => learner.close() };
   }
   checkTorchAvailable(cli.python);
@@ -103,10 +103,11 @@ export async function learnerFor(config: RunConfig, cli: CliConfig): Promise<Lea
     seed: config.seed,
     python: cli.python,
     env: cli.env,
+    security: cli.grpc,
     logFile,
     ...(existsSync(paths.learnerCheckpointDir) ? { resume: paths.learnerCheckpointDir } : {}),
   });
-  const learner = createRemoteLearner(proc.address);
+  const learner = createRemoteLearner(proc.address, { security: cli.grpc });
   return {
     learner,
     where: `${proc.address} (pid ${proc.child.pid}, log ${logFile})`,

@@ -117,6 +117,7 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
         try {
           await waitServing(address, {
             child,
+            security: config.grpc,
             timeoutMs: Math.max(0, deadline - Date.now()),
             describe: () => `last log lines (${logFile}):\n${tail(logFile)}`,
           });
@@ -194,6 +195,7 @@ export async function runUp(args: readonly string[], config: CliConfig, stdout: 
         device: typeof flags["device"] === "string" ? flags["device"] : "auto",
         python: config.python,
         env: config.env,
+        security: config.grpc,
         logFile,
       });
       printMesh(mesh, stdout);

@@ -3,8 +3,16 @@
  * `process.env`. Blank values count as unset; bad values fail start-up with `'<KEY>' <problem>`.
  * @module
  */
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { ConfigError } from "./errors.js";
+import {
+  type BearerToken,
+  checkCertificates,
+  checkKeyPair,
+  type GrpcClientSecurity,
+  type GrpcServerSecurity,
+  type PemFile,
+} from "./grpc-security.js";
 
 /** An environment: `process.env` or a plain object in tests. */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -174,6 +182,162 @@ export function loadNatsAuthOptions(env: Env = processEnv()): NatsAuthOptions {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as NatsAuthOptions;
 }
 
+// ---- gRPC security: TLS, mutual TLS, bearer token (see grpc-security.ts) ----
+
+/** Prefix of the mesh-wide gRPC security variables (every client's, and every server's fallback). */
+export const GRPC_SHARED_PREFIX = "REWARD_MESH_GRPC";
+
+/** The first of `keys` that is set, and its value. */
+function firstSet(env: Env, keys: readonly string[]): { key: string; value: string } | undefined {
+  for (const key of keys) {
+    const value = raw(env, key);
+    if (value !== undefined) return { key, value };
+  }
+  return undefined;
+}
+
+function readSetting(key: string, path: string): Buffer {
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(key, `cannot read '${path}' (${code ?? String(err)})`, { cause: err });
+  }
+  if (data.length === 0) throw new ConfigError(key, `'${path}' is empty`);
+  return data;
+}
+
+/** Reads the PEM file named by the first of `keys` that is set. */
+function pemFile(env: Env, keys: readonly string[]): PemFile | undefined {
+  const s = firstSet(env, keys);
+  return s && { pem: readSetting(s.key, s.value), key: s.key, path: s.value };
+}
+
+/** Shortest bearer token accepted: 16 characters (e.g. `openssl rand -hex 32` gives 64). */
+export const MIN_TOKEN_LENGTH = 16;
+
+function checkToken(key: string, value: string): BearerToken {
+  if (!/^[\x21-\x7e]+$/.test(value))
+    throw new ConfigError(
+      key,
+      "must be visible ASCII characters without spaces (it goes into a metadata header)",
+    );
+  if (value.length < MIN_TOKEN_LENGTH)
+    throw new ConfigError(key, `must be at least ${MIN_TOKEN_LENGTH} characters, got ${value.length}`);
+  return { value, key };
+}
+
+/**
+ * Reads a bearer token from `<P>_TOKEN` or `<P>_TOKEN_FILE` (the file's content, trimmed), for the
+ * first prefix `P` of `prefixes` that sets either; both at once is an error.
+ */
+function bearerToken(env: Env, prefixes: readonly string[]): BearerToken | undefined {
+  for (const p of prefixes) {
+    const value = raw(env, `${p}_TOKEN`);
+    const file = raw(env, `${p}_TOKEN_FILE`);
+    if (value !== undefined && file !== undefined)
+      throw new ConfigError(`${p}_TOKEN_FILE`, `is set together with ${p}_TOKEN; set one of them`);
+    if (value !== undefined) return checkToken(`${p}_TOKEN`, value);
+    if (file !== undefined) {
+      const key = `${p}_TOKEN_FILE`;
+      return checkToken(key, readSetting(key, file).toString("utf8").trim());
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Reads how the gRPC server of the process with env prefix `prefix` (e.g. `LENGTH`, `LEARNER`)
+ * secures its port. Each `<PREFIX>_GRPC_<NAME>` falls back to `REWARD_MESH_GRPC_<NAME>`:
+ *
+ * * `TLS_CERT_FILE`, `TLS_KEY_FILE`: PEM certificate chain and private key → TLS;
+ * * `TLS_CLIENT_CA_FILE`: PEM CA bundle → mutual TLS (every client must present a certificate it signed);
+ * * `TOKEN` or `TOKEN_FILE`: every call but health checks must carry `authorization: Bearer <token>`;
+ * * `INSECURE` (boolean): plaintext on a non-loopback address, explicitly allowed.
+ *
+ * Files are read and checked here (certificate and key must match); an error names the variable.
+ * With none set: plaintext, and the server refuses to start on a non-loopback address.
+ */
+export function loadGrpcServerSecurity(prefix: string, env: Env = processEnv()): GrpcServerSecurity {
+  const levels = [`${prefix}_GRPC`, GRPC_SHARED_PREFIX];
+  const keys = (name: string) => levels.map((l) => `${l}_${name}`);
+  const cert = pemFile(env, keys("TLS_CERT_FILE"));
+  const key = pemFile(env, keys("TLS_KEY_FILE"));
+  const clientCa = pemFile(env, keys("TLS_CLIENT_CA_FILE"));
+  const insecureSetting = firstSet(env, keys("INSECURE"));
+  const insecure = insecureSetting ? envBool(env, insecureSetting.key, false) : false;
+  if (cert && !key) throw new ConfigError(`${prefix}_GRPC_TLS_KEY_FILE`, `must be set with ${cert.key}`);
+  if (key && !cert) throw new ConfigError(`${prefix}_GRPC_TLS_CERT_FILE`, `must be set with ${key.key}`);
+  if (clientCa && !cert)
+    throw new ConfigError(
+      clientCa.key,
+      `needs TLS: set ${prefix}_GRPC_TLS_CERT_FILE and ${prefix}_GRPC_TLS_KEY_FILE as well`,
+    );
+  if (insecure && cert)
+    throw new ConfigError(insecureSetting!.key, `is set together with ${cert.key}; choose TLS or plaintext`);
+  if (cert && key) checkKeyPair(cert, key);
+  if (clientCa) checkCertificates(clientCa);
+  const token = bearerToken(env, levels);
+  return {
+    ...(cert && key ? { tls: { cert, key, ...(clientCa ? { clientCa } : {}) } } : {}),
+    ...(token ? { token } : {}),
+    insecure,
+    hints: {
+      tls: `${prefix}_GRPC_TLS_CERT_FILE and ${prefix}_GRPC_TLS_KEY_FILE`,
+      insecure: `${prefix}_GRPC_INSECURE`,
+    },
+  };
+}
+
+/**
+ * Reads how this process's gRPC clients connect (one setting for every server they dial):
+ *
+ * * `REWARD_MESH_GRPC_TLS_CA_FILE`: PEM CA bundle the servers' certificates must chain to → TLS;
+ * * `REWARD_MESH_GRPC_TLS_CLIENT_CERT_FILE`, `..._CLIENT_KEY_FILE`: this client's certificate (mutual
+ *   TLS; TLS with the system's roots when no CA file is set);
+ * * `REWARD_MESH_GRPC_TLS_SERVER_NAME`: the name checked against server certificates instead of the
+ *   dialled host;
+ * * `REWARD_MESH_GRPC_TOKEN` or `..._TOKEN_FILE`: sent as `authorization: Bearer <token>`;
+ * * `REWARD_MESH_GRPC_INSECURE` (boolean): plaintext to non-loopback addresses, explicitly allowed.
+ *
+ * With none set: plaintext, to loopback addresses only.
+ */
+export function loadGrpcClientSecurity(env: Env = processEnv()): GrpcClientSecurity {
+  const P = GRPC_SHARED_PREFIX;
+  const ca = pemFile(env, [`${P}_TLS_CA_FILE`]);
+  const cert = pemFile(env, [`${P}_TLS_CLIENT_CERT_FILE`]);
+  const key = pemFile(env, [`${P}_TLS_CLIENT_KEY_FILE`]);
+  const serverName = raw(env, `${P}_TLS_SERVER_NAME`);
+  const insecure = envBool(env, `${P}_INSECURE`, false);
+  if (cert && !key) throw new ConfigError(`${P}_TLS_CLIENT_KEY_FILE`, `must be set with ${cert.key}`);
+  if (key && !cert) throw new ConfigError(`${P}_TLS_CLIENT_CERT_FILE`, `must be set with ${key.key}`);
+  const tlsOn = ca !== undefined || cert !== undefined;
+  if (serverName !== undefined && !tlsOn)
+    throw new ConfigError(`${P}_TLS_SERVER_NAME`, `needs TLS: set ${P}_TLS_CA_FILE as well`);
+  if (insecure && tlsOn)
+    throw new ConfigError(
+      `${P}_INSECURE`,
+      `is set together with ${(ca ?? cert)!.key}; choose TLS or plaintext`,
+    );
+  if (ca) checkCertificates(ca);
+  if (cert && key) checkKeyPair(cert, key);
+  const token = bearerToken(env, [P]);
+  return {
+    ...(tlsOn
+      ? {
+          tls: {
+            ...(ca ? { ca } : {}),
+            ...(cert && key ? { cert, key } : {}),
+            ...(serverName !== undefined ? { serverName } : {}),
+          },
+        }
+      : {}),
+    ...(token ? { token } : {}),
+    insecure,
+  };
+}
+
 /** Options shared by every mesh process that talks to NATS. */
 export interface BusOptions {
   /**
@@ -225,7 +389,8 @@ export function loadBusOptions(env: Env = processEnv()): BusOptions {
 export interface ServiceRuntimeOptions {
   /**
    * Address the gRPC server binds.
-   * @default "127.0.0.1" — safe on a shared machine; the Helm chart sets 0.0.0.0.
+   * @default "127.0.0.1" — safe on a shared machine. A container binds 0.0.0.0, which needs TLS
+   * (`<PREFIX>_GRPC_TLS_CERT_FILE`/`_KEY_FILE`) or the explicit `<PREFIX>_GRPC_INSECURE=1`.
    */
   readonly grpcHost: string;
   /**
@@ -267,6 +432,12 @@ export interface ServiceRuntimeOptions {
   readonly logLevel: string;
   /** NATS / stream options (unprefixed `NATS_URL`, `MESH_STREAM_*`). */
   readonly bus: BusOptions;
+  /**
+   * TLS, mutual TLS and bearer token of the gRPC port (`<PREFIX>_GRPC_TLS_*`, `_TOKEN`, `_INSECURE`;
+   * see {@link loadGrpcServerSecurity}).
+   * @default plaintext, refused on a non-loopback `grpcHost`
+   */
+  readonly grpcSecurity?: GrpcServerSecurity;
 }
 
 /** Reads {@link ServiceRuntimeOptions} for the service whose env prefix is `prefix` (e.g. `LENGTH`). */
@@ -297,5 +468,6 @@ export function loadServiceRuntimeOptions(
       "info",
     ),
     bus: loadBusOptions(env),
+    grpcSecurity: loadGrpcServerSecurity(prefix, env),
   };
 }

@@ -4,8 +4,9 @@
  * @module
  */
 import type { ChildProcess } from "node:child_process";
-import { createGrpcClient, health } from "@reward-mesh/proto";
+import { health } from "@reward-mesh/proto";
 import { UnavailableError } from "./errors.js";
+import { createSecureGrpcClient, type GrpcClientSecurity } from "./grpc-security.js";
 
 /** Options of {@link waitServing}. */
 export interface WaitServingOptions {
@@ -17,13 +18,22 @@ export interface WaitServingOptions {
   readonly service?: string;
   /** Extra text for the error (e.g. the process's stderr). */
   readonly describe?: () => string;
+  /**
+   * TLS / client certificate / token to dial with (health checks need no token, but a client with one
+   * sends it anyway). @default plaintext (loopback only)
+   */
+  readonly security?: GrpcClientSecurity;
 }
 
-/** Resolves once `address` reports SERVING; throws {@link UnavailableError} on timeout or early exit. */
+/**
+ * Resolves once `address` reports SERVING; throws {@link UnavailableError} on timeout or early exit
+ * (with the last check's error, e.g. a TLS handshake failure).
+ */
 export async function waitServing(address: string, o: WaitServingOptions = {}): Promise<void> {
-  const client = createGrpcClient(health.Health, address);
+  const client = createSecureGrpcClient(health.Health, address, o.security);
   const deadline = Date.now() + (o.timeoutMs ?? 30_000);
-  const more = () => (o.describe ? `\n${o.describe()}` : "");
+  let last = "";
+  const more = () => `${last ? ` (last check: ${last})` : ""}${o.describe ? `\n${o.describe()}` : ""}`;
   try {
     while (true) {
       const c = o.child;
@@ -33,8 +43,14 @@ export async function waitServing(address: string, o: WaitServingOptions = {}): 
         );
       }
       const serving = await client.check({ service: o.service ?? "" }, { timeoutMs: 500 }).then(
-        (r) => r.status === health.HealthCheckResponse_ServingStatus.SERVING,
-        () => false,
+        (r) => {
+          last = `status ${health.HealthCheckResponse_ServingStatus[r.status]}`;
+          return r.status === health.HealthCheckResponse_ServingStatus.SERVING;
+        },
+        (err: unknown) => {
+          last = err instanceof Error ? err.message : String(err);
+          return false;
+        },
       );
       if (serving) return;
       if (Date.now() >= deadline)

@@ -45,6 +45,7 @@ export async function startRewardService(
     port: options.grpcPort,
     limiter,
     logger,
+    ...(options.grpcSecurity ? { security: options.grpcSecurity } : {}),
     ...(extras.extraServices ? { extraServices: extras.extraServices } : {}),
   });
   let worker: RunningWorker | undefined;

@@ -19,6 +19,12 @@ import {
   type ServiceImpl,
 } from "@reward-mesh/proto";
 import { InvalidArgumentError, isInvalidArgumentError, toGrpcStatus } from "./errors.js";
+import {
+  createServerCredentials,
+  describeServerSecurity,
+  type GrpcServerSecurity,
+  serverInterceptors,
+} from "./grpc-security.js";
 import { createHealthState, type HealthState, HealthStatus } from "./health.js";
 import type { Limiter } from "./limiter.js";
 import type { Logger } from "./logger.js";
@@ -63,6 +69,11 @@ export interface GrpcServicesOptions {
   readonly maxMessageBytes?: number;
   /** Also serve `grpc.reflection.v1` / `v1alpha` for these services. @default true */
   readonly reflection?: boolean;
+  /**
+   * TLS / mutual TLS / bearer token (build with `loadGrpcServerSecurity`).
+   * @default plaintext, refused on a non-loopback `host`
+   */
+  readonly security?: GrpcServerSecurity;
 }
 
 /** Options of {@link startGrpcServer}. */
@@ -76,6 +87,8 @@ export interface GrpcServerOptions {
   readonly logger: Logger;
   /** More services on the same port (e.g. the agentdojo service's AgentEnvironment). */
   readonly extraServices?: readonly HostedService[];
+  /** @default plaintext, refused on a non-loopback `host` */
+  readonly security?: GrpcServerSecurity;
 }
 
 /** A running gRPC server. */
@@ -171,7 +184,8 @@ export function createRewardServiceImpl(
 /**
  * Starts one grpc-js server hosting `services` plus `grpc.health.v1` (every service and "" SERVING once
  * bound) and server reflection. The one place the mesh builds a gRPC server: reward services, the agent
- * environment and the learner all use it.
+ * environment and the learner all use it. `options.security` decides TLS, mutual TLS and the bearer
+ * token; plaintext on a non-loopback host without `security.insecure` is refused with a `ConfigError`.
  */
 export async function startGrpcServices(
   services: readonly HostedService[],
@@ -180,9 +194,12 @@ export async function startGrpcServices(
   const host = options.host ?? "127.0.0.1";
   const logger = options.logger.child({ component: "grpc" });
   const max = options.maxMessageBytes ?? 16 * 1024 * 1024;
+  const security = options.security ?? {};
+  const credentials = createServerCredentials(host, security);
   const server = new grpc.Server({
     "grpc.max_receive_message_length": max,
     "grpc.max_send_message_length": max,
+    interceptors: serverInterceptors(security),
   });
   const healthState = createHealthState(services.map((s) => s.descriptor.typeName));
   const all: HostedService[] = [...services, grpcService(health.Health, healthState.impl, logger)];
@@ -194,7 +211,7 @@ export async function startGrpcServices(
   for (const s of all) server.addService(createGrpcServiceDefinition(s.descriptor), s.handlers);
   const bindHost = host.includes(":") ? `[${host}]` : host;
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${bindHost}:${options.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+    server.bindAsync(`${bindHost}:${options.port ?? 0}`, credentials, (err, p) =>
       err ? reject(err) : resolve(p),
     ),
   ).catch((err: unknown) => {
@@ -203,7 +220,15 @@ export async function startGrpcServices(
   });
   healthState.setAll(HealthStatus.SERVING);
   const dialHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : bindHost;
-  logger.info({ port, host, services: services.map((s) => s.descriptor.typeName) }, "gRPC server listening");
+  logger.info(
+    {
+      port,
+      host,
+      security: describeServerSecurity(security),
+      services: services.map((s) => s.descriptor.typeName),
+    },
+    "gRPC server listening",
+  );
   return {
     port,
     address: `${dialHost}:${port}`,
@@ -236,6 +261,11 @@ export function startGrpcServer(
       grpcService(RewardService, createRewardServiceImpl(def, options.limiter, logger), logger),
       ...(options.extraServices ?? []),
     ],
-    { host: options.host ?? "127.0.0.1", port: options.port ?? 0, logger: options.logger },
+    {
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 0,
+      logger: options.logger,
+      ...(options.security ? { security: options.security } : {}),
+    },
   );
 }

@@ -3,7 +3,8 @@
 Builds (or restores) the policy, optionally warms it up with supervised steps, serves the Learner and
 Health services, prints one JSON line ``{"event": "listening", "address": "HOST:PORT", ...info}`` to
 stdout once bound, and stops gracefully (5 s grace) on SIGTERM / SIGINT, exiting 0. Bad arguments
-exit 2 with a message on stderr.
+exit 2 with a message on stderr, as do wrong gRPC security settings (TLS, mutual TLS, bearer token:
+see `security.py`) and plaintext on a non-loopback ``--host`` without ``--insecure``.
 """
 
 import argparse
@@ -15,6 +16,7 @@ import threading
 from dataclasses import replace
 
 from .errors import CheckpointError, PolicyLoadError, WarmupError
+from .security import SecurityConfigError, check_bind, load_server_security
 
 EXIT_USAGE = 2
 
@@ -23,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m reward_mesh_learner", description="The reward-mesh PyTorch learner (gRPC rewardmesh.v1.Learner).")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve the Learner and Health gRPC services")
-    s.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: the learner trusts its callers)")
+    s.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1; any other address needs TLS or --insecure)")
     s.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default 0)")
     s.add_argument("--model", default=None, help="builtin:tiny (default), builtin:small, or a local Hugging Face model directory")
     s.add_argument("--device", default="auto", help="auto (default: cuda when available), cpu, cuda, cuda:N")
@@ -42,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--warmup-steps", type=int, default=0, help="warm-up optimizer steps (default 0)")
     s.add_argument("--warmup-lr", type=float, default=3e-3, help="warm-up AdamW learning rate (default 3e-3)")
     s.add_argument("--warmup-batch", type=int, default=16, help="warm-up examples per step (default 16)")
+    g = s.add_argument_group("gRPC security", "each flag falls back to LEARNER_GRPC_<NAME>, then REWARD_MESH_GRPC_<NAME> (e.g. LEARNER_GRPC_TLS_CERT_FILE)")
+    g.add_argument("--tls-cert-file", default=None, metavar="PEM", help="server certificate chain: serve TLS (with --tls-key-file)")
+    g.add_argument("--tls-key-file", default=None, metavar="PEM", help="private key of --tls-cert-file")
+    g.add_argument("--tls-client-ca-file", default=None, metavar="PEM", help="mutual TLS: require client certificates signed by these CAs")
+    g.add_argument("--token-file", default=None, metavar="FILE", help="require 'authorization: Bearer <token>' on every call but health checks (or LEARNER_GRPC_TOKEN)")
+    g.add_argument("--insecure", action="store_true", help="allow plaintext on a non-loopback --host (e.g. behind a mesh that encrypts)")
     return p
 
 
@@ -100,15 +108,29 @@ def build_learner(a: argparse.Namespace):
     return TorchLearner(policy, options)
 
 
-def serve_until_signalled(learner, host: str, port: int) -> int:
+def security_from(a: argparse.Namespace):
+    """The server's security from the flags and the environment; SecurityConfigError when wrong."""
+    security = load_server_security(
+        os.environ,
+        tls_cert_file=a.tls_cert_file,
+        tls_key_file=a.tls_key_file,
+        tls_client_ca_file=a.tls_client_ca_file,
+        token_file=a.token_file,
+        insecure=a.insecure,
+    )
+    check_bind(a.host, security)
+    return security
+
+
+def serve_until_signalled(learner, host: str, port: int, security=None) -> int:
     """Serves, prints the listening line, waits for SIGTERM/SIGINT, stops gracefully; returns 0."""
     from .server import serve
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    running = serve(learner, host, port)
-    line = {"event": "listening", "address": running.address, "pid": os.getpid(), **learner.info().as_dict()}
+    running = serve(learner, host, port, security=security)
+    line = {"event": "listening", "address": running.address, "pid": os.getpid(), "security": running.security, **learner.info().as_dict()}
     print(json.dumps(line), flush=True)
     while not stop.wait(timeout=1.0):
         pass
@@ -121,6 +143,11 @@ def main(argv=None) -> int:
     p = build_parser()
     a = p.parse_args(argv)
     check_args(p, a)
+    try:
+        security = security_from(a)  # before loading a model: a wrong setting fails at once
+    except SecurityConfigError as e:
+        print(f"torch-learner: {e}", file=sys.stderr)
+        return EXIT_USAGE
     if a.threads:
         import torch
 
@@ -137,7 +164,7 @@ def main(argv=None) -> int:
         print(f"torch-learner: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return serve_until_signalled(learner, a.host, a.port)
+        return serve_until_signalled(learner, a.host, a.port, security)
     except OSError as e:
         print(f"torch-learner: {e}", file=sys.stderr)
         return 1

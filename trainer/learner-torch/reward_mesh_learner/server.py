@@ -18,6 +18,7 @@ import grpc
 from . import wire
 from .errors import CheckpointError, LearnerInputError
 from .proto import LEARNER_SERVICE_NAME, health_pb2, health_pb2_grpc, learner_pb2, learner_pb2_grpc
+from .security import BearerTokenInterceptor, ServerSecurity, check_bind, server_credentials
 
 #: Largest message sent or received (a Generate response holds every completion).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -157,10 +158,12 @@ class HealthServicer(health_pb2_grpc.HealthServicer):
 class RunningServer:
     """A started server: `address` (`host:port`), `port`, and `stop(grace)`."""
 
-    def __init__(self, server: grpc.Server, health: HealthServicer, host: str, port: int):
+    def __init__(self, server: grpc.Server, health: HealthServicer, host: str, port: int, security: str = "plaintext (loopback only)"):
         self.server = server
         self.health = health
         self.port = port
+        #: The transport, for logs: "TLS", "mutual TLS, bearer token", ...
+        self.security = security
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def stop(self, grace: float = 5.0) -> None:
@@ -169,10 +172,17 @@ class RunningServer:
         self.server.stop(grace).wait()
 
 
-def serve(learner, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8) -> RunningServer:
-    """Starts the Learner and Health services on `host:port` (0 = a free port)."""
+def serve(learner, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8, security: Optional[ServerSecurity] = None) -> RunningServer:
+    """Starts the Learner and Health services on `host:port` (0 = a free port).
+
+    `security` (default: plaintext, loopback only) gives TLS, mutual TLS and the bearer token; plaintext on a
+    non-loopback host without `security.insecure` raises `SecurityConfigError` before anything binds.
+    """
+    security = security or ServerSecurity()
+    check_bind(host, security)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="learner-grpc"),
+        interceptors=[BearerTokenInterceptor(security.token)] if security.token else None,
         options=[
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -183,10 +193,10 @@ def serve(learner, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8)
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(target)
+        bound = server.add_secure_port(target, server_credentials(security)) if security.tls else server.add_insecure_port(target)
     except RuntimeError as e:
         raise OSError(f"cannot bind {target}: {e}") from e
     if bound == 0:
         raise OSError(f"cannot bind {target}")
     server.start()
-    return RunningServer(server, health, host, bound)
+    return RunningServer(server, health, host, bound, security.describe())

@@ -105,3 +105,45 @@ def biased_learner(boosts, seed=0, dtype="float32"):
     for tok, b in boosts.items():
         bias[tok] = b
     return TorchLearner(BiasedPolicy(policy, bias), LearnerOptions(seed=seed))
+
+
+OPENSSL = "/usr/bin/openssl" if os.path.exists("/usr/bin/openssl") else "openssl"
+
+
+def make_pki(directory):
+    """Throw-away certificates made by openssl in `directory`: a CA; a server certificate for 127.0.0.1,
+    ::1 and localhost; a client certificate; another CA with its own client certificate. Returns the paths."""
+    import subprocess
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def run(*args):
+        subprocess.run([OPENSSL, *args], cwd=directory, check=True, capture_output=True, timeout=30)
+
+    def ca(name):
+        run("req", "-x509", *ec, "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2", "-subj", f"/CN={name}",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+    def leaf(name, signer, extensions):
+        with open(os.path.join(directory, f"{name}.ext"), "w", encoding="utf-8") as f:
+            f.write(extensions + "\nbasicConstraints=CA:FALSE\n")
+        run("req", "-new", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", f"{signer}.crt", "-CAkey", f"{signer}.key", "-CAcreateserial",
+            "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext")
+
+    ca("ca")
+    ca("other-ca")
+    leaf("server", "ca", "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth")
+    leaf("client", "ca", "extendedKeyUsage=clientAuth")
+    leaf("other-client", "other-ca", "extendedKeyUsage=clientAuth")
+    p = lambda f: os.path.join(directory, f)  # noqa: E731
+    return {
+        "ca": p("ca.crt"), "server_cert": p("server.crt"), "server_key": p("server.key"),
+        "client_cert": p("client.crt"), "client_key": p("client.key"),
+        "other_ca": p("other-ca.crt"), "other_client_cert": p("other-client.crt"), "other_client_key": p("other-client.key"),
+    }
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()

@@ -3,7 +3,8 @@
  * server (the embedded learner behind {@link serveLearner}, or a Python learner on a GPU node).
  * @module
  */
-import { createGrpcClient, grpc, Learner as LearnerService } from "@reward-mesh/proto";
+import { grpc, Learner as LearnerService } from "@reward-mesh/proto";
+import { createSecureGrpcClient, type GrpcClientSecurity } from "@reward-mesh/sdk";
 import { LearnerClosedError, RemoteLearnerError } from "./errors.js";
 import type { Learner, LearnerInfo } from "./types.js";
 import {
@@ -21,16 +22,23 @@ export interface RemoteLearnerOptions {
   readonly timeoutMs?: number;
   /** Largest response accepted (a Generate response holds every completion). @default 64 MiB */
   readonly maxResponseBytes?: number;
+  /**
+   * TLS, client certificate and bearer token (`loadGrpcClientSecurity()`: `REWARD_MESH_GRPC_*`).
+   * @default plaintext, to a loopback address only
+   */
+  readonly security?: GrpcClientSecurity;
 }
 
 /**
- * A learner at `address` (`host:port`, plaintext). Calls are not retried automatically: a caller
+ * A learner at `address` (`host:port`; TLS and a token per `options.security`, plaintext to a loopback
+ * address otherwise — a non-loopback one without TLS is refused unless explicitly allowed, see
+ * `grpcChannelSettings`). Calls are not retried automatically: a caller
  * that retries `trainStep` after a retryable {@link RemoteLearnerError} must reuse the idempotency
  * key, and the server then returns the stored result (`replayed: true`) if the first attempt landed.
  * INVALID_ARGUMENT comes back as a `LearnerInputError` with the server's field path.
  */
 export function createRemoteLearner(address: string, options: RemoteLearnerOptions = {}): Learner {
-  const client = createGrpcClient(LearnerService, address, grpc.credentials.createInsecure(), {
+  const client = createSecureGrpcClient(LearnerService, address, options.security, {
     "grpc.max_receive_message_length": options.maxResponseBytes ?? 64 * 1024 * 1024,
   });
   const callOptions = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };

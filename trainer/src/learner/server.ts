@@ -12,7 +12,7 @@ import {
   type LearnerTrainStepHeader,
   type ServiceImpl,
 } from "@reward-mesh/proto";
-import { type Logger, silentLogger, startGrpcServices } from "@reward-mesh/sdk";
+import { type GrpcServerSecurity, type Logger, silentLogger, startGrpcServices } from "@reward-mesh/sdk";
 import { LearnerInputError } from "./errors.js";
 import type { Learner } from "./types.js";
 import {
@@ -38,6 +38,11 @@ export interface ServeLearnerOptions {
    * bounds one sample (and one generate request), not a batch. @default 16 MiB
    */
   readonly maxMessageBytes?: number;
+  /**
+   * TLS, mutual TLS and bearer token (`loadGrpcServerSecurity("LEARNER")`: `LEARNER_GRPC_*`, falling
+   * back to `REWARD_MESH_GRPC_*`). @default plaintext, refused on a non-loopback `host`
+   */
+  readonly security?: GrpcServerSecurity;
 }
 
 /** A running learner server. */
@@ -134,6 +139,7 @@ export async function serveLearner(
       port: options.port ?? 0,
       logger,
       maxMessageBytes: options.maxMessageBytes ?? 16 * 1024 * 1024,
+      ...(options.security ? { security: options.security } : {}),
     },
   );
   return { address: server.address, port: server.port, close: (graceMs?: number) => server.close(graceMs) };

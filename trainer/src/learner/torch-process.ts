@@ -9,7 +9,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, waitServing } from "@reward-mesh/sdk";
+import { freePort, type GrpcClientSecurity, waitServing } from "@reward-mesh/sdk";
 
 /** The Python package's directory (what goes on `PYTHONPATH`). */
 export const TORCH_LEARNER_DIR = fileURLToPath(new URL("../../learner-torch", import.meta.url));
@@ -55,9 +55,16 @@ export interface TorchLearnerProcessOptions {
   readonly cwd?: string;
   /**
    * Environment of the process (e.g. `CUDA_VISIBLE_DEVICES`, `LD_LIBRARY_PATH` on a GPU node); `PATH`
-   * defaults to the system's, `PYTHONPATH` is always the package's directory. @default only `PATH`
+   * defaults to the system's, `PYTHONPATH` is always the package's directory. The learner's gRPC
+   * security comes from here too (`LEARNER_GRPC_TLS_*`, `_TOKEN`, `_INSECURE`, falling back to
+   * `REWARD_MESH_GRPC_*`; see the learner's README). @default only `PATH`
    */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * How to dial it for the readiness check: TLS trusting its certificate's CA, a client certificate
+   * when it requires one. @default plaintext (it listens on loopback)
+   */
+  readonly security?: GrpcClientSecurity;
 }
 
 /** A running PyTorch learner process. */
@@ -169,6 +176,7 @@ export async function startTorchLearner(o: TorchLearnerProcessOptions = {}): Pro
       child,
       timeoutMs: o.readyTimeoutMs ?? 300_000,
       describe: () => `torch learner stderr:\n${stderr}`,
+      ...(o.security ? { security: o.security } : {}),
     });
   } catch (err) {
     await stop();

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Rollout, RolloutSchema } from "@reward-mesh/proto";
 import type { BusOptions, ServiceRuntimeOptions } from "../config.js";
+import type { GrpcClientSecurity } from "../grpc-security.js";
 import { waitServing } from "../health-client.js";
 import { freePort } from "../net.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
@@ -18,6 +19,8 @@ import { type MeshAuth, type ServiceIdentity, writeMeshAuth } from "../nats-acco
 export type { LocalNats };
 export type { StoredMessage } from "../stream-reader.js";
 export { readStream } from "../stream-reader.js";
+export type { TestPki } from "./pki.js";
+export { createTestPki } from "./pki.js";
 
 /** Starts a private JetStream server on a free port (call `stop()` in `after`). */
 export function startTestNats(): Promise<LocalNats> {
@@ -126,6 +129,8 @@ export interface ServiceProcessOptions {
   readonly natsUrl: string;
   /** More environment (its options). Telemetry exporters are off and LOG_LEVEL is warn unless set here. */
   readonly env?: Readonly<Record<string, string>>;
+  /** How to dial it for the readiness check (when `env` gives it TLS or mutual TLS). @default plaintext */
+  readonly security?: GrpcClientSecurity;
 }
 
 /**
@@ -161,7 +166,11 @@ export async function startServiceProcess(
     return exited;
   };
   try {
-    await waitServing(address, { child, describe: () => stderr });
+    await waitServing(address, {
+      child,
+      describe: () => stderr,
+      ...(o.security ? { security: o.security } : {}),
+    });
   } catch (err) {
     await stop();
     throw err;
