@@ -2,10 +2,12 @@
  * Runs a Python program's tests through the harness in any {@link Sandbox} and turns its report
  * into a validated {@link TestReport}.
  *
- * The report is produced inside the sandbox, so it is treated as untrusted: it must be the single
- * JSON line on stdout, carry the nonce sent after the job (see `harness/harness.py`), and pass shape
- * and range checks; the expected outputs of stdin → stdout tests never enter the sandbox and are
- * compared here. Anything else makes the run a `worker_error` (a candidate failure, not an exception).
+ * The harness writes two JSON lines: the compile stage (syntax, compile), written before any
+ * candidate code runs in the sandbox, and the report (test results), which must carry the nonce sent
+ * after the job (see `harness/harness.py`) and pass shape and range checks; the expected outputs of
+ * stdin → stdout tests never enter the sandbox and are compared here. No valid compile stage makes the
+ * run a `worker_error`; a compile stage without a valid report keeps syntax and compile and fails the
+ * tests (the candidate's code ran and ended or broke the run) — never an exception.
  * @module
  */
 import { randomBytes } from "node:crypto";

@@ -215,21 +215,26 @@ def _search():
     for o in gc.get_objects():
         if isinstance(o, str) and marker in o:
             return True
-    for root in ("/proc", "/tmp", "/opt", "/"):
+    paths = []
+    for n in os.listdir("/proc"):
+        if n.isdigit() or n == "self":
+            paths += ["/proc/%s/%s" % (n, f) for f in ("cmdline", "environ", "mem", "fd/0", "fd/1", "fd/3")]
+    for root in ("/tmp", "/opt"):
+        for d, _, files in os.walk(root):
+            paths += [os.path.join(d, f) for f in files]
+    for p in paths:
         try:
-            names = os.listdir(root)
+            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                if marker.encode() in os.read(fd, 1 << 22):
+                    return True
+            finally:
+                os.close(fd)
         except OSError:
-            continue
-        for n in names:
-            for p in (os.path.join(root, n), os.path.join(root, n, "cmdline"), os.path.join(root, n, "environ"), os.path.join(root, n, "fd", "0"), os.path.join(root, n, "mem")):
-                try:
-                    with open(p, "rb") as f:
-                        if marker.encode() in f.read(1 << 22):
-                            return True
-                except (OSError, ValueError):
-                    pass
+            pass
     for fd in range(0, 64):
         try:
+            os.set_blocking(fd, False)
             if marker.encode() in os.read(fd, 1 << 20):
                 return True
         except OSError:
