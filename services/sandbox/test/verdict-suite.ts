@@ -184,7 +184,7 @@ math = _M()
 ${WRONG}`,
   },
   {
-    name: "raise SystemExit(0) during a call, and exit(0) at import",
+    name: "raise SystemExit(0) during a call",
     solution: "def add(a, b):\n    raise SystemExit(0)\n",
   },
   {
@@ -234,9 +234,13 @@ def _search():
             pass
     for fd in range(0, 64):
         try:
+            blocking = os.get_blocking(fd)
             os.set_blocking(fd, False)
-            if marker.encode() in os.read(fd, 1 << 20):
-                return True
+            try:
+                if marker.encode() in os.read(fd, 1 << 20):
+                    return True
+            finally:
+                os.set_blocking(fd, blocking)
         except OSError:
             pass
     return False
