@@ -541,6 +541,7 @@ def _candidate_main():
         while data:
             data = data[wr(FD_RESP, data) :]
 
+    # Stage 1 (trusted): the setup, the prompt, the CPU baseline.
     setup = receive()
     g = {"__name__": "__main__", "__builtins__": builtins}
     tree = ast.parse(setup["source"], "<program>")
@@ -556,7 +557,8 @@ def _candidate_main():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     send({"ready": True, "cpuMs": (ru.ru_utime + ru.ru_stime) * 1000})
     _text_streams()
-    # From here on candidate code runs: nothing this process says is more than the candidate's say.
+    # Stage 2: the solution. From here on candidate code runs: nothing this process says is more than
+    # the candidate's say.
     codec = _Codec({})
     entry = None
     try:
@@ -585,6 +587,7 @@ def _candidate_main():
         send({"setup": False, "error": _error(e), "exit": isinstance(e, SystemExit), "code": getattr(e, "code", None) if isinstance(getattr(e, "code", None), int) else None})
         _flush_streams()
         os._exit(1)
+    # Stage 3: answer calls until J closes the request pipe.
     while True:
         req = receive()
         if req is None:

@@ -356,6 +356,21 @@ export const formats: ReadonlyArray<{
     },
   },
   {
+    name: "every supported plain-data type round-trips exactly (and a generator arrives as an iterator)",
+    asserts: 4,
+    program: {
+      prompt:
+        "from collections import deque, Counter, OrderedDict, defaultdict\nfrom fractions import Fraction\nfrom decimal import Decimal",
+      solution:
+        "def f(shared=[1]):\n    cyc = [0]\n    cyc.append(cyc)\n    return (1, -2.5, float('inf'), {1, 2}, frozenset([3]), {'a': [1, (2, 3)], (1, 'k'): None}, b'x', bytearray(b'y'), 10 ** 30, 1 + 2j, deque([1], maxlen=3), Counter('aab'), OrderedDict(a=1), defaultdict(list, b=[2]), Fraction(1, 3), Decimal('0.1'), range(3), True, [shared, shared], cyc)\n\ndef g(n):\n    return (i * i for i in range(n))\n",
+      test: "def check(candidate):\n    r = candidate()\n    assert r[:-2] == (1, -2.5, float('inf'), {1, 2}, frozenset([3]), {'a': [1, (2, 3)], (1, 'k'): None}, b'x', bytearray(b'y'), 10 ** 30, 1 + 2j, deque([1], maxlen=3), Counter('aab'), OrderedDict(a=1), defaultdict(list, b=[2]), Fraction(1, 3), Decimal('0.1'), range(3), True)\n    assert r[-2][0] is r[-2][1] and r[-1][1] is r[-1] and type(r[10]) is deque and r[10].maxlen == 3\n    assert list(g(3)) == [0, 1, 4]\n    assert g(3) != [0, 1, 4]\n",
+      entryPoint: "f",
+      ioTests: [],
+      timeLimitMs: 3_000,
+      memoryLimitMb: 256,
+    },
+  },
+  {
     name: "a candidate exception the test expects (ValueError) is raised in the judge as the same type",
     asserts: 2,
     program: {
