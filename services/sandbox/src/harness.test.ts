@@ -48,13 +48,21 @@ function fakeSandbox(report: (nonce: string) => string, extra: Partial<SandboxRu
   };
 }
 
+const compileStage = `${JSON.stringify({
+  v: 2,
+  stage: "compile",
+  syntax: { ok: true, error: null },
+  compile: { ok: true, error: null },
+  layout: { solution: [1, 2], test: [4, 5] },
+  harnessError: null,
+})}\n`;
+
 const goodReport = (nonce: string, stdout = "1  2\n3\n") =>
+  compileStage +
   JSON.stringify({
-    v: 1,
+    v: 2,
+    stage: "report",
     nonce,
-    syntax: { ok: true, error: null },
-    compile: { ok: true, error: null },
-    layout: { solution: [1, 2], test: [4, 5] },
     check: {
       status: "passed",
       completed: true,
@@ -67,7 +75,8 @@ const goodReport = (nonce: string, stdout = "1  2\n3\n") =>
       { outcome: "ran", stdout, stdoutBytes: 7, stderr: "", error: null, cpuMs: 2, wallMs: 3, exitCode: 0 },
     ],
     harnessError: null,
-  }) + "\n";
+  }) +
+  "\n";
 
 describe("runPythonTests: the report is untrusted", () => {
   it("accepts a well-formed report with the right nonce, and compares io output itself", async () => {
@@ -87,22 +96,53 @@ describe("runPythonTests: the report is untrusted", () => {
     assert.match(wrong.summary, /io test 1: expected "1 2\\n3", got "1 2\\n4"/);
   });
 
-  it("turns a wrong nonce, two lines, bad shapes or a killed harness into worker_error / timeout / OOM", async () => {
+  it("a report rejected after the compile stage keeps syntax and compile; before it, worker_error; killed → timeout / OOM", async () => {
     const cases: Array<[string, (n: string) => string]> = [
       ["nonce mismatch", () => goodReport("f".repeat(32))],
-      ["expected one line", (n) => goodReport(n) + goodReport(n)],
-      ["not JSON", () => "passed\n"],
+      ["expected two lines", (n) => goodReport(n) + goodReport(n)],
+      ["the report line is not JSON", () => `${compileStage}passed\n`],
+      ["expected two lines on stdout, got 1", () => compileStage],
       [
         "io results do not match",
         (n) => goodReport(n).replace(/"io":\[.*\],"harnessError"/, '"io":[],"harnessError"'),
       ],
       ["check.status", (n) => goodReport(n).replace('"status":"passed"', '"status":"great"')],
       ["not a finite number", (n) => goodReport(n).replace('"cpuMs":1.5', '"cpuMs":-1')],
-      ["harness failed", (n) => JSON.stringify({ v: 1, nonce: n, harnessError: "boom" })],
+      [
+        "harness failed",
+        (n) => `${compileStage}${JSON.stringify({ v: 2, stage: "report", nonce: n, harnessError: "boom" })}`,
+      ],
     ];
+    // After a valid compile stage the candidate's code ran: syntax and compile stand, the tests fail.
     for (const [why, report] of cases) {
       const r = await runPythonTests(fakeSandbox(report), program);
+      assert.equal(r.status, "runtime_error", why);
+      assert.equal(r.syntax.ok, true, why);
+      assert.equal(r.compile.ok, true, why);
+      assert.equal(r.passed, 0);
+      assert.equal(r.error?.type, "HarnessReportRejected", why);
+      assert.ok(r.summary.includes(why), `${why}: ${r.summary}`);
+    }
+    const killed = await runPythonTests(
+      fakeSandbox(() => compileStage, { exitCode: null, signal: "SIGKILL" }),
+      program,
+    );
+    assert.equal(killed.error?.type, "HarnessKilled");
+    assert.equal(killed.compile.ok, true);
+    // Without one, nothing of the candidate ran: the harness failed, every component at its minimum.
+    const before: Array<[string, (n: string) => string]> = [
+      ["the compile stage line is not JSON", () => "passed\n"],
+      ["the first line is not the compile stage", (n) => goodReport(n).split("\n").slice(1).join("\n")],
+      ["unknown version", (n) => goodReport(n).replace('"v":2', '"v":1')],
+      [
+        "harness failed",
+        () => `${JSON.stringify({ v: 2, stage: "compile", harnessError: "bad protocol header" })}\n`,
+      ],
+    ];
+    for (const [why, report] of before) {
+      const r = await runPythonTests(fakeSandbox(report), program);
       assert.equal(r.status, "worker_error", why);
+      assert.equal(r.syntax.ok, false, why);
       assert.equal(r.passed, 0);
       assert.ok(r.summary.includes(why), `${why}: ${r.summary}`);
     }

@@ -2,10 +2,12 @@
  * Runs a Python program's tests through the harness in any {@link Sandbox} and turns its report
  * into a validated {@link TestReport}.
  *
- * The report is produced inside the sandbox, so it is treated as untrusted: it must be the single
- * JSON line on stdout, carry the nonce sent after the job (see `harness/harness.py`), and pass shape
- * and range checks; the expected outputs of stdin → stdout tests never enter the sandbox and are
- * compared here. Anything else makes the run a `worker_error` (a candidate failure, not an exception).
+ * The harness writes two JSON lines: the compile stage (syntax, compile), written before any
+ * candidate code runs in the sandbox, and the report (test results), which must carry the nonce sent
+ * after the job (see `harness/harness.py`) and pass shape and range checks; the expected outputs of
+ * stdin → stdout tests never enter the sandbox and are compared here. No valid compile stage makes the
+ * run a `worker_error`; a compile stage without a valid report keeps syntax and compile and fails the
+ * tests (the candidate's code ran and ended or broke the run) — never an exception.
  * @module
  */
 import { randomBytes } from "node:crypto";
@@ -112,6 +114,19 @@ export interface RunTestsOptions {
 }
 
 const REPORT_TEXT = 2_048;
+const MIB = 1024 * 1024;
+/**
+ * The judge's own address-space limit in the sandbox (plus 4× the job's size): it runs the test
+ * code and decodes the candidate's return values (at most 16 MiB of JSON each).
+ */
+const JUDGE_MEMORY_MB = 256;
+
+/** Bytes of the job's text fields (what the judge holds besides its own interpreter). */
+function jobBytes(program: PythonProgram): number {
+  let n = program.prompt.length + program.solution.length + program.test.length;
+  for (const t of program.ioTests) n += t.stdin.length;
+  return 3 * n; // UTF-16 length → at most 3 UTF-8 bytes per unit
+}
 const CLIP = 200;
 
 function clip(s: string, n = CLIP): string {
@@ -214,24 +229,31 @@ function worst(a: ExecutionStatus, b: ExecutionStatus): ExecutionStatus {
   return SEVERITY[b] > SEVERITY[a] ? b : a;
 }
 
-/** Parses and validates the harness's stdout; throws {@link HarnessReportError}. */
-function parseReport(stdout: Buffer, nonce: string, program: PythonProgram, oomKilled: boolean) {
-  const text = stdout.toString("utf8");
-  const lines = text.split("\n").filter((l) => l !== "");
-  if (lines.length !== 1) bad(`expected one line on stdout, got ${lines.length}`);
+function parseLine(line: string | undefined, what: string): { [k: string]: Json } {
+  if (line === undefined) bad(`no ${what} line on stdout`);
   let raw: Json;
   try {
-    raw = JSON.parse(lines[0]!) as Json;
+    raw = JSON.parse(line) as Json;
   } catch {
-    bad("stdout is not JSON");
+    bad(`the ${what} line is not JSON`);
   }
-  const r = obj(raw, "report");
-  if (r["v"] !== 1) bad("unknown version");
+  const r = obj(raw, what);
+  if (r["v"] !== 2) bad(`unknown version in the ${what} line`);
   if (typeof r["harnessError"] === "string") bad(`harness failed: ${clip(r["harnessError"])}`);
-  if (r["nonce"] !== nonce) bad("nonce mismatch");
+  return r;
+}
+
+/**
+ * Line 1 of the harness's stdout: syntax and compilation, written before any candidate code ran in
+ * the sandbox (so nothing the candidate does can change them); throws {@link HarnessReportError}.
+ */
+function parseCompileStage(stdout: Buffer) {
+  const lines = stdout.toString("utf8").split("\n");
+  const r = parseLine(lines[0], "compile stage");
+  if (r["stage"] !== "compile") bad("the first line is not the compile stage");
   const syntax = obj(r["syntax"], "syntax");
   const compile = obj(r["compile"], "compile");
-  const layoutRaw = r["layout"] === undefined ? null : obj(r["layout"], "layout");
+  const layoutRaw = r["layout"] === undefined || r["layout"] === null ? null : obj(r["layout"], "layout");
   const pair = (v: Json | undefined, what: string): readonly [number, number] => {
     if (!Array.isArray(v) || v.length !== 2) bad(`${what} is not a pair`);
     return [num(v[0], what), num(v[1], what)];
@@ -245,7 +267,8 @@ function parseReport(stdout: Buffer, nonce: string, program: PythonProgram, oomK
   const syntaxOk = bool(syntax["ok"], "syntax.ok");
   const compileOk = bool(compile["ok"], "compile.ok");
   if (compileOk && !syntaxOk) bad("compiled without valid syntax");
-  const out = {
+  return {
+    layout,
     syntax: {
       ok: syntaxOk,
       error: pyError(syntax["error"], "syntax.error", {
@@ -254,17 +277,44 @@ function parseReport(stdout: Buffer, nonce: string, program: PythonProgram, oomK
       }),
     },
     compile: { ok: compileOk, error: pyError(compile["error"], "compile.error", layout) },
+  };
+}
+
+type CompileStage = ReturnType<typeof parseCompileStage>;
+
+/** Line 2 of the harness's stdout, the test results (after the compile stage); throws {@link HarnessReportError}. */
+function parseReport(
+  stdout: Buffer,
+  stage: CompileStage,
+  nonce: string,
+  program: PythonProgram,
+  oomKilled: boolean,
+) {
+  const { layout } = stage;
+  const out = {
+    syntax: stage.syntax,
+    compile: stage.compile,
     tests: [] as TestResult[],
     status: "passed" as ExecutionStatus,
     ranToCompletion: true,
     error: undefined as PyError | undefined,
     cpuMs: undefined as number | undefined,
   };
+  const compileOk = stage.compile.ok;
+  const syntaxOk = stage.syntax.ok;
   if (!compileOk) {
     out.status = syntaxOk ? "compile_error" : "syntax_error";
     out.ranToCompletion = false;
     return out;
   }
+  const lines = stdout
+    .toString("utf8")
+    .split("\n")
+    .filter((l) => l !== "");
+  if (lines.length !== 2) bad(`expected two lines on stdout, got ${lines.length}`);
+  const r = parseLine(lines[1], "report");
+  if (r["stage"] !== "report") bad("the second line is not the report");
+  if (r["nonce"] !== nonce) bad("nonce mismatch");
   const hasCheck = program.test.trim() !== "";
   let cpu = 0;
   let ran = false;
@@ -460,18 +510,23 @@ export async function runPythonTests(
     memoryLimitBytes: program.memoryLimitMb * 1024 * 1024,
     maxOutputBytes,
     reportOutputBytes: REPORT_TEXT,
+    judgeMemoryBytes: JUDGE_MEMORY_MB * MIB + 4 * jobBytes(program),
   });
   const payload = Buffer.from(job);
+  const judgeExtra = 4 * jobBytes(program);
   const stdin = Buffer.concat([Buffer.from(`RMH1 ${payload.length}\n`), payload, Buffer.from(`${nonce}\n`)]);
   const executions = (program.test.trim() !== "" ? 1 : 0) + program.ioTests.length;
+  const backstopMs = Math.max(1, executions) * (program.timeLimitMs + 250) + 5_000;
   const run = await sandbox.run({
     argv: ["python3", "-I", HARNESS_SANDBOX_PATH],
     stdin,
     signal: options.signal,
     limits: {
       // Backstops: the harness enforces the per-execution limits on the candidate itself.
-      wallTimeMs: Math.max(1, executions) * (program.timeLimitMs + 250) + 5_000,
-      memoryBytes: (program.memoryLimitMb + 96) * 1024 * 1024,
+      wallTimeMs: backstopMs,
+      cpuTimeMs: backstopMs,
+      // The candidate's limit, the judge's own (its RLIMIT_AS) and the work dir's tmpfs pages.
+      memoryBytes: (program.memoryLimitMb + JUDGE_MEMORY_MB + 64) * MIB + judgeExtra,
       maxOutputBytes: 8 * maxOutputBytes * (program.ioTests.length + 1) + (1 << 20),
     },
   });
@@ -482,20 +537,32 @@ export async function runPythonTests(
     oomKilled: run.oomKilled,
   };
   const limits = { timeLimitMs: program.timeLimitMs, memoryLimitMb: program.memoryLimitMb };
-  let parsed: ReturnType<typeof parseReport>;
-  try {
-    parsed = parseReport(run.stdout, nonce, program, run.oomKilled);
-  } catch (err) {
-    const why = (err as Error).message;
+  const stderrTail = run.stderr.toString("utf8").trim().split("\n").slice(-1)[0] ?? "";
+  const exited = run.exitCode !== 0 ? ` (exit ${run.exitCode ?? run.signal})` : "";
+  const ended = (why: string, stage: CompileStage | undefined): TestReport => {
+    // No valid report. Before any candidate code ran (no compile stage): the harness's fault, every
+    // component at its minimum. After it (compile stage valid): the candidate ended or broke the
+    // harness's run, so syntax and compile stand and the tests fail with the reason.
     const status: ExecutionStatus = run.timedOut
       ? "timeout"
       : run.oomKilled
         ? "memory_error"
-        : "worker_error";
-    const stderr = run.stderr.toString("utf8").trim().split("\n").slice(-1)[0] ?? "";
+        : stage
+          ? "runtime_error"
+          : "worker_error";
+    const type =
+      status === "timeout"
+        ? "Timeout"
+        : status === "memory_error"
+          ? "MemoryError"
+          : stage
+            ? run.signal
+              ? "HarnessKilled"
+              : "HarnessReportRejected"
+            : "HarnessError";
     const base = {
-      syntax: { ok: false, error: undefined },
-      compile: { ok: false, error: undefined },
+      syntax: stage?.syntax ?? { ok: false, error: undefined },
+      compile: stage?.compile ?? { ok: false, error: undefined },
       status,
       ranToCompletion: false,
       tests: [],
@@ -503,9 +570,9 @@ export async function runPythonTests(
       total: executions,
       firstFailure: undefined,
       error: {
-        type: status === "timeout" ? "Timeout" : status === "memory_error" ? "MemoryError" : "HarnessError",
+        type,
         message: clip(
-          `${why}${run.exitCode !== 0 ? ` (exit ${run.exitCode ?? run.signal})` : ""}${stderr ? `; ${stderr}` : ""}`,
+          `${stage ? "the tests ended without a valid report: " : ""}${why}${exited}${stderrTail ? `; ${stderrTail}` : ""}`,
         ),
         where: "",
       },
@@ -513,6 +580,18 @@ export async function runPythonTests(
       sandbox: sandboxInfo,
     } satisfies Omit<TestReport, "summary">;
     return { ...base, summary: summarizeReport(base, limits) };
+  };
+  let stage: CompileStage;
+  try {
+    stage = parseCompileStage(run.stdout);
+  } catch (err) {
+    return ended((err as Error).message, undefined);
+  }
+  let parsed: ReturnType<typeof parseReport>;
+  try {
+    parsed = parseReport(run.stdout, stage, nonce, program, run.oomKilled);
+  } catch (err) {
+    return ended((err as Error).message, stage);
   }
   const passed = parsed.tests.filter((t) => t.outcome === "pass").length;
   const base = {

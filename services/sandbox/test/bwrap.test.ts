@@ -5,6 +5,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { describe, it } from "node:test";
 import { createSandbox, loadSandboxConfig } from "../src/index.js";
 import { defineSecuritySuite } from "./security-suite.js";
+import { defineVerdictSuite } from "./verdict-suite.js";
 
 // A uid of its own, so "no process left" cannot see sandboxes of test files running in parallel.
 const config = {
@@ -15,6 +16,7 @@ const config = {
 };
 
 defineSecuritySuite("bwrap", () => createSandbox(config));
+defineVerdictSuite("bwrap", () => createSandbox(config));
 
 /** Processes of the sandbox uid on the host (the sandboxes are the only ones here). */
 function sandboxProcesses(): string[] {

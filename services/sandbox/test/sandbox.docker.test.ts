@@ -8,11 +8,13 @@ import Docker from "dockerode";
 import { createSandbox, SANDBOX_LABEL } from "../src/index.js";
 import { ensureDockerForTests } from "../src/testing.js";
 import { defineSecuritySuite } from "./security-suite.js";
+import { defineVerdictSuite } from "./verdict-suite.js";
 
 const docker = await ensureDockerForTests();
 if (!docker.ok) console.log(`# skipping Docker sandbox tests: ${docker.reason}`);
 
 defineSecuritySuite("docker", async () => (docker.ok ? createSandbox(docker.config) : undefined));
+defineVerdictSuite("docker", async () => (docker.ok ? createSandbox(docker.config) : undefined));
 
 describe("docker sandbox: backend specifics", { skip: docker.ok ? false : docker.reason }, () => {
   it("uses the locked-down container settings and removes every container it created", async () => {
