@@ -21,6 +21,7 @@ export type {
 export { defineRewardService } from "./service.js";
 export type { Env, BusOptions, ServiceRuntimeOptions } from "./config.js";
 export {
+  applyTelemetryDefaults,
   envBool,
   envEnum,
   envInt,
@@ -29,6 +30,7 @@ export {
   loadBusOptions,
   loadServiceRuntimeOptions,
   processEnv,
+  telemetryExportConfigured,
 } from "./config.js";
 export {
   ConfigError,
