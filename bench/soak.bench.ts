@@ -23,9 +23,9 @@
  *   SOAK_SERVICE_NODE_OPTIONS (extra Node flags for the service, e.g. `--max-semi-space-size=4`),
  *   SOAK_LIVE_HEAP=1 (a full GC in the service before every sample: the heap figures are then what is
  *   live, not what waits for the next major GC — for investigating growth; it changes the RSS curve),
- *   SOAK_OTEL_EXPORTER (OTEL_{TRACES,METRICS,LOGS}_EXPORTER of the service; default `none`; `otlp` exports to
- *   OTEL_EXPORTER_OTLP_ENDPOINT, by default a collector on localhost:4318, absent here; `default` leaves them
- *   blank, i.e. unset: what a service does with no OTEL_* setting at all).
+ *   SOAK_OTEL_EXPORTER (OTEL_{TRACES,METRICS,LOGS}_EXPORTER of the service; default `default`: blank, i.e.
+ *   what a service does with no OTEL_* setting at all — no export; `none`; `otlp` exports to
+ *   OTEL_EXPORTER_OTLP_ENDPOINT, by default a collector on localhost:4318, absent here: the growth of issue 16).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -69,7 +69,7 @@ function soakConfig() {
     concurrency: num(undefined, "SOAK_CONCURRENCY", 8),
     sampleMs: num(undefined, "SOAK_SAMPLE_MS", 1000),
     serviceNodeOptions: env["SOAK_SERVICE_NODE_OPTIONS"] ?? "",
-    otelExporter: env["SOAK_OTEL_EXPORTER"] ?? "none",
+    otelExporter: env["SOAK_OTEL_EXPORTER"] ?? "default",
     liveHeap: env["SOAK_LIVE_HEAP"] === "1",
     /** How long to wait for the last results after publishing stops. */
     drainMs: 60_000,
