@@ -4,13 +4,15 @@
  * Run with `reward-mesh serve agentdojo`.
  */
 import { NodeSDK } from "@opentelemetry/sdk-node";
-import { createLogger, serveRewardService } from "@reward-mesh/sdk";
+import { applyTelemetryDefaults, createLogger, serveRewardService } from "@reward-mesh/sdk";
 import { loadConfig } from "./config.js";
 import { agentEnvironmentService, createSessionManager } from "./environment-service.js";
 import { createAgentDojoService } from "./service.js";
 
 const config = loadConfig();
-// Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...).
+// Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...);
+// none is set: no export (not OTLP to a localhost collector that may not exist).
+applyTelemetryDefaults();
 const otel = new NodeSDK({ serviceName: "reward-mesh-agentdojo" });
 otel.start();
 const logger = createLogger({ service: "agentdojo", level: config.runtime.logLevel });

@@ -5,12 +5,14 @@
  */
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { createSandbox } from "@reward-mesh/sandbox";
-import { createLogger, serveRewardService } from "@reward-mesh/sdk";
+import { applyTelemetryDefaults, createLogger, serveRewardService } from "@reward-mesh/sdk";
 import { loadConfig } from "./config.js";
 import { createCodeExecService } from "./service.js";
 
 const config = loadConfig();
-// Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...).
+// Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...);
+// none is set: no export (not OTLP to a localhost collector that may not exist).
+applyTelemetryDefaults();
 const otel = new NodeSDK({ serviceName: "reward-mesh-code-exec" });
 otel.start();
 const logger = createLogger({ service: "code-exec", level: config.runtime.logLevel });

@@ -15,11 +15,30 @@
  * *prepared* ahead: a root shell joins the run's fresh cgroups, drops to the sandbox uid and execs
  * bwrap, whose inner shell then waits for its script on fd 3. A request only writes the limits,
  * the files (fd 4), the script (`ulimit`, `exec argv`) and stdin. A prepared sandbox is used once.
+ *
+ * Reaping. bwrap's own pid-namespace init outlives the bwrap we start (bwrap exits as soon as that
+ * init reports the command's status) and is then orphaned; so is anything of a sandbox whose bwrap is
+ * killed. An orphan goes to the nearest reaper, the host's PID 1 — and when the service *is* PID 1 (a
+ * container without an init), Node reaps only the children it spawned: `[bwrap] <defunct>` piles up.
+ * So each sandbox starts one level down, as the init of a pid namespace of its own
+ * (`unshare --pid --fork`): every orphan of the sandbox is re-parented inside it, and when that init
+ * (the outer bwrap) exits the kernel kills and reaps all that is left; `unshare`, our child, waits for
+ * it and is the only process we reap. Hence a sandbox is killed by killing what runs *below* that
+ * init (bwrap then exits 128 + 9), never our child first — that would orphan the init itself.
  * @module
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, copyFileSync, lstatSync, mkdirSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
@@ -48,10 +67,28 @@ const INNER_SCRIPT =
   's=; while IFS= read -r l <&3; do s="$s$l\n"; done; exec 3<&-; [ -n "$s" ] || exit 0; eval "$s"';
 
 interface Prepared {
+  /** `unshare`, waiting for the sandbox's pid namespace to end. */
   readonly child: ChildProcess;
   readonly cgroup: CgroupRun;
   readonly name: string;
   exited: boolean;
+  /** Resolves once `child` has exited (and with it every process of the sandbox). */
+  readonly gone: Promise<void>;
+}
+
+/** How long a killed sandbox may take to end before its `unshare` is killed outright. */
+const KILL_GRACE_MS = 5_000;
+/** Kills are repeated this often until the sandbox has ended (processes may still be starting). */
+const KILL_REPEAT_MS = 50;
+
+/** The parent of `pid` (undefined once it is gone). */
+function parentPid(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Removes harness copies left in the temp dir by processes that are gone. */
@@ -118,6 +155,8 @@ export async function createBwrapEngine(
     );
   }
   if (!resolveBinary("setpriv")) throw backendUnusable("SANDBOX_BACKEND", "bwrap needs setpriv (util-linux)");
+  const unshare = resolveBinary("unshare");
+  if (!unshare) throw backendUnusable("SANDBOX_BACKEND", "bwrap needs unshare (util-linux)");
   if (process.getuid?.() !== 0) {
     throw backendUnusable(
       "SANDBOX_BACKEND",
@@ -199,18 +238,36 @@ export async function createBwrapEngine(
     const cgroup = cgroups.create(name);
     // Limits first: nothing runs unbounded even before the request sets its own.
     cgroup.setLimits(config.memoryLimitMb * 1024 * 1024, config.maxProcesses);
+    // `unshare` stays outside the run's cgroups: the candidate's process budget is unchanged.
     const child = spawn(
-      "/bin/sh",
-      ["-c", JOIN_SCRIPT, "sh", String(config.bwrapUid), ...cgroup.procsFiles, "--", bwrap, ...fixedArgs],
+      unshare,
+      [
+        "--pid",
+        "--fork",
+        "--",
+        "/bin/sh",
+        "-c",
+        JOIN_SCRIPT,
+        "sh",
+        String(config.bwrapUid),
+        ...cgroup.procsFiles,
+        "--",
+        bwrap,
+        ...fixedArgs,
+      ],
       { stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], env: { PATH: HOST_PATH } },
     );
-    const p: Prepared = { child, cgroup, name, exited: false };
+    let ended = () => {};
+    const gone = new Promise<void>((r) => (ended = r));
+    const p: Prepared = { child, cgroup, name, exited: false, gone };
     live.add(p);
     child.once("exit", () => {
       p.exited = true;
+      ended();
     });
     child.on("error", () => {
       p.exited = true;
+      ended();
     });
     for (const s of child.stdio) (s as Readable | Writable | null)?.on("error", () => {});
     unrefAll(child, false);
@@ -228,16 +285,49 @@ export async function createBwrapEngine(
     }
   };
 
-  const dispose = (p: Prepared) => {
-    live.delete(p);
-    if (!p.exited) {
+  /** SIGKILLs the sandbox's processes below the init of its pid namespace (see the module comment). */
+  const killBelowInit = (p: Prepared) => {
+    for (const pid of p.cgroup.pids()) {
+      if (!(pid > 0)) continue; // never a process group
+      const parent = parentPid(pid);
+      if (parent === undefined || parent === p.child.pid) continue; // gone, or the init itself
       try {
-        p.child.kill("SIGKILL");
+        process.kill(pid, "SIGKILL");
       } catch {
         // gone
       }
     }
-    track(p.cgroup.remove());
+  };
+
+  /**
+   * Ends a sandbox: kills below its init until `unshare` exits; if that does not happen within
+   * KILL_GRACE_MS (never seen), kills `unshare` too rather than hang.
+   */
+  const terminate = (p: Prepared) => {
+    if (p.exited) return;
+    killBelowInit(p);
+    const repeat = setInterval(() => killBelowInit(p), KILL_REPEAT_MS);
+    const last = setTimeout(() => {
+      logger.warn({ sandbox: p.name }, "sandbox: still running after SIGKILL; killing its unshare");
+      p.child.kill("SIGKILL");
+    }, KILL_GRACE_MS);
+    repeat.unref();
+    last.unref();
+    void p.gone.then(() => {
+      clearInterval(repeat);
+      clearTimeout(last);
+    });
+  };
+
+  const dispose = (p: Prepared) => {
+    live.delete(p);
+    if (!p.exited) {
+      // A prepared sandbox that never got its script ends on its own once fd 3 closes.
+      for (const s of p.child.stdio) (s as Writable | null)?.destroy?.();
+      p.child.ref(); // close() waits for it
+      terminate(p);
+    }
+    track(p.gone.then(() => p.cgroup.remove()));
   };
 
   const take = (): Prepared => {
@@ -268,13 +358,7 @@ export async function createBwrapEngine(
     const started = performance.now();
     let timedOut = false;
     let outputLimitExceeded = false;
-    const kill = () => {
-      try {
-        child.kill("SIGKILL"); // bwrap; --die-with-parent takes the whole pid namespace with it
-      } catch {
-        // gone
-      }
-    };
+    const kill = () => terminate(p);
     const stdout = new BoundedOutput(limits.maxOutputBytes, () => {
       outputLimitExceeded = true;
       kill();
@@ -325,7 +409,7 @@ export async function createBwrapEngine(
       const wallTimeMs = performance.now() - started;
       const stats = p.cgroup.stats();
       if (request.signal?.aborted) throw request.signal.reason;
-      if (code === 97 || (code === 1 && stderr.bytes.toString().startsWith("bwrap:"))) {
+      if (code === 97 || (code === 1 && /^(bwrap|unshare|setpriv):/.test(stderr.bytes.toString()))) {
         throw sandboxUnavailable(`bwrap failed to start: ${stderr.bytes.toString().trim().slice(0, 300)}`);
       }
       return {
@@ -375,7 +459,11 @@ export async function createBwrapEngine(
   // If the process exits without close() (e.g. `reward-mesh score` in-process): prepared sandboxes
   // end on their own (their script pipe closes), the staging copy goes now, cgroups at the next start.
   const onExit = () => {
-    for (const p of live) if (!p.exited) p.child.kill("SIGKILL");
+    for (const p of live) {
+      if (p.exited) continue;
+      killBelowInit(p);
+      p.child.kill("SIGKILL");
+    }
     rmSync(staging, { recursive: true, force: true });
   };
   process.once("exit", onExit);

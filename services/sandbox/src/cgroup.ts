@@ -20,6 +20,8 @@ export interface CgroupRun {
   readonly procsFiles: readonly string[];
   /** Sets the limits (cheap writes; may be called after processes joined). */
   setLimits(memoryBytes: number, maxProcesses: number): void;
+  /** Processes in the run's cgroup now (their pids in this process's pid namespace). */
+  pids(): number[];
   /** OOM kills, peak memory and CPU time so far. */
   stats(): { oomKills: number; peakMemoryBytes: number | undefined; cpuTimeMs: number | undefined };
   /** SIGKILLs whatever is left and removes the directories (retries while the kernel lets go). */
@@ -306,6 +308,7 @@ function createV1Manager(services: Map<string, string>): CgroupManager {
           if (!raising && hasSwapFile) writeFileSync(swapFile, String(memoryBytes));
           writeFileSync(join(pid, "pids.max"), String(maxProcesses));
         },
+        pids: () => pidsIn(pid),
         stats() {
           const usage = cpu ? readNumber(join(cpu, "cpuacct.usage")) : undefined;
           return {
@@ -343,6 +346,7 @@ function createV2Manager(service: string): CgroupManager {
           tryWrite(join(dir, "memory.swap.max"), "0");
           writeFileSync(join(dir, "pids.max"), String(maxProcesses));
         },
+        pids: () => pidsIn(dir),
         stats() {
           const usec = readKey(join(dir, "cpu.stat"), "usage_usec");
           return {

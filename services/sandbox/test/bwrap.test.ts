@@ -21,7 +21,7 @@ defineVerdictSuite("bwrap", () => createSandbox(config));
 /** Processes of the sandbox uid on the host (the sandboxes are the only ones here). */
 function sandboxProcesses(): string[] {
   try {
-    // Zombies are excluded: bwrap's pid-namespace init is reparented to the host's init, which reaps it.
+    // Zombies are excluded (they hold nothing; pid1-reaping.test.ts checks that none is left behind).
     return execFileSync("ps", ["-u", String(config.bwrapUid), "-o", "stat=,pid=,args="], { encoding: "utf8" })
       .split("\n")
       .filter((l) => l.trim() !== "" && !l.trim().startsWith("Z"));

@@ -21,6 +21,7 @@ export type {
 export { checkedComponent, defineRewardService } from "./service.js";
 export type { Env, BusOptions, NatsAuthOptions, ServiceRuntimeOptions } from "./config.js";
 export {
+  applyTelemetryDefaults,
   envBool,
   envEnum,
   envInt,
@@ -35,6 +36,7 @@ export {
   loadServiceRuntimeOptions,
   MIN_TOKEN_LENGTH,
   processEnv,
+  telemetryExportConfigured,
 } from "./config.js";
 export type {
   BearerToken,

@@ -3,12 +3,14 @@
  * Run with `reward-mesh serve tool-call`.
  */
 import { NodeSDK } from "@opentelemetry/sdk-node";
-import { createLogger, serveRewardService } from "@reward-mesh/sdk";
+import { applyTelemetryDefaults, createLogger, serveRewardService } from "@reward-mesh/sdk";
 import { loadConfig } from "./config.js";
 import { createToolCallService } from "./service.js";
 
 const config = loadConfig();
-// Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...).
+// Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...);
+// none is set: no export (not OTLP to a localhost collector that may not exist).
+applyTelemetryDefaults();
 const otel = new NodeSDK({ serviceName: "reward-mesh-tool-call" });
 otel.start();
 const logger = createLogger({ service: "tool-call", level: config.runtime.logLevel });

@@ -1,0 +1,61 @@
+/**
+ * Regression: `[bwrap] <defunct>` zombies piled up when the service ran as PID 1 (a container without an
+ * init). The fixture drives the bubblewrap sandbox as PID 1 of a fresh pid namespace, where every orphan
+ * comes to it, and reports the zombies left after `close()`.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, it } from "node:test";
+
+const fixture = fileURLToPath(new URL("./pid1-reaping.fixture.ts", import.meta.url));
+
+describe("bwrap sandbox as PID 1", () => {
+  it("leaves no zombie after normal, orphaning, timed-out, flooding and aborted runs", async () => {
+    const runs = 4;
+    // Private: the sandbox removes staging dirs of pids it thinks dead, and as PID 1 every pid looks so.
+    const tmp = mkdtempSync(join(tmpdir(), "reward-mesh-pid1-"));
+    chmodSync(tmp, 0o711); // the sandbox uid reads the harness copy staged under it
+    try {
+      // --kill-child: if this test dies, the namespace (and every sandbox in it) dies with it.
+      const child = spawn(
+        "unshare",
+        [
+          "--pid",
+          "--fork",
+          "--mount-proc",
+          "--kill-child",
+          process.execPath,
+          "--import",
+          "tsx",
+          fixture,
+          String(runs),
+          String(61_000 + (process.pid % 4_000)),
+        ],
+        {
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, PATH: "/usr/sbin:/usr/bin:/sbin:/bin", TMPDIR: tmp },
+        },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((r) => child.once("exit", r));
+      assert.equal(code, 0, stderr);
+      const report = JSON.parse(stdout.trim()) as {
+        pid: number;
+        runs: number;
+        zombies: Array<{ pid: number; ppid: number; comm: string }>;
+      };
+      assert.equal(report.pid, 1, "the fixture must run as PID 1 of its namespace");
+      assert.equal(report.runs, 2 * runs + 4);
+      assert.deepEqual(report.zombies, []);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});
