@@ -14,6 +14,27 @@ import { type LocalNats, startNatsServer } from "../local-nats.js";
 export type { LocalNats };
 export type { StoredMessage } from "../stream-reader.js";
 export { readStream } from "../stream-reader.js";
+export type { FuzzOutcome } from "./fuzz.js";
+export {
+  deeplyNested,
+  EDGE_NUMBERS,
+  FUZZ_CALL_DEADLINE_MS,
+  FUZZ_PROPERTY_TIME_LIMIT_MS,
+  FUZZ_RUN_SCALE,
+  FUZZ_SEED,
+  FuzzFailure,
+  fuzzCall,
+  fuzzCallAsync,
+  fuzzParameters,
+  mutatedText,
+  mutatedValue,
+  NASTY_FRAGMENTS,
+  NASTY_STRINGS,
+  nastyString,
+  nastyValue,
+  ownObject,
+  PROTOTYPE_KEYS,
+} from "./fuzz.js";
 
 /** Starts a private JetStream server on a free port (call `stop()` in `after`). */
 export function startTestNats(): Promise<LocalNats> {
