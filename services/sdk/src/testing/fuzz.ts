@@ -200,6 +200,11 @@ export function nastyValue(): fc.Arbitrary<unknown> {
     value: fc.oneof(
       { depthSize: "small", withCrossShrink: true },
       fc.constantFrom<unknown>(null, true, false, ...EDGE_NUMBERS),
+      fc
+        .constantFrom(100, 5_000, 50_000)
+        .chain((depth) =>
+          fc.constantFrom("array" as const, "object" as const).map((kind) => deepValue(depth, kind)),
+        ),
       fc.double(),
       fc.integer(),
       nastyString(),
@@ -220,6 +225,47 @@ export function ownObject(entries: readonly (readonly [string, unknown])[]): Rec
   for (const [k, v] of entries)
     Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
   return o;
+}
+
+/** `depth` nested arrays or objects (`{"a": …}`) around 1, built without recursion. */
+export function deepValue(depth: number, kind: "array" | "object"): unknown {
+  let v: unknown = 1;
+  for (let d = 0; d < depth; d++) v = kind === "array" ? [v] : { a: v };
+  return v;
+}
+
+class Token {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * `JSON.stringify` without recursion, so that {@link deepValue}s of any depth can be written (NaN and
+ * ±Infinity become `null`, as in `JSON.stringify`; own `__proto__` keys are kept).
+ */
+export function toJsonText(value: unknown): string {
+  const out: string[] = [];
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (x instanceof Token) out.push(x.text);
+    else if (Array.isArray(x)) {
+      out.push("[");
+      stack.push(new Token("]"));
+      for (let i = x.length - 1; i >= 0; i--) {
+        stack.push(x[i]);
+        if (i > 0) stack.push(new Token(","));
+      }
+    } else if (x !== null && typeof x === "object") {
+      const entries = Object.entries(x);
+      out.push("{");
+      stack.push(new Token("}"));
+      for (let i = entries.length - 1; i >= 0; i--) {
+        stack.push(entries[i]![1], new Token(`${JSON.stringify(entries[i]![0])}:`));
+        if (i > 0) stack.push(new Token(","));
+      }
+    } else out.push(JSON.stringify(x) ?? "null");
+  }
+  return out.join("");
 }
 
 /** `depth` nested arrays or objects around `inner` (as JSON text). */
@@ -339,9 +385,15 @@ function structuredCloneOwn(v: unknown): unknown {
   return v;
 }
 
-function nodes(v: unknown, out: unknown[] = []): unknown[] {
-  out.push(v);
-  if (v !== null && typeof v === "object") for (const x of Object.values(v)) nodes(x, out);
+/** Every node of `v` (iterative: deep values are fine), at most `max`. */
+function nodes(v: unknown, max = 10_000): unknown[] {
+  const out: unknown[] = [];
+  const stack = [v];
+  while (stack.length > 0 && out.length < max) {
+    const x = stack.pop();
+    out.push(x);
+    if (x !== null && typeof x === "object") stack.push(...Object.values(x));
+  }
   return out;
 }
 

@@ -17,6 +17,7 @@ export { readStream } from "../stream-reader.js";
 export type { FuzzOutcome } from "./fuzz.js";
 export {
   deeplyNested,
+  deepValue,
   EDGE_NUMBERS,
   FUZZ_CALL_DEADLINE_MS,
   FUZZ_PROPERTY_TIME_LIMIT_MS,
@@ -34,6 +35,7 @@ export {
   nastyValue,
   ownObject,
   PROTOTYPE_KEYS,
+  toJsonText,
 } from "./fuzz.js";
 
 /** Starts a private JetStream server on a free port (call `stop()` in `after`). */
