@@ -33,7 +33,7 @@ export function fuzzParameters(runs: number): fc.Parameters<unknown> {
     numRuns: Math.max(1, Math.round(runs * FUZZ_RUN_SCALE)),
     interruptAfterTimeLimit: FUZZ_PROPERTY_TIME_LIMIT_MS,
     markInterruptAsFailure: false,
-    endOnFailure: true,
+    includeErrorInReport: true,
   };
 }
 
@@ -121,6 +121,8 @@ function checkError(what: string, err: unknown, allowed: readonly string[]): Err
     );
   if (err.message.trim() === "")
     throw new FuzzFailure(`${what} threw ${err.name} with an empty message`, { cause: err });
+  if (/maximum call stack size exceeded/i.test(err.message))
+    throw new FuzzFailure(`${what} overflowed the stack: ${err.message}`, { cause: err });
   return err;
 }
 
