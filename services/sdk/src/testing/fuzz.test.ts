@@ -2,7 +2,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { FUZZ_SEED, fuzzCall, fuzzCallAsync, fuzzParameters, mutatedText, mutatedValue } from "./fuzz.js";
+import {
+  FUZZ_SEED,
+  fuzzCall,
+  fuzzCallAsync,
+  fuzzParameters,
+  mutatedText,
+  mutatedValue,
+  toJsonText,
+} from "./fuzz.js";
 
 describe("fuzz helpers", () => {
   it("fuzzCall returns the value or an allowed named error", () => {
@@ -71,10 +79,20 @@ describe("fuzz helpers", () => {
     const sample = () => fc.sample(mutatedText(['{"a": [1, 2]}']), { seed: FUZZ_SEED, numRuns: 20 });
     assert.deepEqual(sample(), sample());
     const values = fc.sample(mutatedValue([{ a: [1, { b: "c" }] }]), { seed: FUZZ_SEED, numRuns: 200 });
-    assert.ok(values.some((v) => JSON.stringify(v) !== '{"a":[1,{"b":"c"}]}'));
+    assert.ok(values.some((v) => toJsonText(v) !== '{"a":[1,{"b":"c"}]}'));
     assert.ok(
-      values.some((v) => JSON.stringify(v).includes("__proto__")),
+      values.some((v) => toJsonText(v).includes("__proto__")),
       "prototype keys are generated",
     );
+  });
+});
+
+describe("toJsonText", () => {
+  it("writes what JSON.stringify writes, and values too deep for it", () => {
+    const v = { a: [1, -0, Number.NaN, "x\u2028", null, { b: true }], c: {} };
+    assert.equal(toJsonText(v), JSON.stringify(v));
+    let deep: unknown = 1;
+    for (let d = 0; d < 50_000; d++) deep = [deep];
+    assert.equal(toJsonText(deep), `${"[".repeat(50_000)}1${"]".repeat(50_000)}`);
   });
 });

@@ -359,11 +359,12 @@ export function mutatedText(seeds: readonly string[], maxEdits = 4): fc.Arbitrar
 
 /**
  * Valid `seeds` (JSON-like values) with up to `maxEdits` structural edits: a node replaced by a
- * {@link nastyValue}, a key (often a prototype key) added to an object, an element dropped.
+ * {@link nastyValue} or by a key-like string (often a prototype key: `"constructor"` where a name is
+ * looked up), a key (often a prototype key) added to an object, an element dropped.
  */
 export function mutatedValue(seeds: readonly unknown[], maxEdits = 3): fc.Arbitrary<unknown> {
   const edit = fc.tuple(
-    fc.constantFrom<0 | 1 | 2>(0, 1, 2),
+    fc.constantFrom<0 | 1 | 2 | 3>(0, 1, 2, 3),
     fc.nat(),
     fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), nastyString(12)),
     nastyValue(),
@@ -401,21 +402,24 @@ function nodes(v: unknown, max = 10_000): unknown[] {
 
 function applyValueEdit(
   root: unknown,
-  [op, at, key, value]: readonly [0 | 1 | 2, number, string, unknown],
+  [op, at, key, nasty]: readonly [0 | 1 | 2 | 3, number, string, unknown],
 ): unknown {
+  // op 3 puts the key-like string where a value was: a name the parser may look up.
+  const replace = op === 0 || op === 3;
+  const value = op === 3 ? key : nasty;
   const containers = nodes(root).filter(
     (n): n is Record<string, unknown> => n !== null && typeof n === "object",
   );
-  if (containers.length === 0) return op === 0 ? value : root;
+  if (containers.length === 0) return replace ? value : root;
   const target = containers[at % containers.length]!;
   const keys = Object.keys(target);
   if (Array.isArray(target)) {
-    if (op === 0 && keys.length > 0) target[at % target.length] = value;
+    if (replace && keys.length > 0) target[at % target.length] = value;
     else if (op === 1 && target.length > 0) target.splice(at % target.length, 1);
     else target.push(value);
     return root;
   }
-  const k = op === 0 && keys.length > 0 ? keys[at % keys.length]! : key;
+  const k = replace && keys.length > 0 ? keys[at % keys.length]! : key;
   if (op === 1 && keys.length > 0) delete target[keys[at % keys.length]!];
   else Object.defineProperty(target, k, { value, enumerable: true, writable: true, configurable: true });
   return root;
