@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
+import { showValue } from "../advantage/errors.js";
 import { resolveEstimatorName } from "../advantage/estimators.js";
 import { type LossType, LossTypes } from "../learner/types.js";
 import { BUILTIN_TASK_SETS, builtinTasks } from "./builtin-tasks.js";
@@ -200,7 +201,7 @@ function num(
   ) {
     const what = integer ? "an integer" : "a number";
     const range = max === Number.POSITIVE_INFINITY ? `>= ${min}` : `in [${min}, ${max}]`;
-    throw new RunConfigError(keyOf(path, k), `must be ${what} ${range}, got ${JSON.stringify(v)}`);
+    throw new RunConfigError(keyOf(path, k), `must be ${what} ${range}, got ${showValue(v)}`);
   }
   return v;
 }
@@ -209,9 +210,9 @@ function str(o: Obj, path: string, k: string, def: string, pattern?: RegExp): st
   const v = o[k];
   if (v === undefined || v === null) return def;
   if (typeof v !== "string" || v === "")
-    throw new RunConfigError(keyOf(path, k), `must be a non-empty string, got ${JSON.stringify(v)}`);
+    throw new RunConfigError(keyOf(path, k), `must be a non-empty string, got ${showValue(v)}`);
   if (pattern && !pattern.test(v))
-    throw new RunConfigError(keyOf(path, k), `must match ${pattern}, got ${JSON.stringify(v)}`);
+    throw new RunConfigError(keyOf(path, k), `must match ${pattern}, got ${showValue(v)}`);
   return v;
 }
 
@@ -220,7 +221,7 @@ function oneOf<T extends string>(o: Obj, path: string, k: string, choices: reado
   if (!(choices as readonly string[]).includes(v)) {
     throw new RunConfigError(
       keyOf(path, k),
-      `must be one of ${choices.join(", ")}, got ${JSON.stringify(v)}`,
+      `must be one of ${choices.join(", ")}, got ${showValue(v)}`,
     );
   }
   return v as T;
@@ -229,7 +230,7 @@ function oneOf<T extends string>(o: Obj, path: string, k: string, choices: reado
 function obj(o: Obj, path: string, k: string): Obj {
   const v = o[k];
   if (v === undefined || v === null) return {};
-  if (!isObj(v)) throw new RunConfigError(keyOf(path, k), `must be a mapping, got ${JSON.stringify(v)}`);
+  if (!isObj(v)) throw new RunConfigError(keyOf(path, k), `must be a mapping, got ${showValue(v)}`);
   return v;
 }
 
@@ -243,11 +244,11 @@ function components(o: Obj): ComponentConfig[] {
       "is required (a preset name, or a list of {service, component, weight})",
     );
   const presetList = (name: string, key: string) => {
-    const p = COMPONENT_PRESETS[name];
+    const p = Object.hasOwn(COMPONENT_PRESETS, name) ? COMPONENT_PRESETS[name] : undefined;
     if (!p)
       throw new RunConfigError(
         key,
-        `unknown preset ${JSON.stringify(name)} (known: ${Object.keys(COMPONENT_PRESETS).join(", ")})`,
+        `unknown preset ${showValue(name)} (known: ${Object.keys(COMPONENT_PRESETS).join(", ")})`,
       );
     return p;
   };
@@ -272,7 +273,7 @@ function components(o: Obj): ComponentConfig[] {
     } else {
       throw new RunConfigError(
         key,
-        `must be a preset name or {service, component, weight}, got ${JSON.stringify(item)}`,
+        `must be a preset name or {service, component, weight}, got ${showValue(item)}`,
       );
     }
   });
@@ -328,11 +329,11 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   ) {
     throw new RunConfigError(
       "tasks.sets",
-      `must be a non-empty list of set names, got ${JSON.stringify(sets)}`,
+      `must be a non-empty list of set names, got ${showValue(sets)}`,
     );
   }
   (sets as string[]).forEach((name, i) => {
-    if (!BUILTIN_TASK_SETS[name]) {
+    if (!Object.hasOwn(BUILTIN_TASK_SETS, name)) {
       throw new RunConfigError(
         `tasks.sets[${i}]`,
         `unknown task set '${name}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`,
@@ -351,7 +352,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
       options: obj(est, "estimator", "options"),
     };
   } else
-    throw new RunConfigError("estimator", `must be a name or {name, options}, got ${JSON.stringify(est)}`);
+    throw new RunConfigError("estimator", `must be a name or {name, options}, got ${showValue(est)}`);
   try {
     estimator = { ...estimator, name: resolveEstimatorName(estimator.name) };
   } catch (err) {
@@ -387,7 +388,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   } else if (ds !== undefined && ds !== false && ds !== null) {
     throw new RunConfigError(
       "dynamicSampling",
-      `must be true, false or {component}, got ${JSON.stringify(ds)}`,
+      `must be true, false or {component}, got ${showValue(ds)}`,
     );
   }
 
@@ -411,7 +412,9 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   const serviceDomains: Record<string, readonly string[]> = { ...DEFAULT_SERVICE_DOMAINS };
   const svc = obj(doc, "", "services");
   for (const [name, domains] of Object.entries(svc)) {
-    if (!TOKEN.test(name)) throw new RunConfigError(`services.${name}`, "is not a valid service name");
+    // `__proto__` would replace the mapping's prototype instead of naming a service.
+    if (!TOKEN.test(name) || name === "__proto__")
+      throw new RunConfigError(`services.${name}`, "is not a valid service name");
     if (!Array.isArray(domains) || !domains.every((d) => typeof d === "string" && TOKEN.test(d))) {
       throw new RunConfigError(`services.${name}`, "must be a list of domains");
     }
@@ -419,7 +422,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   }
   const comps = components(doc);
   for (const [i, c] of comps.entries()) {
-    if (!serviceDomains[c.service]) {
+    if (!Object.hasOwn(serviceDomains, c.service)) {
       throw new RunConfigError(
         `components[${i}].service`,
         `unknown service '${c.service}': add it under 'services' with the domains it scores`,
@@ -442,7 +445,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   if (!Array.isArray(stop) || !stop.every((x) => typeof x === "string" && x !== ""))
     throw new RunConfigError(
       "generation.stop",
-      `must be a list of non-empty strings, got ${JSON.stringify(stop)}`,
+      `must be a list of non-empty strings, got ${showValue(stop)}`,
     );
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
   const resolved: RunConfig = {
@@ -503,10 +506,10 @@ function learnerConfig(v: unknown): LearnerConfig {
     if (v === "torch") return torchLearner({});
     throw new RunConfigError(
       "learner",
-      `must be 'embedded', 'torch', 'grpc://host:port' or {kind, ...}, got ${JSON.stringify(v)}`,
+      `must be 'embedded', 'torch', 'grpc://host:port' or {kind, ...}, got ${showValue(v)}`,
     );
   }
-  if (!isObj(v)) throw new RunConfigError("learner", `must be a name or a mapping, got ${JSON.stringify(v)}`);
+  if (!isObj(v)) throw new RunConfigError("learner", `must be a name or a mapping, got ${showValue(v)}`);
   const kind = oneOf(v, "learner", "kind", ["embedded", "grpc", "torch"] as const, "embedded");
   if (kind === "embedded") {
     checkKeys(v, "learner", ["kind"]);
@@ -537,7 +540,7 @@ function torchLearner(v: Obj): TorchLearnerConfig {
   if (g !== undefined && typeof g !== "boolean")
     throw new RunConfigError(
       "learner.gradientCheckpointing",
-      `must be true or false, got ${JSON.stringify(g)}`,
+      `must be true or false, got ${showValue(g)}`,
     );
   let warmup: TorchLearnerConfig["warmup"] = null;
   if (v["warmup"] !== undefined && v["warmup"] !== null) {
@@ -606,11 +609,11 @@ export function loadRunConfig(path: string): RunConfig {
   try {
     doc = parseYaml(text);
   } catch (err) {
-    throw new RunConfigError(
-      "--config",
-      `is not valid YAML: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
+    const why = (err instanceof Error ? err.message : String(err)).replace(
+      "Maximum call stack size exceeded",
+      "nested too deeply to parse",
     );
+    throw new RunConfigError("--config", `is not valid YAML: ${why}`, { cause: err });
   }
   return resolveRunConfig(doc);
 }
