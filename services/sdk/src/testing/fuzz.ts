@@ -316,10 +316,14 @@ export const NASTY_FRAGMENTS = [
   deeplyNested(5000, "object"),
 ] as const;
 
-/** One edit of a text: insert, delete, replace or duplicate a span. */
-type Edit = readonly [op: 0 | 1 | 2 | 3, at: number, length: number, fragment: string];
+/**
+ * One edit of a text: insert, delete, replace or duplicate a span, or repeat a short span (or the
+ * fragment) `times` times — long runs of one pattern are what super-linear regexes and scanners
+ * choke on (a run of spaces before `\s*$`, many unclosed fences).
+ */
+type Edit = readonly [op: 0 | 1 | 2 | 3 | 4, at: number, length: number, fragment: string, times: number];
 
-function applyEdit(text: string, [op, at, length, fragment]: Edit): string {
+function applyEdit(text: string, [op, at, length, fragment, times]: Edit): string {
   const i = text.length === 0 ? 0 : at % (text.length + 1);
   const j = Math.min(text.length, i + length);
   switch (op) {
@@ -329,8 +333,12 @@ function applyEdit(text: string, [op, at, length, fragment]: Edit): string {
       return text.slice(0, i) + text.slice(j);
     case 2:
       return text.slice(0, i) + fragment + text.slice(j);
-    default:
-      return text.slice(0, j) + text.slice(i, j) + text.slice(i);
+    case 3:
+      return text.slice(0, j) + text.slice(i);
+    default: {
+      const unit = j > i ? text.slice(i, j) : fragment.slice(0, 8) || " ";
+      return text.slice(0, j) + unit.repeat(times) + text.slice(j);
+    }
   }
 }
 
@@ -340,10 +348,11 @@ function applyEdit(text: string, [op, at, length, fragment]: Edit): string {
  */
 export function mutatedText(seeds: readonly string[], maxEdits = 4): fc.Arbitrary<string> {
   const edit: fc.Arbitrary<Edit> = fc.tuple(
-    fc.constantFrom<0 | 1 | 2 | 3>(0, 1, 2, 3),
+    fc.constantFrom<0 | 1 | 2 | 3 | 4>(0, 1, 2, 3, 0, 1, 2, 4),
     fc.nat(),
     fc.nat({ max: 12 }),
     fc.oneof(fc.constantFrom(...NASTY_FRAGMENTS), nastyString(8)),
+    fc.constantFrom(100, 5_000, 40_000),
   );
   return fc.oneof(
     { arbitrary: fc.constantFrom(...seeds), weight: 1 },
