@@ -168,7 +168,7 @@ describe("run config: fuzz findings", () => {
     });
   });
 
-  it("YAML nested too deeply to parse, or with a cyclic alias, is a RunConfigError", () => {
+  it("YAML nested too deeply to parse, too big to parse quickly, or with a cyclic alias, is a RunConfigError", () => {
     const dir = mkdtempSync(join(tmpdir(), "run-config-"));
     try {
       const path = join(dir, "run.yaml");
@@ -176,6 +176,14 @@ describe("run config: fuzz findings", () => {
       assert.throws(() => loadRunConfig(path), {
         name: "RunConfigError",
         message: /^'--config' is not valid YAML: nested too deeply to parse/,
+      });
+      writeFileSync(
+        path,
+        `components:\n  - {service: length, component: overlong${", : x".repeat(40_000)}}\n`,
+      );
+      assert.throws(() => loadRunConfig(path), {
+        name: "RunConfigError",
+        message: "'--config' is 200055 bytes; a run configuration may have at most 65536",
       });
       writeFileSync(path, "components: &c [*c]\n");
       assert.throws(() => loadRunConfig(path), {

@@ -219,10 +219,7 @@ function str(o: Obj, path: string, k: string, def: string, pattern?: RegExp): st
 function oneOf<T extends string>(o: Obj, path: string, k: string, choices: readonly T[], def: T): T {
   const v = str(o, path, k, def);
   if (!(choices as readonly string[]).includes(v)) {
-    throw new RunConfigError(
-      keyOf(path, k),
-      `must be one of ${choices.join(", ")}, got ${showValue(v)}`,
-    );
+    throw new RunConfigError(keyOf(path, k), `must be one of ${choices.join(", ")}, got ${showValue(v)}`);
   }
   return v as T;
 }
@@ -327,10 +324,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     sets.length === 0 ||
     !sets.every((s) => typeof s === "string" && TOKEN.test(s))
   ) {
-    throw new RunConfigError(
-      "tasks.sets",
-      `must be a non-empty list of set names, got ${showValue(sets)}`,
-    );
+    throw new RunConfigError("tasks.sets", `must be a non-empty list of set names, got ${showValue(sets)}`);
   }
   (sets as string[]).forEach((name, i) => {
     if (!Object.hasOwn(BUILTIN_TASK_SETS, name)) {
@@ -351,8 +345,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
       name: str(est, "estimator", "name", "grpo_covariance_coefficient"),
       options: obj(est, "estimator", "options"),
     };
-  } else
-    throw new RunConfigError("estimator", `must be a name or {name, options}, got ${showValue(est)}`);
+  } else throw new RunConfigError("estimator", `must be a name or {name, options}, got ${showValue(est)}`);
   try {
     estimator = { ...estimator, name: resolveEstimatorName(estimator.name) };
   } catch (err) {
@@ -386,10 +379,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     dynamicSampling =
       ds["component"] === undefined ? {} : { component: str(ds, "dynamicSampling", "component", "") };
   } else if (ds !== undefined && ds !== false && ds !== null) {
-    throw new RunConfigError(
-      "dynamicSampling",
-      `must be true, false or {component}, got ${showValue(ds)}`,
-    );
+    throw new RunConfigError("dynamicSampling", `must be true, false or {component}, got ${showValue(ds)}`);
   }
 
   const loss = obj(doc, "", "loss");
@@ -538,10 +528,7 @@ function torchLearner(v: Obj): TorchLearnerConfig {
   ]);
   const g = v["gradientCheckpointing"];
   if (g !== undefined && typeof g !== "boolean")
-    throw new RunConfigError(
-      "learner.gradientCheckpointing",
-      `must be true or false, got ${showValue(g)}`,
-    );
+    throw new RunConfigError("learner.gradientCheckpointing", `must be true or false, got ${showValue(g)}`);
   let warmup: TorchLearnerConfig["warmup"] = null;
   if (v["warmup"] !== undefined && v["warmup"] !== null) {
     const w = obj(v, "learner", "warmup");
@@ -593,6 +580,12 @@ export function loadRunTasks(c: RunConfig): TaskDefinition[] {
   return builtinTasks(c.tasks.sets);
 }
 
+/**
+ * Largest run configuration file read (a real one is a few KiB): YAML parsing is super-linear in the
+ * keys of one mapping, so a bigger file could stall the start for minutes instead of failing.
+ */
+export const MAX_RUN_CONFIG_BYTES = 64 * 1024;
+
 /** Reads and validates a YAML run configuration file. */
 export function loadRunConfig(path: string): RunConfig {
   let text: string;
@@ -605,6 +598,12 @@ export function loadRunConfig(path: string): RunConfig {
       { cause: err },
     );
   }
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > MAX_RUN_CONFIG_BYTES)
+    throw new RunConfigError(
+      "--config",
+      `is ${bytes} bytes; a run configuration may have at most ${MAX_RUN_CONFIG_BYTES}`,
+    );
   let doc: unknown;
   try {
     doc = parseYaml(text);
