@@ -100,6 +100,35 @@ describe("fuzz: agent trajectories", () => {
   });
 });
 
+describe("fuzz: agent tasks (wire input)", () => {
+  it("resolve to an episode or an InvalidArgumentError naming the field", () => {
+    const name = (valid: readonly string[]) =>
+      fc.oneof(fc.constantFrom(...valid, ...PROTOTYPE_KEYS), nastyString(16));
+    fc.assert(
+      fc.property(
+        name(["banking"]),
+        name(["user_task_0", "user_task_3", "user_task_15"]),
+        name(["", "injection_task_0", "injection_task_5"]),
+        name(["", "none", "important_instructions", "tool_knowledge"]),
+        (suite, userTaskId, injectionTaskId, attack) => {
+          const r = fuzzCall(
+            "resolveEpisode",
+            () =>
+              resolveEpisode(
+                { $typeName: "rewardmesh.v1.AgentTask", suite, userTaskId, injectionTaskId, attack },
+                "rollout.task.agent",
+                DEFAULT_AGENTDOJO_OPTIONS,
+              ),
+            ["InvalidArgumentError"],
+          );
+          if (!r.ok) assert.match(r.error.message, /^'rollout\.task\.agent\.[a-z_]+' \S/);
+        },
+      ),
+      fuzzParameters(300),
+    );
+  });
+});
+
 describe("fuzz: AgentEnvironment Call (wire input)", () => {
   it("any function name and arguments_json give an output or an AgentDojo error, never a crash", () => {
     const m = createSessionManager({
