@@ -46,7 +46,7 @@ export function parseFlags(
     }
     const eq = a.indexOf("=");
     const name = eq >= 0 ? a.slice(2, eq) : a.slice(2);
-    const kind = spec[name];
+    const kind = Object.hasOwn(spec, name) ? spec[name] : undefined; // not '--constructor' via the prototype
     if (!kind) throw new UsageError(`unknown option '--${name}'`);
     if (kind === "boolean") {
       if (eq >= 0) throw new UsageError(`option '--${name}' takes no value`);

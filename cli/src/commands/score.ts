@@ -94,7 +94,9 @@ export async function runScore(
         try {
           return { ok: true as const, result: await scoreFn(line) };
         } catch (err) {
-          return { ok: false as const, error: `line ${n}: ${describeError(err)}` };
+          // One stderr line per bad line: a line break quoted inside the message is escaped.
+          const why = describeError(err).replace(/\r/g, "\\r").replace(/\n/g, "\\n");
+          return { ok: false as const, error: `line ${n}: ${why}` };
         }
       },
       (r) => {

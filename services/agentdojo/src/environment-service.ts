@@ -24,7 +24,7 @@ import {
 import { invalidRequest, sessionNotFound, tooManySessions } from "./errors.js";
 import { toolSchemas } from "./runtime.js";
 import type { AnySuite } from "./suite.js";
-import { trajectoryJson } from "./trajectory.js";
+import { MAX_ARGUMENT_DEPTH, nestsDeeperThan, trajectoryJson } from "./trajectory.js";
 
 /** Largest `arguments_json` a call may carry. */
 export const MAX_ARGUMENTS_BYTES = 64 * 1024;
@@ -142,6 +142,8 @@ export function createSessionManager(o: SessionManagerOptions): SessionManager {
           args = argumentsJson; // recorded as given; the runtime reports a ValidationError, as replay will
         }
       }
+      if (nestsDeeperThan(args, MAX_ARGUMENT_DEPTH))
+        throw invalidRequest("arguments_json", `must not nest deeper than ${MAX_ARGUMENT_DEPTH} levels`);
       const r = callInEpisode(s.episode, { function: fn, args: args as Record<string, unknown> });
       s.records.push(r);
       return { output: r.output, error: r.error, callIndex: s.records.length - 1 };

@@ -209,6 +209,21 @@ describe("AgentEnvironment sessions", () => {
     }
   });
 
+  it("refuses arguments nested deeper than 64 levels as INVALID_ARGUMENT (fuzz finding: stack overflow)", () => {
+    const m = createSessionManager(options);
+    try {
+      const { sessionId } = m.reset(task() as never);
+      const deep = `{"recipient": ${"[".repeat(5000)}${"]".repeat(5000)}}`;
+      assert.throws(() => m.call(sessionId, "send_money", deep), {
+        name: "InvalidArgumentError",
+        message: "'arguments_json' must not nest deeper than 64 levels",
+      });
+      assert.equal(m.close(sessionId, "").callCount, 0);
+    } finally {
+      m.stop();
+    }
+  });
+
   it("bounds sessions in number, idle time and calls", () => {
     let t = 0;
     const m = createSessionManager({ ...options, now: () => t });

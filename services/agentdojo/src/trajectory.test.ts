@@ -136,4 +136,17 @@ describe("parseTrajectory: <tool_call> text layout", () => {
     bad('<tool_call>{"arguments": {}}</tool_call>', /has no function name/);
     bad(`${'<tool_call>{"name": "get_iban"}</tool_call>'.repeat(11)}`, /more than 10 calls/);
   });
+
+  it("arguments nested deeper than 64 levels make it invalid, not a stack overflow in replay (fuzz finding)", () => {
+    const deep = (d: number) => `{"recipient": ${"[".repeat(d)}${"]".repeat(d)}}`;
+    for (const text of [
+      `{"calls": [{"function": "send_money", "args": ${deep(5000)}}]}`,
+      `<tool_call>{"name": "send_money", "arguments": ${deep(5000)}}</tool_call>`,
+    ]) {
+      const r = parseTrajectory(text, 10);
+      assert.equal(r.ok, false);
+      if (!r.ok) assert.match(r.reason, /has arguments nested deeper than 64 levels/);
+    }
+    assert.ok(parseTrajectory(`{"calls": [{"function": "send_money", "args": ${deep(62)}}]}`, 10).ok);
+  });
 });

@@ -40,6 +40,24 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false; er
   }
 }
 
+/**
+ * Deepest nesting of a call's arguments (no banking tool takes more than a flat object): deeper ones
+ * would overflow the stack of the runtime's recursive printing, so they make the trajectory invalid.
+ */
+export const MAX_ARGUMENT_DEPTH = 64;
+
+/** True when `v` nests arrays / objects deeper than `max` levels (iterative: any depth is safe). */
+export function nestsDeeperThan(v: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[v, 0]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop()!;
+    if (typeof x !== "object" || x === null) continue;
+    if (d + 1 > max) return true;
+    for (const y of Object.values(x)) stack.push([y, d + 1]);
+  }
+  return false;
+}
+
 /** Arguments as given: an object, a JSON string of one, or (left for the runtime to reject) anything else. */
 function argsOf(c: Record<string, unknown>): unknown {
   const raw = c["args"] ?? c["arguments"] ?? c["parameters"] ?? {};
@@ -54,7 +72,10 @@ function callOf(c: unknown, where: string): FunctionCall | string {
   if (!isObject(c)) return `${where} is not an object`;
   const fn = c["function"] ?? c["name"];
   if (typeof fn !== "string" || fn === "") return `${where} has no function name`;
-  return { function: fn, args: argsOf(c) as Record<string, unknown> };
+  const args = argsOf(c);
+  if (nestsDeeperThan(args, MAX_ARGUMENT_DEPTH))
+    return `${where} has arguments nested deeper than ${MAX_ARGUMENT_DEPTH} levels`;
+  return { function: fn, args: args as Record<string, unknown> };
 }
 
 function parseJsonLayout(text: string, maxCalls: number): ParsedTrajectory {

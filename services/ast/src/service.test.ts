@@ -102,6 +102,19 @@ describe("ast service", () => {
     ]);
   });
 
+  it("a comparison too costly for the matcher is ERROR, not a 20 s stall (fuzz finding)", async () => {
+    const deep = `def f():\n    return ${"[".repeat(5000)}${"]".repeat(5000)}\n`;
+    const t = performance.now();
+    const r = await score(fence(deep), deep);
+    assert.ok(performance.now() - t < 5_000, `took ${Math.round(performance.now() - t)} ms`);
+    assert.equal(r.similarity!.status, ComponentStatus.ERROR);
+    assert.match(
+      r.similarity!.details,
+      /^too costly to compare \(\d+ pairs of equal node tokens, limit 4000000\)$/,
+    );
+    assert.equal(r.syntax!.value, 1);
+  });
+
   it("reads AST_MAX_TOKENS", () => {
     assert.equal(loadConfig({}).maxTokens, 50_000);
     assert.equal(loadConfig({}).runtime.grpcPort, 50063);

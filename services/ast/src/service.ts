@@ -17,7 +17,7 @@ import { defineRewardService, type RewardServiceDefinition } from "@reward-mesh/
 import type { AstOptions } from "./config.js";
 import { parserUnavailable } from "./errors.js";
 import { parseCode, pythonParser } from "./node-sequence.js";
-import { sequenceRatio } from "./sequence-matcher.js";
+import { equalPairs, MAX_MATCH_PAIRS, sequenceRatio } from "./sequence-matcher.js";
 
 /** Version of the scoring logic. */
 export const AST_SERVICE_VERSION = "1.0.0";
@@ -84,6 +84,13 @@ export function createAstService(options: AstOptions): RewardServiceDefinition {
             value: 0,
             status: ComponentStatus.ERROR,
             details: `too large to compare (${cand.tokens.length} vs ${ref.tokens.length} node tokens, limit ${options.maxTokens})`,
+          };
+        const pairs = equalPairs(cand.tokens, ref.tokens);
+        if (pairs > MAX_MATCH_PAIRS)
+          return {
+            value: 0,
+            status: ComponentStatus.ERROR,
+            details: `too costly to compare (${pairs} pairs of equal node tokens, limit ${MAX_MATCH_PAIRS})`,
           };
         const ratio = Math.min(1, Math.max(0, sequenceRatio(cand.tokens, ref.tokens)));
         const matched = Math.round((ratio * n) / 2);

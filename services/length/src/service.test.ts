@@ -68,6 +68,14 @@ describe("length service", () => {
       ),
       /'rollout\.metadata\["overlong\.cache_length"\]' must be <= max length \(10\)/,
     );
+    // Fuzz finding: 400 digits became Infinity and failed as an internal OverlongOptionsError.
+    await assert.rejects(
+      svc.scoreRollout(makeRollout({ metadata: { "overlong.max_length": "9".repeat(400) } })),
+      {
+        name: "InvalidArgumentError",
+        message: `'rollout.metadata["overlong.max_length"]' must be at most 9007199254740991, got ${"9".repeat(30)}…`,
+      },
+    );
   });
 
   it("loads and validates its configuration", () => {

@@ -29,6 +29,9 @@ function metadataInt(rollout: Rollout, key: string, def: number): number {
     throw invalidMetadata(key, `must be a positive integer, got ${JSON.stringify(v)}`);
   const n = Number(v);
   if (n < 1) throw invalidMetadata(key, `must be >= 1, got ${n}`);
+  // Not past 2^53 (a 400-digit value became Infinity and failed later as an internal error).
+  if (!Number.isSafeInteger(n))
+    throw invalidMetadata(key, `must be at most ${Number.MAX_SAFE_INTEGER}, got ${v.trim().slice(0, 30)}…`);
   return n;
 }
 

@@ -70,3 +70,28 @@ describe("entryPointRoot / normalizeCode", () => {
     assert.equal(normalizeCode("\uFEFFa\n\t b\n  \tc\r"), "a\n     b\n    c\n");
   });
 });
+
+describe("extractCode in linear time (fuzz findings)", () => {
+  // The regex versions took seconds for 50 KB and minutes for a 1 MiB response.
+  const within = (what: string, response: string, ms = 1_000) => {
+    const t = performance.now();
+    const r = extractCode(response, "f");
+    assert.ok(performance.now() - t < ms, `${what} took ${Math.round(performance.now() - t)} ms`);
+    return r;
+  };
+
+  it("a long run of blanks before the end of the code (`/\\s*$/` was quadratic)", () => {
+    const r = within("blanks", `def f():\n    return 1${" ".repeat(200_000)}x`);
+    assert.ok(r.code.startsWith("def f():\n    return 1 "));
+    assert.equal(within("newlines", `def f(): pass${"\n".repeat(200_000)}`).code, "def f(): pass\n");
+  });
+
+  it("many unclosed fences (every opening rescanned to the end)", () => {
+    const r = within("fences", "a```\n".repeat(50_000));
+    assert.equal(r.fenced, false);
+  });
+
+  it("an opening fence followed by a long run of blanks (`[ \\t]*(py)?[ \\t]*` backtracked)", () => {
+    assert.equal(within("open fence", `\`\`\`${" ".repeat(100_000)}x`).fenced, false);
+  });
+});

@@ -48,7 +48,45 @@ export function normalizeCode(code: string): string {
     });
 }
 
-const FENCE = /```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n([\s\S]*?)^[ \t]*```/gm;
+/**
+ * The fenced blocks of `text` (`\n` line ends) as the regex ``/```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n([\s\S]*?)^[ \t]*```/gm``
+ * finds them — an opening ```` ``` ```` anywhere, its tag, the body up to the first line that starts
+ * with ```` ``` ```` — in linear time: that regex rescans to the end from every unclosed opening, so a
+ * response of many `` a```⏎ `` lines took minutes.
+ */
+function fencedBlocks(text: string): Array<{ readonly tag: string; readonly body: string }> {
+  const out: Array<{ tag: string; body: string }> = [];
+  const lineBreak = /[\n\u2028\u2029]/g; // where `^` matches in multiline mode (text has no \r)
+  let from = 0;
+  while (true) {
+    const open = text.indexOf("```", from);
+    if (open === -1) return out;
+    let p = open + 3;
+    while (text[p] === " " || text[p] === "\t") p++;
+    const tagStart = p;
+    while (p < text.length && /[A-Za-z0-9_+-]/.test(text[p]!)) p++;
+    const tag = text.slice(tagStart, p);
+    const headerEnd = text.indexOf("\n", p);
+    if (headerEnd === -1) return out;
+    // The first line at or after the body's start that begins with optional blanks and ```.
+    let line = headerEnd + 1;
+    let close = -1;
+    while (close === -1) {
+      let q = line;
+      while (text[q] === " " || text[q] === "\t") q++;
+      if (text.startsWith("```", q)) {
+        close = q;
+        break;
+      }
+      lineBreak.lastIndex = q;
+      if (!lineBreak.exec(text)) return out; // no closing line after this opening: none after later ones
+      line = lineBreak.lastIndex;
+    }
+    out.push({ tag, body: text.slice(headerEnd + 1, line) });
+    from = close + 3;
+  }
+}
+
 const PYTHON_TAGS = new Set(["", "python", "python3", "py"]);
 const CODE_START =
   /^(?:from[ \t]+\S+[ \t]+import\b|import[ \t]+\S|class[ \t]|def[ \t]|async[ \t]+def[ \t]|@)/m;
@@ -66,14 +104,14 @@ export function extractCode(response: string, entryPoint = ""): ExtractedCode {
   const defines = definitionPattern(entryPoint);
   const hasDef = (code: string) => (defines ? defines.test(code) : true);
   const blocks: string[] = [];
-  for (const m of text.matchAll(FENCE)) {
-    if (PYTHON_TAGS.has(m[1]!.toLowerCase())) blocks.push(m[2]!);
+  for (const b of fencedBlocks(text)) {
+    if (PYTHON_TAGS.has(b.tag.toLowerCase())) blocks.push(b.body);
   }
   if (blocks.length > 0) {
     const withDef = blocks.filter(hasDef);
     const pool = withDef.length > 0 ? withDef : blocks;
     const best = pool.reduce((a, b) => (b.length > a.length ? b : a));
-    const code = normalizeCode(best).replace(/\s*$/, "\n");
+    const code = `${normalizeCode(best).trimEnd()}\n`;
     return {
       code: code.trim() === "" ? "" : code,
       fenced: true,
@@ -85,7 +123,8 @@ export function extractCode(response: string, entryPoint = ""): ExtractedCode {
   const think = rest.lastIndexOf("</think>");
   if (think >= 0) rest = rest.slice(think + "</think>".length);
   let how = "whole response (no fence)";
-  const open = rest.match(/```[ \t]*(?:python3?|py)?[ \t]*\n/i);
+  // One run of blanks on each side of the tag (`[ \t]*(?:py)?[ \t]*` backtracks quadratically).
+  const open = rest.match(/```[ \t]*(?:(?:python3?|py)[ \t]*)?\n/i);
   if (open && open.index !== undefined) {
     rest = rest.slice(open.index + open[0].length);
     how = "after an unclosed fence";
@@ -100,6 +139,6 @@ export function extractCode(response: string, entryPoint = ""): ExtractedCode {
       how = "from the entry point's definition (no fence)";
     }
   }
-  const code = normalizeCode(rest).replace(/\s*$/, "\n");
+  const code = `${normalizeCode(rest).trimEnd()}\n`;
   return { code: code.trim() === "" ? "" : code, fenced: false, definesEntryPoint: hasDef(rest), how };
 }

@@ -150,6 +150,18 @@ describe("BFCL checker", () => {
     );
   });
 
+  it("a schema type named like an Object member ('constructor') is an unknown type (fuzz finding)", () => {
+    const odd = parseToolSchemas(
+      '[{"name": "f", "parameters": {"properties": {"a": {"type": "constructor"}, "b": {"type": "array", "items": {"type": "toString"}}}}}]',
+    );
+    const r = checkBfcl(
+      odd,
+      decode('[{"f": {"a": {"k": "v"}, "b": ["x"]}}]'),
+      answers('[{"f": {"a": [{"k": ["v"]}], "b": [["x"]]}}]'),
+    );
+    assert.ok(r.valid, r.valid ? "" : r.error);
+  });
+
   it("parallel calls: order-free, distinct, and the count must match", () => {
     const P = '[{"get_weather": {"city": ["Paris"]}}, {"get_weather": {"city": ["Rome"]}}]';
     valid('[{"get_weather": {"city": "Rome"}}, {"get_weather": {"city": "Paris"}}]', P);

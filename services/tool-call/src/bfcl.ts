@@ -74,7 +74,8 @@ const PY_TYPES: Readonly<Record<string, PyTypeName>> = {
 };
 
 function mapType(t: string | undefined): PyTypeName | undefined {
-  return t === undefined ? undefined : PY_TYPES[t];
+  // Own keys only: a schema type such as "constructor" must not find Object.prototype's members.
+  return t === undefined || !Object.hasOwn(PY_TYPES, t) ? undefined : PY_TYPES[t];
 }
 
 function str(v: PyValue | undefined): string | undefined {

@@ -140,6 +140,9 @@ describe("reward-mesh advantages", () => {
     await fails(["--estimator", "grpo"], "", /no input on stdin/);
     await fails(["--estimator", "grpo"], "{not json", /stdin is not valid JSON/);
     await fails(["--estimator", "grpo", "--bogus"], figure2, /unknown flag '--bogus'/);
+    // Fuzz finding: names of Object members were found on the flag table's prototype (internal error).
+    await fails(["--estimator", "grpo", "__proto__", "x"], figure2, /: unexpected argument '__proto__'/);
+    await fails(["--estimator", "grpo", "--constructor"], figure2, /: unknown flag '--constructor'/);
     await fails(["--estimator"], figure2, /--estimator needs a value/);
     await fails(["--estimator", "grpo", "--p", "abc"], figure2, /--p expects a finite number, got 'abc'/);
     await fails(["--estimator", "grpo", "--p", "0.5"], figure2, /'sgrpo\.p' must be a number in \[0, 0\.5\)/);

@@ -108,7 +108,7 @@ function parseArgv(argv: readonly string[]): ParsedFlags {
     }
     const eq = arg.indexOf("=");
     const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
-    const spec = FLAGS[name];
+    const spec = Object.hasOwn(FLAGS, name) ? FLAGS[name] : undefined; // not `__proto__` via the prototype
     if (spec === undefined) {
       throw new AdvantageCliUsageError(
         arg.startsWith("-")

@@ -90,3 +90,19 @@ export function isAdvantageError(err: unknown): err is AdvantageError {
   const e = err as { name?: unknown; message?: unknown; retryable?: unknown };
   return typeof e.name === "string" && ADVANTAGE_ERROR_NAMES.has(e.name) && typeof e.message === "string";
 }
+
+/**
+ * A value as an error message shows it: JSON cut at 200 characters, numbers as written (`NaN`,
+ * `Infinity`, not `null`); a structure too deep or cyclic to print is described. Never throws, so a
+ * message about a bad value cannot itself fail (a 10,000-level list overflows `JSON.stringify`).
+ */
+export function showValue(v: unknown): string {
+  if (typeof v === "number" || typeof v === "bigint" || v === undefined) return String(v);
+  let s: string;
+  try {
+    s = JSON.stringify(v);
+  } catch {
+    return Array.isArray(v) ? "a list too deep or cyclic to print" : "an object too deep or cyclic to print";
+  }
+  return s.length > 200 ? `${s.slice(0, 197)}...` : s;
+}

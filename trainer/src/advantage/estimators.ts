@@ -8,7 +8,7 @@
  * @module
  */
 import type { PackedBatch } from "./batch.js";
-import { AdvantageOptionsError, EstimatorRegistryError, UnknownEstimatorError } from "./errors.js";
+import { AdvantageOptionsError, EstimatorRegistryError, showValue, UnknownEstimatorError } from "./errors.js";
 import type { EstimatorParams, Workspace } from "./kernels.js";
 import {
   batchTotalsDivisor,
@@ -276,13 +276,13 @@ function oneOf<T extends string>(key: string, value: unknown, allowed: readonly 
   if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value as T;
   throw new AdvantageOptionsError(
     key,
-    `'${key}' must be one of ${allowed.join(" | ")}, got ${JSON.stringify(value)}`,
+    `'${key}' must be one of ${allowed.join(" | ")}, got ${showValue(value)}`,
   );
 }
 
 function nonNegative(key: string, value: unknown): number {
   if (typeof value === "number" && Number.isFinite(value) && value >= 0) return value;
-  throw new AdvantageOptionsError(key, `'${key}' must be a finite number ≥ 0, got ${JSON.stringify(value)}`);
+  throw new AdvantageOptionsError(key, `'${key}' must be a finite number ≥ 0, got ${showValue(value)}`);
 }
 
 /**

@@ -10,7 +10,7 @@
  * @module
  */
 import type { PackedBatch } from "./batch.js";
-import { AdvantageOptionsError } from "./errors.js";
+import { AdvantageOptionsError, showValue } from "./errors.js";
 import type { Workspace } from "./kernels.js";
 import { weightedTotals } from "./kernels.js";
 import type { SgrpoOptions, SgrpoVariant } from "./types.js";
@@ -48,7 +48,7 @@ export function resolveSgrpoOptions(o: SgrpoOptions): ResolvedSgrpoOptions {
   if (variant !== "code" && variant !== "dr_grpo") {
     throw new AdvantageOptionsError(
       "sgrpo.variant",
-      `'sgrpo.variant' must be one of code | dr_grpo, got ${JSON.stringify(variant)}`,
+      `'sgrpo.variant' must be one of code | dr_grpo, got ${showValue(variant)}`,
     );
   }
   const epsilon = o.epsilon ?? 1e-8;

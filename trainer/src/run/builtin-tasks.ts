@@ -73,7 +73,7 @@ export const BUILTIN_TASK_SETS: Record<string, readonly FragmentTaskDefinition[]
 export function builtinTasks(sets: readonly string[]): FragmentTaskDefinition[] {
   const out: FragmentTaskDefinition[] = [];
   for (const s of sets) {
-    const t = BUILTIN_TASK_SETS[s];
+    const t = Object.hasOwn(BUILTIN_TASK_SETS, s) ? BUILTIN_TASK_SETS[s] : undefined;
     if (!t) throw new Error(`unknown task set '${s}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`);
     out.push(...t);
   }

@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { COMPONENT_PRESETS, loadRunConfig, resolveRunConfig } from "./config.js";
 import { loadTaskFile } from "./task-file.js";
@@ -139,5 +142,78 @@ it("learner, task-file and generation keys are validated, naming the key", () =>
   assert.deepEqual(resolveRunConfig({ ...base, learner: "grpc://gpu-1:50070" }).learner, {
     kind: "grpc",
     address: "gpu-1:50070",
+  });
+});
+
+describe("run config: fuzz findings", () => {
+  it("names that are Object members are unknown presets, task sets and services, not crashes", () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ components: "__proto__" }, /^'components\[0\]' unknown preset "__proto__"/],
+      [{ components: [{ preset: "toString" }] }, /^'components\[0\]\.preset' unknown preset "toString"/],
+      [{ ...base, tasks: { sets: ["constructor"] } }, /^'tasks\.sets\[0\]' unknown task set 'constructor'/],
+      [
+        { components: [{ service: "constructor", component: "x" }] },
+        /^'components\[0\]\.service' unknown service 'constructor'/,
+      ],
+      [
+        { components: [{ service: "0", component: "x" }], services: JSON.parse('{"__proto__": ["code"]}') },
+        /^'services\.__proto__' is not a valid service name/,
+      ],
+    ];
+    for (const [doc, re] of cases)
+      assert.throws(
+        () => resolveRunConfig(doc),
+        { name: "RunConfigError", message: re },
+        JSON.stringify(doc),
+      );
+  });
+
+  it("a bad value too deep or cyclic to print still gives a message naming the key", () => {
+    let deep: unknown = 1;
+    for (let d = 0; d < 50_000; d++) deep = [deep];
+    assert.throws(() => resolveRunConfig({ ...base, steps: deep }), {
+      name: "RunConfigError",
+      message: "'steps' must be an integer in [1, 1000000], got a list too deep or cyclic to print",
+    });
+    assert.throws(() => resolveRunConfig({ ...base, estimator: { options: { epsilon: deep } } }), {
+      name: "RunConfigError",
+      message:
+        /^'estimator' 'options\.epsilon' must be a finite number ≥ 0, got a list too deep or cyclic to print/,
+    });
+    const cyclic: unknown[] = [];
+    cyclic.push(cyclic);
+    assert.throws(() => resolveRunConfig({ components: [cyclic] }), {
+      message: /^'components\[0\]' must be a preset name .* got a list too deep or cyclic to print$/,
+    });
+    assert.throws(() => resolveRunConfig({ ...base, steps: Number.NaN }), {
+      message: /^'steps' must be an integer .*, got NaN$/,
+    });
+  });
+
+  it("YAML nested too deeply to parse, too big to parse quickly, or with a cyclic alias, is a RunConfigError", () => {
+    const dir = mkdtempSync(join(tmpdir(), "run-config-"));
+    try {
+      const path = join(dir, "run.yaml");
+      writeFileSync(path, `components: ${"[".repeat(5000)}${"]".repeat(5000)}\n`);
+      assert.throws(() => loadRunConfig(path), {
+        name: "RunConfigError",
+        message: /^'--config' is not valid YAML: nested too deeply to parse/,
+      });
+      writeFileSync(
+        path,
+        `components:\n  - {service: length, component: overlong${", : x".repeat(40_000)}}\n`,
+      );
+      assert.throws(() => loadRunConfig(path), {
+        name: "RunConfigError",
+        message: "'--config' is 200055 bytes; a run configuration may have at most 65536",
+      });
+      writeFileSync(path, "components: &c [*c]\n");
+      assert.throws(() => loadRunConfig(path), {
+        name: "RunConfigError",
+        message: /^'components\[0\]' must be a preset name .* got a list too deep or cyclic to print$/,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
+import { showValue } from "../advantage/errors.js";
 import { resolveEstimatorName } from "../advantage/estimators.js";
 import { type LossType, LossTypes } from "../learner/types.js";
 import { BUILTIN_TASK_SETS, builtinTasks } from "./builtin-tasks.js";
@@ -207,7 +208,7 @@ function num(
   ) {
     const what = integer ? "an integer" : "a number";
     const range = max === Number.POSITIVE_INFINITY ? `>= ${min}` : `in [${min}, ${max}]`;
-    throw new RunConfigError(keyOf(path, k), `must be ${what} ${range}, got ${JSON.stringify(v)}`);
+    throw new RunConfigError(keyOf(path, k), `must be ${what} ${range}, got ${showValue(v)}`);
   }
   return v;
 }
@@ -216,19 +217,16 @@ function str(o: Obj, path: string, k: string, def: string, pattern?: RegExp): st
   const v = o[k];
   if (v === undefined || v === null) return def;
   if (typeof v !== "string" || v === "")
-    throw new RunConfigError(keyOf(path, k), `must be a non-empty string, got ${JSON.stringify(v)}`);
+    throw new RunConfigError(keyOf(path, k), `must be a non-empty string, got ${showValue(v)}`);
   if (pattern && !pattern.test(v))
-    throw new RunConfigError(keyOf(path, k), `must match ${pattern}, got ${JSON.stringify(v)}`);
+    throw new RunConfigError(keyOf(path, k), `must match ${pattern}, got ${showValue(v)}`);
   return v;
 }
 
 function oneOf<T extends string>(o: Obj, path: string, k: string, choices: readonly T[], def: T): T {
   const v = str(o, path, k, def);
   if (!(choices as readonly string[]).includes(v)) {
-    throw new RunConfigError(
-      keyOf(path, k),
-      `must be one of ${choices.join(", ")}, got ${JSON.stringify(v)}`,
-    );
+    throw new RunConfigError(keyOf(path, k), `must be one of ${choices.join(", ")}, got ${showValue(v)}`);
   }
   return v as T;
 }
@@ -236,7 +234,7 @@ function oneOf<T extends string>(o: Obj, path: string, k: string, choices: reado
 function obj(o: Obj, path: string, k: string): Obj {
   const v = o[k];
   if (v === undefined || v === null) return {};
-  if (!isObj(v)) throw new RunConfigError(keyOf(path, k), `must be a mapping, got ${JSON.stringify(v)}`);
+  if (!isObj(v)) throw new RunConfigError(keyOf(path, k), `must be a mapping, got ${showValue(v)}`);
   return v;
 }
 
@@ -250,11 +248,11 @@ function components(o: Obj): ComponentConfig[] {
       "is required (a preset name, or a list of {service, component, weight})",
     );
   const presetList = (name: string, key: string) => {
-    const p = COMPONENT_PRESETS[name];
+    const p = Object.hasOwn(COMPONENT_PRESETS, name) ? COMPONENT_PRESETS[name] : undefined;
     if (!p)
       throw new RunConfigError(
         key,
-        `unknown preset ${JSON.stringify(name)} (known: ${Object.keys(COMPONENT_PRESETS).join(", ")})`,
+        `unknown preset ${showValue(name)} (known: ${Object.keys(COMPONENT_PRESETS).join(", ")})`,
       );
     return p;
   };
@@ -279,7 +277,7 @@ function components(o: Obj): ComponentConfig[] {
     } else {
       throw new RunConfigError(
         key,
-        `must be a preset name or {service, component, weight}, got ${JSON.stringify(item)}`,
+        `must be a preset name or {service, component, weight}, got ${showValue(item)}`,
       );
     }
   });
@@ -334,13 +332,10 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     sets.length === 0 ||
     !sets.every((s) => typeof s === "string" && TOKEN.test(s))
   ) {
-    throw new RunConfigError(
-      "tasks.sets",
-      `must be a non-empty list of set names, got ${JSON.stringify(sets)}`,
-    );
+    throw new RunConfigError("tasks.sets", `must be a non-empty list of set names, got ${showValue(sets)}`);
   }
   (sets as string[]).forEach((name, i) => {
-    if (!BUILTIN_TASK_SETS[name]) {
+    if (!Object.hasOwn(BUILTIN_TASK_SETS, name)) {
       throw new RunConfigError(
         `tasks.sets[${i}]`,
         `unknown task set '${name}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`,
@@ -358,8 +353,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
       name: str(est, "estimator", "name", "grpo_covariance_coefficient"),
       options: obj(est, "estimator", "options"),
     };
-  } else
-    throw new RunConfigError("estimator", `must be a name or {name, options}, got ${JSON.stringify(est)}`);
+  } else throw new RunConfigError("estimator", `must be a name or {name, options}, got ${showValue(est)}`);
   try {
     estimator = { ...estimator, name: resolveEstimatorName(estimator.name) };
   } catch (err) {
@@ -393,10 +387,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     dynamicSampling =
       ds["component"] === undefined ? {} : { component: str(ds, "dynamicSampling", "component", "") };
   } else if (ds !== undefined && ds !== false && ds !== null) {
-    throw new RunConfigError(
-      "dynamicSampling",
-      `must be true, false or {component}, got ${JSON.stringify(ds)}`,
-    );
+    throw new RunConfigError("dynamicSampling", `must be true, false or {component}, got ${showValue(ds)}`);
   }
 
   const loss = obj(doc, "", "loss");
@@ -422,7 +413,9 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   const serviceDomains: Record<string, readonly string[]> = { ...DEFAULT_SERVICE_DOMAINS };
   const svc = obj(doc, "", "services");
   for (const [name, domains] of Object.entries(svc)) {
-    if (!TOKEN.test(name)) throw new RunConfigError(`services.${name}`, "is not a valid service name");
+    // `__proto__` would replace the mapping's prototype instead of naming a service.
+    if (!TOKEN.test(name) || name === "__proto__")
+      throw new RunConfigError(`services.${name}`, "is not a valid service name");
     if (!Array.isArray(domains) || !domains.every((d) => typeof d === "string" && TOKEN.test(d))) {
       throw new RunConfigError(`services.${name}`, "must be a list of domains");
     }
@@ -430,7 +423,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   }
   const comps = components(doc);
   for (const [i, c] of comps.entries()) {
-    if (!serviceDomains[c.service]) {
+    if (!Object.hasOwn(serviceDomains, c.service)) {
       throw new RunConfigError(
         `components[${i}].service`,
         `unknown service '${c.service}': add it under 'services' with the domains it scores`,
@@ -453,7 +446,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
   if (!Array.isArray(stop) || !stop.every((x) => typeof x === "string" && x !== ""))
     throw new RunConfigError(
       "generation.stop",
-      `must be a list of non-empty strings, got ${JSON.stringify(stop)}`,
+      `must be a list of non-empty strings, got ${showValue(stop)}`,
     );
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
   const resolved: RunConfig = {
@@ -518,10 +511,10 @@ function learnerConfig(v: unknown): LearnerConfig {
     if (v === "torch") return torchLearner({});
     throw new RunConfigError(
       "learner",
-      `must be 'embedded', 'torch', 'grpc://host:port' or {kind, ...}, got ${JSON.stringify(v)}`,
+      `must be 'embedded', 'torch', 'grpc://host:port' or {kind, ...}, got ${showValue(v)}`,
     );
   }
-  if (!isObj(v)) throw new RunConfigError("learner", `must be a name or a mapping, got ${JSON.stringify(v)}`);
+  if (!isObj(v)) throw new RunConfigError("learner", `must be a name or a mapping, got ${showValue(v)}`);
   const kind = oneOf(v, "learner", "kind", ["embedded", "grpc", "torch"] as const, "embedded");
   if (kind === "embedded") {
     checkKeys(v, "learner", ["kind"]);
@@ -550,10 +543,7 @@ function torchLearner(v: Obj): TorchLearnerConfig {
   ]);
   const g = v["gradientCheckpointing"];
   if (g !== undefined && typeof g !== "boolean")
-    throw new RunConfigError(
-      "learner.gradientCheckpointing",
-      `must be true or false, got ${JSON.stringify(g)}`,
-    );
+    throw new RunConfigError("learner.gradientCheckpointing", `must be true or false, got ${showValue(g)}`);
   let warmup: TorchLearnerConfig["warmup"] = null;
   if (v["warmup"] !== undefined && v["warmup"] !== null) {
     const w = obj(v, "learner", "warmup");
@@ -605,6 +595,12 @@ export function loadRunTasks(c: RunConfig): TaskDefinition[] {
   return builtinTasks(c.tasks.sets);
 }
 
+/**
+ * Largest run configuration file read (a real one is a few KiB): YAML parsing is super-linear in the
+ * keys of one mapping, so a bigger file could stall the start for minutes instead of failing.
+ */
+export const MAX_RUN_CONFIG_BYTES = 64 * 1024;
+
 /** Reads and validates a YAML run configuration file. */
 export function loadRunConfig(path: string): RunConfig {
   let text: string;
@@ -617,15 +613,21 @@ export function loadRunConfig(path: string): RunConfig {
       { cause: err },
     );
   }
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > MAX_RUN_CONFIG_BYTES)
+    throw new RunConfigError(
+      "--config",
+      `is ${bytes} bytes; a run configuration may have at most ${MAX_RUN_CONFIG_BYTES}`,
+    );
   let doc: unknown;
   try {
     doc = parseYaml(text);
   } catch (err) {
-    throw new RunConfigError(
-      "--config",
-      `is not valid YAML: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
+    const why = (err instanceof Error ? err.message : String(err)).replace(
+      "Maximum call stack size exceeded",
+      "nested too deeply to parse",
     );
+    throw new RunConfigError("--config", `is not valid YAML: ${why}`, { cause: err });
   }
   return resolveRunConfig(doc);
 }

@@ -21,6 +21,29 @@ export type { StoredMessage } from "../stream-reader.js";
 export { readStream } from "../stream-reader.js";
 export type { TestPki } from "./pki.js";
 export { createTestPki } from "./pki.js";
+export type { FuzzOutcome } from "./fuzz.js";
+export {
+  deeplyNested,
+  deepValue,
+  EDGE_NUMBERS,
+  FUZZ_CALL_DEADLINE_MS,
+  FUZZ_PROPERTY_TIME_LIMIT_MS,
+  FUZZ_RUN_SCALE,
+  FUZZ_SEED,
+  FuzzFailure,
+  fuzzCall,
+  fuzzCallAsync,
+  fuzzParameters,
+  mutatedText,
+  mutatedValue,
+  NASTY_FRAGMENTS,
+  NASTY_STRINGS,
+  nastyString,
+  nastyValue,
+  ownObject,
+  PROTOTYPE_KEYS,
+  toJsonText,
+} from "./fuzz.js";
 
 /** Starts a private JetStream server on a free port (call `stop()` in `after`). */
 export function startTestNats(): Promise<LocalNats> {
