@@ -10,7 +10,7 @@
 #   * with --with-torch (what `npm test` passes; `reward-mesh demo --learner torch` asks for it): the
 #     PyTorch learner's Debian packages python3-torch, python3-grpcio, python3-protobuf, python3-numpy,
 #     libopenblas0-pthread (an optimised BLAS for torch), and
-#     protobuf-compiler + protobuf-compiler-grpc for its generated stubs (the drift check)
+#     protobuf-compiler + protobuf-compiler-grpc + libprotobuf-dev for its generated stubs (the drift check)
 # Elsewhere (not root, no apt) it prints exactly what to install and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,8 @@ if [ "$with_torch" = 1 ]; then
   py_has numpy || missing+=(python3-numpy)
   have protoc || missing+=(protobuf-compiler)
   have grpc_python_plugin || missing+=(protobuf-compiler-grpc)
+  # protoc's well-known types (rollout.proto imports google/protobuf/struct.proto) ship in libprotobuf-dev.
+  [ -f /usr/include/google/protobuf/struct.proto ] || missing+=(libprotobuf-dev)
   # Debian's torch calls the system BLAS; without OpenBLAS that is the reference BLAS, about 8-30x
   # slower on the learner's matrix products.
   dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q "ok installed" ||

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Generates the Python protobuf + gRPC stubs of the learner contract into
 # trainer/learner-torch/reward_mesh_learner/_gen (committed; `npm run check:gen` checks for drift).
-# Needs Debian's protobuf-compiler (protoc 3.21) and protobuf-compiler-grpc (grpc_python_plugin);
+# Needs Debian's protobuf-compiler (protoc 3.21), protobuf-compiler-grpc (grpc_python_plugin) and
+# libprotobuf-dev (the well-known types);
 # scripts/bootstrap.sh installs them. Usage: generate-python.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,10 @@ rm -rf "$out"
 mkdir -p "$out"
 plugin="--plugin=protoc-gen-grpc_python=$(command -v grpc_python_plugin)"
 # The learner contract keeps its proto paths (imports are `from rewardmesh.v1 import ...`).
-protoc -I proto --python_out="$out" "$plugin" --grpc_python_out="$out" \
+# google/protobuf/*.proto (well-known types) come from libprotobuf-dev.
+wkt=/usr/include
+[ -f "$wkt/google/protobuf/struct.proto" ] || { echo "generate-python: $wkt/google/protobuf/struct.proto is missing: apt-get install -y libprotobuf-dev" >&2; exit 1; }
+protoc -I proto -I "$wkt" --python_out="$out" "$plugin" --grpc_python_out="$out" \
   proto/rewardmesh/v1/learner.proto proto/rewardmesh/v1/rollout.proto
 # Health is generated at top level (module `health_pb2`), so that no `grpc` package shadows grpcio;
 # the service keeps its full name grpc.health.v1.Health.
