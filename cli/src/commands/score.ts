@@ -8,15 +8,8 @@
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { fromJson, type JsonValue, toJsonString } from "@bufbuild/protobuf";
-import {
-  createGrpcClient,
-  type grpc,
-  type RewardResult,
-  RewardResultSchema,
-  RewardService,
-  RolloutSchema,
-} from "@reward-mesh/proto";
-import { createLimiter } from "@reward-mesh/sdk";
+import { type grpc, type RewardResult, RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
+import { createLimiter, createRewardServiceClient } from "@reward-mesh/sdk";
 import { orderedMap, parseFlags, UsageError } from "../io.js";
 import { serviceEntry } from "../services.js";
 
@@ -64,7 +57,7 @@ export async function runScore(
     return fromJson(RolloutSchema, json);
   };
   if (typeof flags["addr"] === "string") {
-    const client = createGrpcClient(RewardService, flags["addr"]);
+    const client = createRewardServiceClient(flags["addr"], { timeoutMs });
     close = () => client.close();
     scoreFn = async (line) => client.score({ rollout: parse(line) }, { timeoutMs });
   } else {

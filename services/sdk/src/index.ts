@@ -67,6 +67,8 @@ export {
   waitForJetStream,
 } from "./local-nats.js";
 export { freePort } from "./net.js";
+export type { RewardServiceClientOptions } from "./reward-client.js";
+export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
 export type { WaitServingOptions } from "./health-client.js";
 export { waitServing } from "./health-client.js";
 export type { StoredMessage } from "./stream-reader.js";
