@@ -92,6 +92,42 @@ function deserializer(desc: DescMessage) {
   return (buf: Buffer): MessageShape<DescMessage> => fromBinary(desc, buf);
 }
 
+const UNDECODABLE = Symbol("undecodable");
+
+/** What the server's request deserialiser returns for bytes that are not the method's input message. */
+interface Undecodable {
+  readonly [UNDECODABLE]: string;
+}
+
+/**
+ * The server side never lets a decode error escape into grpc-js (which would answer INTERNAL): it
+ * returns a marker that the handler adapter turns into INVALID_ARGUMENT naming the problem.
+ */
+function requestDeserializer(desc: DescMessage) {
+  return (buf: Buffer): MessageShape<DescMessage> | Undecodable => {
+    try {
+      return fromBinary(desc, buf);
+    } catch (err) {
+      return { [UNDECODABLE]: err instanceof Error ? err.message : String(err) };
+    }
+  };
+}
+
+/** A request's bytes are not a valid message of the method's input type; sent as INVALID_ARGUMENT. */
+export class UndecodableRequestError extends Error {
+  override readonly name = "UndecodableRequestError";
+}
+
+/** Returns `msg`, or throws {@link UndecodableRequestError} naming `what` when it could not be decoded. */
+function decoded(msg: unknown, input: DescMessage, what: string): unknown {
+  if (msg !== null && typeof msg === "object" && UNDECODABLE in msg) {
+    throw new UndecodableRequestError(
+      `${what} is not a valid ${input.typeName}: ${(msg as Undecodable)[UNDECODABLE]}`,
+    );
+  }
+  return msg;
+}
+
 /** The grpc-js `ServiceDefinition` for a protobuf-es service descriptor. */
 export function createGrpcServiceDefinition(service: DescService): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -102,7 +138,7 @@ export function createGrpcServiceDefinition(service: DescService): grpc.ServiceD
       requestStream: method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
       responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
       requestSerialize: serializer(method.input) as (v: unknown) => Buffer,
-      requestDeserialize: deserializer(method.input),
+      requestDeserialize: requestDeserializer(method.input),
       responseSerialize: serializer(method.output) as (v: unknown) => Buffer,
       responseDeserialize: deserializer(method.output),
     };
@@ -171,6 +207,9 @@ function toServiceError(
   err: unknown,
   toStatus: (err: unknown) => GrpcStatusInfo,
 ): Partial<grpc.StatusObject> {
+  // Bytes that are not the input message are the caller's fault, whatever the service's mapping says.
+  if (err instanceof Error && err.name === UndecodableRequestError.name)
+    return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
   const { code, details } = toStatus(err);
   return { code, details };
 }
@@ -184,6 +223,7 @@ function toServiceError(
  */
 function requestsOf(
   call: grpc.ServerReadableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
+  input: DescMessage,
   signal: AbortSignal,
 ): AsyncIterable<unknown> {
   const high = 16;
@@ -206,12 +246,12 @@ function requestsOf(
       call.once("end", onEnd);
       signal.addEventListener("abort", onAbort, { once: true });
       try {
-        while (true) {
+        for (let i = 0; ; ) {
           if (signal.aborted) throw signal.reason;
           if (buffered.length > 0) {
             const msg = buffered.shift();
             if (call.isPaused() && buffered.length < high / 2) call.resume();
-            yield msg;
+            yield decoded(msg, input, `requests[${i++}]`);
             continue;
           }
           if (ended) return;
@@ -265,6 +305,7 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
       throw new TypeError(`handler for ${method.parent.typeName}.${method.name} is missing`);
     }
     const output = method.output;
+    const input = method.input;
     const make = (init: unknown) => create(output, init as MessageInitShape<DescMessage>);
     switch (method.methodKind) {
       case "unary":
@@ -274,7 +315,7 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
         ) => {
           const { ctx, done, fail } = contextFor(call, method);
           Promise.resolve()
-            .then(() => fn.call(impl, call.request, ctx) as Promise<unknown>)
+            .then(() => fn.call(impl, decoded(call.request, input, "request"), ctx) as Promise<unknown>)
             .then(
               (res) => callback(null, make(res)),
               (err: unknown) => {
@@ -292,7 +333,7 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
         ) => {
           const { ctx, done, fail } = contextFor(call, method);
           Promise.resolve()
-            .then(() => fn.call(impl, requestsOf(call, ctx.signal), ctx) as Promise<unknown>)
+            .then(() => fn.call(impl, requestsOf(call, input, ctx.signal), ctx) as Promise<unknown>)
             .then(
               (res) => callback(null, make(res)),
               (err: unknown) => {
@@ -314,8 +355,8 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
             // Not `call.iterator()`: an iterator over the Duplex destroys it on error or return, and a
             // destroyed call never sends its status (see requestsOf).
             const arg = streamingInput
-              ? requestsOf(call as grpc.ServerDuplexStream<unknown, unknown>, ctx.signal)
-              : (call as grpc.ServerWritableStream<unknown, unknown>).request;
+              ? requestsOf(call as grpc.ServerDuplexStream<unknown, unknown>, input, ctx.signal)
+              : decoded((call as grpc.ServerWritableStream<unknown, unknown>).request, input, "request");
             const out = fn.call(impl, arg, ctx) as AsyncIterable<unknown>;
             for await (const res of out) {
               await writeWithBackpressure(call, make(res), ctx.signal);

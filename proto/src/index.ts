@@ -22,6 +22,7 @@ export {
   createGrpcHandlers,
   createGrpcServiceDefinition,
   DeadlineExceededError,
+  UndecodableRequestError,
   grpc,
 } from "./grpc.js";
 

@@ -1,11 +1,13 @@
 /**
  * Regression tests of gRPC error semantics over a real grpc-js server on port 0: a bad item ends a
  * `ScoreStream` call cleanly with INVALID_ARGUMENT (every time — it used to hang about one call in
- * ten), and reward clients have a default deadline.
+ * ten), undecodable request bytes are INVALID_ARGUMENT naming the problem (not INTERNAL), and reward
+ * clients have a default deadline.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Client, grpc, type RewardService } from "@reward-mesh/proto";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { type Client, grpc, type RewardService, ScoreRequestSchema } from "@reward-mesh/proto";
 import {
   createLimiter,
   createRewardServiceClient,
@@ -28,6 +30,8 @@ async function drain(
     return { ids, err: err as grpc.ServiceError };
   }
 }
+
+const identity = (b: Buffer) => b;
 
 describe("ScoreStream with a bad item", () => {
   let server: RunningGrpcServer;
@@ -68,6 +72,80 @@ describe("ScoreStream with a bad item", () => {
     const r = makeRollout({ response: "abc" });
     const res = await client.score({ rollout: r });
     assert.equal(res.rolloutId, r.id);
+  });
+});
+
+describe("undecodable request bytes", () => {
+  let server: RunningGrpcServer;
+  let raw: grpc.Client;
+  before(async () => {
+    server = await startGrpcServer(createEchoService(), {
+      port: 0,
+      limiter: createLimiter(2),
+      logger: silentLogger,
+    });
+    raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
+  });
+  after(async () => {
+    raw.close();
+    await server.close(1000);
+  });
+
+  const unary = (bytes: Buffer) =>
+    new Promise<grpc.ServiceError | null>((resolve) => {
+      raw.makeUnaryRequest(
+        "/rewardmesh.v1.RewardService/Score",
+        identity,
+        identity,
+        bytes,
+        new grpc.Metadata(),
+        { deadline: Date.now() + 10_000 },
+        (err) => resolve(err),
+      );
+    });
+
+  it("Score: truncated bytes are INVALID_ARGUMENT naming the message type", async () => {
+    // Field 1 (rollout), length 10, but only 2 bytes follow.
+    const err = await unary(Buffer.from([0x0a, 0x0a, 0x0a, 0x00]));
+    assert.ok(err);
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT, err.details);
+    assert.match(err.details, /^request is not a valid rewardmesh\.v1\.ScoreRequest: /);
+  });
+
+  it("Score: invalid UTF-8 in a string field is INVALID_ARGUMENT", async () => {
+    // ScoreRequest{rollout: Rollout{id: <0xff>}}
+    const err = await unary(Buffer.from([0x0a, 0x03, 0x0a, 0x01, 0xff]));
+    assert.ok(err);
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT, err.details);
+    assert.match(err.details, /request is not a valid rewardmesh\.v1\.ScoreRequest: .*(utf-8|UTF-8)/);
+  });
+
+  it("ScoreStream: the undecodable item ends the call with INVALID_ARGUMENT naming its position", async () => {
+    const good = makeRollout();
+    const goodBytes = Buffer.from(
+      toBinary(ScoreRequestSchema, create(ScoreRequestSchema, { rollout: good })),
+    );
+    const call = raw.makeBidiStreamRequest(
+      "/rewardmesh.v1.RewardService/ScoreStream",
+      identity,
+      identity,
+      new grpc.Metadata(),
+      { deadline: Date.now() + 10_000 },
+    );
+    call.write(goodBytes);
+    call.write(Buffer.from([0xff, 0xff, 0xff]));
+    call.write(goodBytes);
+    call.end();
+    let results = 0;
+    const err = await new Promise<grpc.ServiceError | undefined>((resolve) => {
+      call.on("data", () => results++);
+      call.on("error", (e: grpc.ServiceError) => resolve(e));
+      call.on("end", () => resolve(undefined));
+    });
+    assert.ok(err, "the call ended without an error");
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT, err.details);
+    assert.match(err.details, /^requests\[1\] is not a valid rewardmesh\.v1\.ScoreRequest: /);
+    assert.equal(results, 1);
   });
 });
 
