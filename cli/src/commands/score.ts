@@ -1,16 +1,15 @@
 /**
  * `reward-mesh score <service> [--addr host:port] [--concurrency N]`: proto-JSON rollouts, one per line
  * on stdin → one `RewardResult` JSON per line on stdout, in input order. In-process unless `--addr`.
- * A bad line is reported on stderr as `line N: <what is wrong>` and skipped; the others are still
- * scored; the exit code is then 2.
+ * A bad line (not valid UTF-8, not JSON, not a valid rollout) is reported on stderr as
+ * `line N: <what is wrong>` and skipped; the others are still scored; the exit code is then 2.
  * @module
  */
-import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { fromJson, type JsonValue, toJsonString } from "@bufbuild/protobuf";
 import { type grpc, type RewardResult, RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
 import { createLimiter, createRewardServiceClient } from "@reward-mesh/sdk";
-import { orderedMap, parseFlags, UsageError } from "../io.js";
+import { orderedMap, parseFlags, UsageError, utf8Lines } from "../io.js";
 import { serviceEntry } from "../services.js";
 
 /** Usage of the score command. */
@@ -68,21 +67,18 @@ export async function runScore(
   }
 
   let failed = 0;
-  const lines = createInterface({ input: stdin, crlfDelay: Number.POSITIVE_INFINITY });
   async function* nonEmpty() {
-    let n = 0;
-    for await (const line of lines) {
-      n++;
-      if (line.trim() !== "") yield { line, n };
-    }
+    for await (const line of utf8Lines(stdin))
+      if (line.error !== undefined || line.text.trim() !== "") yield line;
   }
   try {
     await orderedMap(
       nonEmpty(),
       concurrency,
-      async ({ line, n }) => {
+      async ({ text, error, n }) => {
+        if (error !== undefined) return { ok: false as const, error: `line ${n}: ${error}` };
         try {
-          return { ok: true as const, result: await scoreFn(line) };
+          return { ok: true as const, result: await scoreFn(text) };
         } catch (err) {
           return { ok: false as const, error: `line ${n}: ${describeError(err)}` };
         }
