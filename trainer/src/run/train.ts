@@ -27,6 +27,7 @@ import { type AssembledGroup, createGroupAssembler, type ExpectedGroup } from ".
 import { componentId, type PreparedGroup, prepareGroups, rewardMetrics, weightedTotal } from "./batch.js";
 import { compileAdvantage, type RunConfig } from "./config.js";
 import {
+  prepareRunDirectory,
   readJsonIfExists,
   reconcileMetrics,
   removeIfExists,
@@ -59,7 +60,10 @@ export interface TrainingOptions {
   readonly logger?: Logger;
   /** Called after every applied step (progress bar, tests). */
   readonly onStep?: (r: StepReport) => void;
-  /** Stops the loop after the current step (clean shutdown). */
+  /**
+   * Stops the loop (clean shutdown): before the next step, or while a step waits for its rewards (that
+   * step stays journalled and is resumed by the next run). A policy update in progress is finished.
+   */
   readonly signal?: AbortSignal;
 }
 
@@ -98,6 +102,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   const { config, bus, learner, tasks } = o;
   const logger = (o.logger ?? silentLogger).child({ component: "train", runId: config.runId });
   const paths = runPaths(config.outputDir, config.runId);
+  prepareRunDirectory(config.outputDir, config.runId);
   const compiled = compileAdvantage(config);
   const taskById = new Map(tasks.map((t) => [t.id, t]));
   writeAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
@@ -210,7 +215,14 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       const assembled: AssembledGroup[] = await assembler.collect(
         expected.map((e) => e.groupId),
         Date.now() + config.groups.deadlineMs,
+        o.signal,
       );
+      // Stopped while scoring: the step stays journalled and is resumed (republished, its stored results
+      // replayed) by the next run with this run id.
+      if (o.signal?.aborted) {
+        stopped = true;
+        break;
+      }
       const tScore = performance.now();
 
       // 3. Advantages.
