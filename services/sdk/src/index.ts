@@ -45,11 +45,19 @@ export type { LogFields, Logger, LoggerOptions } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";
 export { serveRewardService, startRewardService } from "./runtime.js";
-export { MAX_RESPONSE_CHARS, taskDomain, validateRollout } from "./validate.js";
+export {
+  MAX_MESSAGE_BYTES,
+  MAX_RESPONSE_CHARS,
+  NATS_HEADER_ROOM,
+  NATS_MAX_PAYLOAD,
+  taskDomain,
+  validateRollout,
+} from "./validate.js";
 
 // ---- mesh plumbing (trainer, CLI, tests, benchmarks) ----
 export type { MeshBus } from "./bus.js";
 export {
+  busMessageLimit,
   connectBus,
   ensureStreams,
   INSTANCE_HEADER,

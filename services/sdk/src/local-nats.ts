@@ -6,13 +6,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { envString, executableSearchPath, processEnv } from "./config.js";
 import { UnavailableError } from "./errors.js";
+import { NATS_MAX_PAYLOAD } from "./validate.js";
 
 /** A NATS server this process started (or found already running). */
 export interface LocalNats {
@@ -79,7 +80,10 @@ export async function waitForJetStream(url: string, deadline: number, child?: Ch
   });
 }
 
-/** Starts `nats-server -js` and waits until JetStream answers. */
+/**
+ * Starts `nats-server -js` with the mesh's `max_payload` ({@link NATS_MAX_PAYLOAD}), and waits until
+ * JetStream answers.
+ */
 export async function startNatsServer(options: StartNatsOptions = {}): Promise<LocalNats> {
   const binary = findNatsServerBinary(options.binary);
   if (!binary) {
@@ -90,7 +94,12 @@ export async function startNatsServer(options: StartNatsOptions = {}): Promise<L
   const host = options.host ?? "127.0.0.1";
   const work = await mkdtemp(join(tmpdir(), "reward-mesh-nats-"));
   const storeDir = options.storeDir ?? join(work, "js");
+  // The mesh's message limit (nats-server takes max_payload from a config file only; its default is 1 MB).
+  const configFile = join(work, "nats.conf");
+  await writeFile(configFile, `max_payload: ${NATS_MAX_PAYLOAD}\n`);
   const args = [
+    "-c",
+    configFile,
     "-js",
     "-a",
     host,

@@ -25,6 +25,7 @@ import type { Logger } from "./logger.js";
 import { createReflectionImpls } from "./reflection.js";
 import type { RewardServiceDefinition } from "./service.js";
 import { extractFromMetadata } from "./telemetry.js";
+import { MAX_MESSAGE_BYTES } from "./validate.js";
 
 /**
  * One gRPC service to host: its descriptor and its typed handlers (build with {@link grpcService}, so a
@@ -236,6 +237,13 @@ export function startGrpcServer(
       grpcService(RewardService, createRewardServiceImpl(def, options.limiter, logger), logger),
       ...(options.extraServices ?? []),
     ],
-    { host: options.host ?? "127.0.0.1", port: options.port ?? 0, logger: options.logger },
+    {
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 0,
+      logger: options.logger,
+      // The bus's limit on the rollout, plus the ScoreRequest envelope (a tag and a length): gRPC and the
+      // bus accept the same rollouts.
+      maxMessageBytes: MAX_MESSAGE_BYTES + 16,
+    },
   );
 }
