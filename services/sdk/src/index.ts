@@ -79,6 +79,15 @@ export type { RewardServiceClientOptions } from "./reward-client.js";
 export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
 export type { WaitServingOptions } from "./health-client.js";
 export { waitServing } from "./health-client.js";
+export type { OrphanSubject, RolloutConsumer, RolloutTopology } from "./topology.js";
+export {
+  checkDomainsConsumed,
+  consumersOf,
+  findOrphanSubjects,
+  inspectRollouts,
+  listRolloutConsumers,
+  subjectMatches,
+} from "./topology.js";
 export type { StoredMessage } from "./stream-reader.js";
 export { readStream } from "./stream-reader.js";
 export type { HealthState } from "./health.js";

@@ -13,7 +13,14 @@
 import { appendFileSync } from "node:fs";
 import { create, type JsonObject, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { AdvantageBatchSchema, RolloutSchema } from "@reward-mesh/proto";
-import { advantageSubject, type Logger, type MeshBus, publishRollout, silentLogger } from "@reward-mesh/sdk";
+import {
+  advantageSubject,
+  checkDomainsConsumed,
+  type Logger,
+  type MeshBus,
+  publishRollout,
+  silentLogger,
+} from "@reward-mesh/sdk";
 import { computeAdvantages } from "../advantage/engine.js";
 import type { AdvantageBatchResult } from "../advantage/types.js";
 import {
@@ -124,6 +131,9 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   reconcileMetrics(paths.metrics, ckpt);
   const resumedFrom = ckpt?.step ?? 0;
   if (ckpt) logger.info({ step: ckpt.step, policyVersion: ckpt.policyVersion }, "resuming from checkpoint");
+
+  // A rollout on a domain no service consumes would sit in the stream, never scored: refuse to start.
+  await checkDomainsConsumed(bus, new Set(tasks.map(taskDomainOf)));
 
   const assembler = await createGroupAssembler({
     bus,
