@@ -232,7 +232,7 @@ export function publishDeadLetter(
   let data = toBinary(DeadLetterSchema, create(DeadLetterSchema, letter));
   const limit = busMessageLimit(js).bytes;
   if (data.byteLength > limit) {
-    const keep = Math.max(0, letter.payload.byteLength - (data.byteLength - limit) - 64);
+    const keep = Math.max(0, letter.payload.byteLength - (data.byteLength - limit) - 256);
     data = toBinary(
       DeadLetterSchema,
       create(DeadLetterSchema, {
