@@ -4,6 +4,7 @@
  */
 import { text } from "node:stream/consumers";
 import { runAdvantagesCli } from "@reward-mesh/trainer";
+import { runCheck } from "./commands/check.js";
 import { runDemo } from "./commands/demo.js";
 import { runTasks } from "./commands/tasks.js";
 import { runExperiment } from "./commands/experiment.js";
@@ -26,6 +27,7 @@ commands:
   up [--services a,b] [--learner torch]  the whole mesh on this machine (NATS + every service [+ the PyTorch learner])
   train --config run.yaml [--with-mesh]  a training run (resumes a run id from its checkpoint)
   report <run dir>                     write <run dir>/report.html from its metrics.jsonl
+  check                                the bus: consumers per domain, orphan rollout subjects (exit 1 if any)
   experiment --estimators a,b --seeds N [--reward-noise p]   the same run per estimator and seed, compared
   tasks import --format F <in> <out>   convert humaneval/mbpp/leetcodedataset/rlla/bfcl records to a task file
   tasks check <file.jsonl>             validate a task file
@@ -66,6 +68,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return runTrain(args, config, process.stdout, process.stderr);
     case "report":
       return runReport(args, process.stdout);
+    case "check":
+      return runCheck(args, config, process.stdout);
     case "experiment":
       return runExperiment(args, config, process.stdout, process.stderr);
     case "demo":

@@ -25,7 +25,7 @@ const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
 function runBin(
   args: string[],
-  stdin: string,
+  stdin: string | Buffer,
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -88,6 +88,31 @@ describe("reward-mesh score", () => {
     assert.match(errs[0]!, /^line 3: not valid JSON/);
     assert.match(errs[1]!, /^line 5: 'rollout\.run_id' must match/);
     assert.match(errs[2]!, /^line 6: .*unknownField/);
+  });
+
+  it("reports a line that is not valid UTF-8 by number (never repaired) and scores the others", async () => {
+    const bad = Buffer.concat([
+      Buffer.from(`{"id":"b","runId":"cli","groupId":"g","groupSize":1,"response":"caf`),
+      Buffer.from([0xc3, 0x28]), // a lead byte without its continuation
+      Buffer.from(`"}`),
+    ]);
+    const input = Buffer.concat([
+      Buffer.from(`${rollout("a", "é")}\r\n`),
+      bad,
+      Buffer.from(`\n${rollout("c", "xyz")}\n`),
+    ]);
+    const r = await runBin(["score", "length"], input);
+    assert.equal(r.code, 2);
+    const out = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { rolloutId: string; components: Array<{ value: number }> });
+    assert.deepEqual(
+      out.map((o) => o.rolloutId),
+      ["a", "c"],
+    );
+    assert.equal(out[0]!.components[0]!.value, 1, "'é' is one character, decoded as UTF-8");
+    assert.equal(r.stderr.trim(), "line 2: not valid UTF-8 (byte 68 of the line)");
   });
 
   describe("--addr", () => {

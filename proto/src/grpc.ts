@@ -92,6 +92,42 @@ function deserializer(desc: DescMessage) {
   return (buf: Buffer): MessageShape<DescMessage> => fromBinary(desc, buf);
 }
 
+const UNDECODABLE = Symbol("undecodable");
+
+/** What the server's request deserialiser returns for bytes that are not the method's input message. */
+interface Undecodable {
+  readonly [UNDECODABLE]: string;
+}
+
+/**
+ * The server side never lets a decode error escape into grpc-js (which would answer INTERNAL): it
+ * returns a marker that the handler adapter turns into INVALID_ARGUMENT naming the problem.
+ */
+function requestDeserializer(desc: DescMessage) {
+  return (buf: Buffer): MessageShape<DescMessage> | Undecodable => {
+    try {
+      return fromBinary(desc, buf);
+    } catch (err) {
+      return { [UNDECODABLE]: err instanceof Error ? err.message : String(err) };
+    }
+  };
+}
+
+/** A request's bytes are not a valid message of the method's input type; sent as INVALID_ARGUMENT. */
+export class UndecodableRequestError extends Error {
+  override readonly name = "UndecodableRequestError";
+}
+
+/** Returns `msg`, or throws {@link UndecodableRequestError} naming `what` when it could not be decoded. */
+function decoded(msg: unknown, input: DescMessage, what: string): unknown {
+  if (msg !== null && typeof msg === "object" && UNDECODABLE in msg) {
+    throw new UndecodableRequestError(
+      `${what} is not a valid ${input.typeName}: ${(msg as Undecodable)[UNDECODABLE]}`,
+    );
+  }
+  return msg;
+}
+
 /** The grpc-js `ServiceDefinition` for a protobuf-es service descriptor. */
 export function createGrpcServiceDefinition(service: DescService): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -102,7 +138,7 @@ export function createGrpcServiceDefinition(service: DescService): grpc.ServiceD
       requestStream: method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
       responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
       requestSerialize: serializer(method.input) as (v: unknown) => Buffer,
-      requestDeserialize: deserializer(method.input),
+      requestDeserialize: requestDeserializer(method.input),
       responseSerialize: serializer(method.output) as (v: unknown) => Buffer,
       responseDeserialize: deserializer(method.output),
     };
@@ -127,7 +163,10 @@ function deadlineMs(call: AnyCall): number {
 }
 
 /** Builds the context of one call; `done()` must be called when the call ends. */
-function contextFor(call: AnyCall, method: DescMethod): { ctx: HandlerContext; done: () => void } {
+function contextFor(
+  call: AnyCall,
+  method: DescMethod,
+): { ctx: HandlerContext; done: () => void; fail: (err: unknown) => void } {
   const controller = new AbortController();
   const deadline = deadlineMs(call);
   let timer: NodeJS.Timeout | undefined;
@@ -157,6 +196,10 @@ function contextFor(call: AnyCall, method: DescMethod): { ctx: HandlerContext; d
       if (timer) clearTimeout(timer);
       events.removeListener("cancelled", onCancel);
     },
+    // The call has failed: work still running for it (e.g. later items of a stream) stops now.
+    fail: (err: unknown) => {
+      if (!controller.signal.aborted) controller.abort(err);
+    },
   };
 }
 
@@ -164,8 +207,64 @@ function toServiceError(
   err: unknown,
   toStatus: (err: unknown) => GrpcStatusInfo,
 ): Partial<grpc.StatusObject> {
+  // Bytes that are not the input message are the caller's fault, whatever the service's mapping says.
+  if (err instanceof Error && err.name === UndecodableRequestError.name)
+    return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
   const { code, details } = toStatus(err);
   return { code, details };
+}
+
+/**
+ * The request stream of a client- or bidi-streaming call, decoded, as an async iterable. Unlike
+ * `call.iterator()` it never destroys the call: an error the handler raises must still reach the client
+ * as the call's status (a destroyed server stream sends nothing, and the client waits forever). It ends
+ * at the client's half-close and throws the signal's reason when the call is aborted (deadline,
+ * cancellation, or the handler having failed).
+ */
+function requestsOf(
+  call: grpc.ServerReadableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
+  input: DescMessage,
+  signal: AbortSignal,
+): AsyncIterable<unknown> {
+  const high = 16;
+  return {
+    async *[Symbol.asyncIterator]() {
+      const buffered: unknown[] = [];
+      let ended = false;
+      let wake: (() => void) | undefined;
+      const onData = (m: unknown) => {
+        buffered.push(m);
+        if (buffered.length >= high) call.pause();
+        wake?.();
+      };
+      const onEnd = () => {
+        ended = true;
+        wake?.();
+      };
+      const onAbort = () => wake?.();
+      call.on("data", onData);
+      call.once("end", onEnd);
+      signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        for (let i = 0; ; ) {
+          if (signal.aborted) throw signal.reason;
+          if (buffered.length > 0) {
+            const msg = buffered.shift();
+            if (call.isPaused() && buffered.length < high / 2) call.resume();
+            yield decoded(msg, input, `requests[${i++}]`);
+            continue;
+          }
+          if (ended) return;
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+        }
+      } finally {
+        call.removeListener("data", onData);
+        call.removeListener("end", onEnd);
+        signal.removeEventListener("abort", onAbort);
+      }
+    },
+  };
 }
 
 /** Writes to a server stream honouring back-pressure (waits for `drain`). */
@@ -206,6 +305,7 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
       throw new TypeError(`handler for ${method.parent.typeName}.${method.name} is missing`);
     }
     const output = method.output;
+    const input = method.input;
     const make = (init: unknown) => create(output, init as MessageInitShape<DescMessage>);
     switch (method.methodKind) {
       case "unary":
@@ -213,12 +313,15 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
           call: grpc.ServerUnaryCall<unknown, unknown>,
           callback: grpc.sendUnaryData<unknown>,
         ) => {
-          const { ctx, done } = contextFor(call, method);
+          const { ctx, done, fail } = contextFor(call, method);
           Promise.resolve()
-            .then(() => fn.call(impl, call.request, ctx) as Promise<unknown>)
+            .then(() => fn.call(impl, decoded(call.request, input, "request"), ctx) as Promise<unknown>)
             .then(
               (res) => callback(null, make(res)),
-              (err: unknown) => callback(toServiceError(err, toStatus)),
+              (err: unknown) => {
+                fail(err);
+                callback(toServiceError(err, toStatus));
+              },
             )
             .finally(done);
         };
@@ -228,12 +331,15 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
           call: grpc.ServerReadableStream<unknown, unknown>,
           callback: grpc.sendUnaryData<unknown>,
         ) => {
-          const { ctx, done } = contextFor(call, method);
+          const { ctx, done, fail } = contextFor(call, method);
           Promise.resolve()
-            .then(() => fn.call(impl, call.iterator({ destroyOnReturn: false }), ctx) as Promise<unknown>)
+            .then(() => fn.call(impl, requestsOf(call, input, ctx.signal), ctx) as Promise<unknown>)
             .then(
               (res) => callback(null, make(res)),
-              (err: unknown) => callback(toServiceError(err, toStatus)),
+              (err: unknown) => {
+                fail(err);
+                callback(toServiceError(err, toStatus));
+              },
             )
             .finally(done);
         };
@@ -244,13 +350,13 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
         handlers[method.localName] = (
           call: grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
         ) => {
-          const { ctx, done } = contextFor(call, method);
+          const { ctx, done, fail } = contextFor(call, method);
           (async () => {
-            // `iterator({ destroyOnReturn: false })`: a plain for-await over the Duplex would destroy it when
-            // the client half-closes, killing the response side while results are still being written.
+            // Not `call.iterator()`: an iterator over the Duplex destroys it on error or return, and a
+            // destroyed call never sends its status (see requestsOf).
             const arg = streamingInput
-              ? (call as grpc.ServerDuplexStream<unknown, unknown>).iterator({ destroyOnReturn: false })
-              : (call as grpc.ServerWritableStream<unknown, unknown>).request;
+              ? requestsOf(call as grpc.ServerDuplexStream<unknown, unknown>, input, ctx.signal)
+              : decoded((call as grpc.ServerWritableStream<unknown, unknown>).request, input, "request");
             const out = fn.call(impl, arg, ctx) as AsyncIterable<unknown>;
             for await (const res of out) {
               await writeWithBackpressure(call, make(res), ctx.signal);
@@ -258,6 +364,7 @@ export function createGrpcHandlers<S extends GenService<GenServiceMethods>>(
             call.end();
           })()
             .catch((err: unknown) => {
+              fail(err);
               // grpc-js turns an emitted 'error' into the call's final status (destroy() would drop it).
               if (!call.cancelled) call.emit("error", toServiceError(err, toStatus));
             })
@@ -296,9 +403,23 @@ export type Client<S extends GenService<GenServiceMethods>> = {
     ? unknown
     : { readonly close: () => void });
 
-function callOptionsFor(opts: CallOptions | undefined): grpc.CallOptions {
+/** Options of a whole client ({@link createGrpcClient}). */
+export interface ClientOptions {
+  /**
+   * Deadline of every call that sets no `timeoutMs` of its own, in milliseconds, so that no call can wait
+   * forever on a server that never answers.
+   * @default none (calls without `timeoutMs` have no deadline)
+   */
+  readonly defaultTimeoutMs?: number;
+}
+
+function callOptionsFor(
+  opts: CallOptions | undefined,
+  defaultTimeoutMs: number | undefined,
+): grpc.CallOptions {
   const o: grpc.CallOptions = {};
-  if (opts?.timeoutMs !== undefined) o.deadline = Date.now() + opts.timeoutMs;
+  const timeoutMs = opts?.timeoutMs ?? defaultTimeoutMs;
+  if (timeoutMs !== undefined) o.deadline = Date.now() + timeoutMs;
   return o;
 }
 
@@ -336,8 +457,12 @@ export function createGrpcClient<S extends GenService<GenServiceMethods>>(
   address: string,
   credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
   channelOptions: grpc.ChannelOptions = {},
+  clientOptions: ClientOptions = {},
 ): Client<S> {
   const raw = new grpc.Client(address, credentials, channelOptions);
+  const timeout = clientOptions.defaultTimeoutMs;
+  if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0))
+    throw new RangeError(`'defaultTimeoutMs' must be a positive number of milliseconds, got ${timeout}`);
   // A service with an RPC named `close` (e.g. AgentEnvironment.Close) gets the RPC there; its channel is
   // closed with `client.raw.close()`. The type of the client says which one a caller has.
   const client: Record<string, unknown> = { close: () => raw.close(), raw };
@@ -359,7 +484,7 @@ export function createGrpcClient<S extends GenService<GenServiceMethods>>(
               de,
               mk(req),
               opts?.metadata ?? new grpc.Metadata(),
-              callOptionsFor(opts),
+              callOptionsFor(opts, timeout),
               (err, res) => (err ? reject(err) : resolve(res)),
             );
             wireAbort(call, opts?.signal);
@@ -373,7 +498,7 @@ export function createGrpcClient<S extends GenService<GenServiceMethods>>(
             de,
             mk(req),
             opts?.metadata ?? new grpc.Metadata(),
-            callOptionsFor(opts),
+            callOptionsFor(opts, timeout),
           );
           wireAbort(call, opts?.signal);
           return call as AsyncIterable<unknown>;
@@ -387,7 +512,7 @@ export function createGrpcClient<S extends GenService<GenServiceMethods>>(
               ser,
               de,
               opts?.metadata ?? new grpc.Metadata(),
-              callOptionsFor(opts),
+              callOptionsFor(opts, timeout),
               (err, res) => (err ? reject(err) : resolve(res)),
             );
             wireAbort(call, opts?.signal);
@@ -401,7 +526,7 @@ export function createGrpcClient<S extends GenService<GenServiceMethods>>(
             ser,
             de,
             opts?.metadata ?? new grpc.Metadata(),
-            callOptionsFor(opts),
+            callOptionsFor(opts, timeout),
           );
           wireAbort(call, opts?.signal);
           pipeRequests(call, reqs, input).catch((err: unknown) =>

@@ -9,6 +9,7 @@ export * from "./gen/rewardmesh/v1/rollout_pb.js";
 export type {
   CallOptions,
   Client,
+  ClientOptions,
   GrpcStatusInfo,
   HandlerContext,
   HandlerOptions,
@@ -21,6 +22,7 @@ export {
   createGrpcHandlers,
   createGrpcServiceDefinition,
   DeadlineExceededError,
+  UndecodableRequestError,
   grpc,
 } from "./grpc.js";
 

@@ -134,7 +134,7 @@ export { loadTaskFile, TaskFileError, taskFileDomain } from "./run/task-file.js"
 export type { ExperimentRun, MetricsLine, Series } from "./run/report.js";
 export { lineChart, readMetrics, renderExperimentReport, renderRunReport } from "./run/report.js";
 export type { TrainerCheckpoint } from "./run/state.js";
-export { runPaths } from "./run/state.js";
+export { prepareRunDirectory, runPaths } from "./run/state.js";
 export type { FragmentTaskDefinition, TaskDefinition } from "./run/tasks.js";
 export {
   createRng,

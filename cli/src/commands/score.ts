@@ -1,22 +1,15 @@
 /**
  * `reward-mesh score <service> [--addr host:port] [--concurrency N]`: proto-JSON rollouts, one per line
  * on stdin → one `RewardResult` JSON per line on stdout, in input order. In-process unless `--addr`.
- * A bad line is reported on stderr as `line N: <what is wrong>` and skipped; the others are still
- * scored; the exit code is then 2.
+ * A bad line (not valid UTF-8, not JSON, not a valid rollout) is reported on stderr as
+ * `line N: <what is wrong>` and skipped; the others are still scored; the exit code is then 2.
  * @module
  */
-import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { fromJson, type JsonValue, toJsonString } from "@bufbuild/protobuf";
-import {
-  type grpc,
-  type RewardResult,
-  RewardResultSchema,
-  RewardService,
-  RolloutSchema,
-} from "@reward-mesh/proto";
-import { createLimiter, createSecureGrpcClient, type GrpcClientSecurity } from "@reward-mesh/sdk";
-import { orderedMap, parseFlags, UsageError } from "../io.js";
+import { type grpc, type RewardResult, RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
+import { createLimiter, createRewardServiceClient, type GrpcClientSecurity } from "@reward-mesh/sdk";
+import { orderedMap, parseFlags, UsageError, utf8Lines } from "../io.js";
 import { serviceEntry } from "../services.js";
 
 /** Usage of the score command. */
@@ -67,7 +60,7 @@ export async function runScore(
     return fromJson(RolloutSchema, json);
   };
   if (typeof flags["addr"] === "string") {
-    const client = createSecureGrpcClient(RewardService, flags["addr"], security);
+    const client = createRewardServiceClient(flags["addr"], { timeoutMs, security });
     close = () => client.close();
     scoreFn = async (line) => client.score({ rollout: parse(line) }, { timeoutMs });
   } else {
@@ -78,21 +71,18 @@ export async function runScore(
   }
 
   let failed = 0;
-  const lines = createInterface({ input: stdin, crlfDelay: Number.POSITIVE_INFINITY });
   async function* nonEmpty() {
-    let n = 0;
-    for await (const line of lines) {
-      n++;
-      if (line.trim() !== "") yield { line, n };
-    }
+    for await (const line of utf8Lines(stdin))
+      if (line.error !== undefined || line.text.trim() !== "") yield line;
   }
   try {
     await orderedMap(
       nonEmpty(),
       concurrency,
-      async ({ line, n }) => {
+      async ({ text, error, n }) => {
+        if (error !== undefined) return { ok: false as const, error: `line ${n}: ${error}` };
         try {
-          return { ok: true as const, result: await scoreFn(line) };
+          return { ok: true as const, result: await scoreFn(text) };
         } catch (err) {
           // One stderr line per bad line: a line break quoted inside the message is escaped.
           const why = describeError(err).replace(/\r/g, "\\r").replace(/\n/g, "\\n");

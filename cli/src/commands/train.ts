@@ -3,8 +3,9 @@
  *
  * `train` connects to NATS at `NATS_URL` and expects the services of the run's components to be running
  * (`reward-mesh up`); `--with-mesh` starts NATS (if needed) and exactly those services for the run's
- * duration. A second Ctrl-C is not needed: the first stops after the current step, checkpointed; running
- * the same command again resumes.
+ * duration. A second Ctrl-C is not needed: SIGINT / SIGTERM stops at every phase — during start-up (what
+ * was started is stopped), between steps, or while a step waits for its rewards (the step stays
+ * journalled) — and running the same command again resumes.
  * @module
  */
 import { existsSync, writeFileSync } from "node:fs";
@@ -18,6 +19,7 @@ import {
   type Learner,
   loadRunConfig,
   loadRunTasks,
+  prepareRunDirectory,
   readMetrics,
   renderRunReport,
   type RunConfig,
@@ -133,11 +135,20 @@ export interface TrainWithMeshOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Runs one training run (optionally bringing up the mesh it needs) and writes its report. */
+/**
+ * Runs one training run (optionally bringing up the mesh it needs) and writes its report (`report` is ""
+ * when the run stopped before its first step).
+ */
 export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingResult & { report: string }> {
   let mesh = o.mesh;
   const ownMesh = !mesh && o.withMesh;
-  if (ownMesh) mesh = await startMesh(o.cli, { services: servicesOf(o.config) });
+  // The run directory first: a bad run.outputDir is a clear error before anything is started.
+  prepareRunDirectory(o.config.outputDir, o.config.runId);
+  if (ownMesh)
+    mesh = await startMesh(o.cli, {
+      services: servicesOf(o.config),
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
   try {
     // With a mesh of ours, the trainer connects as the mesh's trainer user.
     const bus = await openBus(
@@ -160,6 +171,8 @@ export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingRe
         ...(o.signal ? { signal: o.signal } : {}),
       });
       const paths = runPaths(o.config.outputDir, o.config.runId);
+      // Stopped before its first step: no metrics, no report.
+      if (!existsSync(paths.metrics)) return { ...result, report: "" };
       const info = await learner.info();
       writeFileSync(
         paths.report,
@@ -208,7 +221,7 @@ export async function runTrain(
   const tasks = loadRunTasks(config);
   const abort = new AbortController();
   const onSignal = () => {
-    stderr.write("\nstopping after the current step (checkpointed; run the same command to resume)...\n");
+    stderr.write("\nstopping (checkpointed; run the same command to resume)...\n");
     abort.abort();
   };
   process.once("SIGINT", onSignal);
@@ -224,8 +237,13 @@ export async function runTrain(
       signal: abort.signal,
     });
     stdout.write(
-      `${r.stopped ? "stopped" : "finished"} run ${r.runId}: steps ${r.firstStep}..${r.lastStep}${r.resumedFrom ? ` (resumed after step ${r.resumedFrom})` : ""}\nmetrics ${join(r.dir, "metrics.jsonl")}\nreport  ${r.report}\n`,
+      `${r.stopped ? "stopped" : "finished"} run ${r.runId}: steps ${r.firstStep}..${r.lastStep}${r.resumedFrom ? ` (resumed after step ${r.resumedFrom})` : ""}${r.report ? `\nmetrics ${join(r.dir, "metrics.jsonl")}\nreport  ${r.report}` : ""}\n`,
     );
+    return 0;
+  } catch (err) {
+    // Stopped during start-up (the mesh was starting): everything started is stopped again.
+    if (!abort.signal.aborted || err !== abort.signal.reason) throw err;
+    stdout.write(`stopped run ${config.runId} during start-up\n`);
     return 0;
   } finally {
     process.removeListener("SIGINT", onSignal);

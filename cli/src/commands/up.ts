@@ -45,6 +45,19 @@ export interface StartMeshOptions {
   readonly services?: readonly string[];
   /** @default 30000 */
   readonly readyTimeoutMs?: number;
+  /** Aborts start-up: what was started so far is stopped, and `startMesh` rejects with the reason. */
+  readonly signal?: AbortSignal;
+}
+
+/** `p`, or a rejection with `signal.reason` as soon as `signal` aborts. */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 const tsxImport = () => import.meta.resolve("tsx");
@@ -83,21 +96,52 @@ function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
 export async function startMesh(config: CliConfig, options: StartMeshOptions = {}): Promise<RunningMesh> {
   const names = options.services ?? SERVICES.map((s) => s.name);
   const entries = names.map(serviceEntry);
-  const meshNats = await startMeshNats(config);
+  const { signal } = options;
+  const natsStarting = startMeshNats(config);
+  let meshNats: Awaited<typeof natsStarting>;
+  try {
+    meshNats = await raceAbort(natsStarting, signal);
+  } catch (err) {
+    // Aborted while NATS was starting: stop it once it is up.
+    await natsStarting.then(
+      (m) => m.nats.stop(),
+      () => {},
+    );
+    throw err;
+  }
   const nats = meshNats.nats;
   const logDir = resolve(config.logDir);
   mkdirSync(logDir, { recursive: true });
   const children: ChildProcess[] = [];
   const started: MeshProcess[] = [];
+  let stopping = false;
   const stop = async () => {
+    stopping = true;
     await Promise.all(children.map((c) => stopChild(c, 15_000)));
     await nats.stop();
   };
   try {
+    await raceAbort(startServices(), signal);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  started.sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name));
+  return {
+    natsUrl: nats.url,
+    natsStarted: nats.started,
+    trainerAuth: meshNats.trainerAuth,
+    credentialsDir: meshNats.credentialsDir,
+    services: started,
+    stop,
+  };
+
+  function startServices() {
     const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
-    await Promise.all(
+    return Promise.all(
       entries.map(async (e) => {
         const port = await freePort();
+        if (stopping) return; // start-up was aborted meanwhile: start nothing more
         const logFile = join(logDir, `${e.name}.log`);
         const log = createWriteStream(logFile, { flags: "a" });
         const child = spawn(process.execPath, ["--import", tsxImport(), e.mainPath()], {
@@ -127,19 +171,7 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
         started.push({ name: e.name, address, pid: child.pid ?? -1, logFile });
       }),
     );
-  } catch (err) {
-    await stop();
-    throw err;
   }
-  started.sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name));
-  return {
-    natsUrl: nats.url,
-    natsStarted: nats.started,
-    trainerAuth: meshNats.trainerAuth,
-    credentialsDir: meshNats.credentialsDir,
-    services: started,
-    stop,
-  };
 }
 
 /** Prints the mesh table. */

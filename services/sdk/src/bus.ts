@@ -41,7 +41,7 @@ import {
   RolloutSchema,
 } from "@reward-mesh/proto";
 import type { BusOptions, NatsAuthOptions } from "./config.js";
-import { UnavailableError } from "./errors.js";
+import { InvalidArgumentError, UnavailableError } from "./errors.js";
 import { isAuthorizationError, isPermissionViolation, natsConnectionOptions } from "./nats-auth.js";
 import {
   checkSubjectToken,
@@ -53,7 +53,7 @@ import {
   type StreamName,
 } from "./subjects.js";
 import { injectIntoHeaders } from "./telemetry.js";
-import { taskDomain } from "./validate.js";
+import { MAX_MESSAGE_BYTES, NATS_HEADER_ROOM, NATS_MAX_PAYLOAD, taskDomain } from "./validate.js";
 
 /** Header naming the process instance that published a reward (replica accounting, debugging). */
 export const INSTANCE_HEADER = "Mesh-Instance";
@@ -196,14 +196,49 @@ function tracedHeaders(ctx: Context | undefined): MsgHdrs {
 }
 
 /**
+ * The largest message `js` can publish: the mesh's {@link MAX_MESSAGE_BYTES}, or less when the connected
+ * server's `max_payload` leaves less room (a NATS server not configured by the mesh; 1 MB by default).
+ */
+export function busMessageLimit(js: JetStreamClient): { readonly bytes: number; readonly what: string } {
+  // The JetStream client's connection (not in its public interface; absent in doubles).
+  const server = (js as unknown as { nc?: NatsConnection }).nc?.info?.max_payload;
+  if (server !== undefined && server - NATS_HEADER_ROOM < MAX_MESSAGE_BYTES) {
+    return {
+      bytes: Math.max(0, server - NATS_HEADER_ROOM),
+      what: `the NATS server's max_payload (${server} bytes, less ${NATS_HEADER_ROOM} for headers; the mesh needs ${NATS_MAX_PAYLOAD})`,
+    };
+  }
+  return { bytes: MAX_MESSAGE_BYTES, what: "the mesh's message limit (MAX_MESSAGE_BYTES)" };
+}
+
+/** Throws {@link InvalidArgumentError} naming `field` and the limit when `data` is too big for the bus. */
+function checkMessageSize(js: JetStreamClient, field: string, id: string, data: Uint8Array): Uint8Array {
+  const limit = busMessageLimit(js);
+  if (data.byteLength > limit.bytes) {
+    throw new InvalidArgumentError(
+      field,
+      `is ${data.byteLength} bytes encoded (id '${id}'), over ${limit.what} of ${limit.bytes} bytes`,
+    );
+  }
+  return data;
+}
+
+/**
  * Publishes a rollout on `mesh.rollouts.<domain>.<run>` with `Nats-Msg-Id = rollout.id` and the trace
- * context of `ctx` (default: active context).
+ * context of `ctx` (default: active context). A rollout bigger than the bus carries is refused first
+ * ({@link InvalidArgumentError} naming the limit).
  */
 export function publishRollout(js: JetStreamClient, rollout: Rollout, ctx?: Context): Promise<PubAck> {
   const subject = rolloutSubject(taskDomain(rollout.task), rollout.runId);
-  // Its result is published on a subject that ends with the rollout id.
-  checkSubjectToken("rollout.id", rollout.id);
-  return js.publish(subject, toBinary(RolloutSchema, rollout), {
+  let data: Uint8Array;
+  try {
+    // Its result is published on a subject that ends with the rollout id.
+    checkSubjectToken("rollout.id", rollout.id);
+    data = checkMessageSize(js, "rollout", rollout.id, toBinary(RolloutSchema, rollout));
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return js.publish(subject, data, {
     msgID: rollout.id,
     headers: tracedHeaders(ctx),
   });
@@ -243,15 +278,26 @@ export async function publishReward(
  * Publishes a dead letter on `mesh.dlq.<service>`. No `Nats-Msg-Id`: de-duplication is stream-wide, so
  * another service could claim the id first and drop this letter. A letter whose publish is retried may
  * therefore be stored twice; `(service, stream_sequence)` identifies it.
+ * A payload that would make the letter bigger than the bus carries (a rollout right at the limit) is
+ * cut, and the reason says so: the letter is never refused.
  */
 export function publishDeadLetter(
   js: JetStreamClient,
   letter: Omit<DeadLetter, "$typeName" | "$unknown">,
   ctx?: Context,
 ): Promise<PubAck> {
-  return js.publish(
-    dlqSubject(letter.service),
-    toBinary(DeadLetterSchema, create(DeadLetterSchema, letter)),
-    { headers: tracedHeaders(ctx) },
-  );
+  let data = toBinary(DeadLetterSchema, create(DeadLetterSchema, letter));
+  const limit = busMessageLimit(js).bytes;
+  if (data.byteLength > limit) {
+    const keep = Math.max(0, letter.payload.byteLength - (data.byteLength - limit) - 256);
+    data = toBinary(
+      DeadLetterSchema,
+      create(DeadLetterSchema, {
+        ...letter,
+        reason: `${letter.reason} (payload cut to its first ${keep} of ${letter.payload.byteLength} bytes)`,
+        payload: letter.payload.subarray(0, keep),
+      }),
+    );
+  }
+  return js.publish(dlqSubject(letter.service), data, { headers: tracedHeaders(ctx) });
 }

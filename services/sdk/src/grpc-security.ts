@@ -14,7 +14,7 @@ import { createHash, timingSafeEqual, X509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import { createSecureContext } from "node:tls";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import { type Client, createGrpcClient, grpc } from "@reward-mesh/proto";
+import { type Client, type ClientOptions, createGrpcClient, grpc } from "@reward-mesh/proto";
 import { ConfigError } from "./errors.js";
 
 /** PEM text read at start-up, with the setting it came from (named in every error about it). */
@@ -308,7 +308,8 @@ export function createSecureGrpcClient<S extends GenService<GenServiceMethods>>(
   target: string,
   security: GrpcClientSecurity = {},
   channelOptions: grpc.ChannelOptions = {},
+  clientOptions: ClientOptions = {},
 ): Client<S> {
   const { credentials, options } = grpcChannelSettings(target, security);
-  return createGrpcClient(service, target, credentials, { ...channelOptions, ...options });
+  return createGrpcClient(service, target, credentials, { ...channelOptions, ...options }, clientOptions);
 }

@@ -81,11 +81,19 @@ export type { LogFields, Logger, LoggerOptions } from "./logger.js";
 export { createLogger, silentLogger } from "./logger.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";
 export { serveRewardService, startRewardService } from "./runtime.js";
-export { MAX_RESPONSE_CHARS, taskDomain, validateRollout } from "./validate.js";
+export {
+  MAX_MESSAGE_BYTES,
+  MAX_RESPONSE_CHARS,
+  NATS_HEADER_ROOM,
+  NATS_MAX_PAYLOAD,
+  taskDomain,
+  validateRollout,
+} from "./validate.js";
 
 // ---- mesh plumbing (trainer, CLI, tests, benchmarks) ----
 export type { MeshBus } from "./bus.js";
 export {
+  busMessageLimit,
   connectBus,
   ensureStreams,
   INSTANCE_HEADER,
@@ -122,8 +130,19 @@ export {
   writeMeshAuth,
 } from "./nats-accounts.js";
 export { freePort } from "./net.js";
+export type { RewardServiceClientOptions } from "./reward-client.js";
+export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
 export type { WaitServingOptions } from "./health-client.js";
 export { waitServing } from "./health-client.js";
+export type { OrphanSubject, RolloutConsumer, RolloutTopology } from "./topology.js";
+export {
+  checkDomainsConsumed,
+  consumersOf,
+  findOrphanSubjects,
+  inspectRollouts,
+  listRolloutConsumers,
+  subjectMatches,
+} from "./topology.js";
 export type { StoredMessage } from "./stream-reader.js";
 export { readStream } from "./stream-reader.js";
 export type { HealthState } from "./health.js";

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -14,6 +14,7 @@ import { connect } from "@nats-io/transport-node";
 import { envString, executableSearchPath, type NatsAuthOptions, processEnv } from "./config.js";
 import { MeshError, UnavailableError } from "./errors.js";
 import { isAuthorizationError, natsConnectionOptions } from "./nats-auth.js";
+import { NATS_MAX_PAYLOAD } from "./validate.js";
 
 /** A NATS server this process started (or found already running). */
 export interface LocalNats {
@@ -43,8 +44,8 @@ export interface StartNatsOptions {
   /** @default 15000 */
   readonly readyTimeoutMs?: number;
   /**
-   * A `nats-server` configuration file (accounts, users, permissions: see `writeMeshAuth`); the
-   * command-line flags (host, port, store, `-js`) still apply on top of it.
+   * A `nats-server` configuration file (accounts, users, permissions: see `writeMeshAuth`), appended to
+   * the mesh's `max_payload`; the command-line flags (host, port, store, `-js`) still apply on top of it.
    * @default none — an open server that accepts anonymous clients
    */
   readonly configFile?: string;
@@ -110,7 +111,10 @@ export class NatsAuthRefusedError extends MeshError {
   }
 }
 
-/** Starts `nats-server -js` and waits until JetStream answers. */
+/**
+ * Starts `nats-server -js` with the mesh's `max_payload` ({@link NATS_MAX_PAYLOAD}), and waits until
+ * JetStream answers.
+ */
 export async function startNatsServer(options: StartNatsOptions = {}): Promise<LocalNats> {
   const binary = findNatsServerBinary(options.binary);
   if (!binary) {
@@ -121,7 +125,14 @@ export async function startNatsServer(options: StartNatsOptions = {}): Promise<L
   const host = options.host ?? "127.0.0.1";
   const work = await mkdtemp(join(tmpdir(), "reward-mesh-nats-"));
   const storeDir = options.storeDir ?? join(work, "js");
+  // The mesh's message limit (nats-server takes max_payload from a config file only; its default is 1 MB).
+  // nats-server reads one config file: the caller's (accounts, users) is appended to the mesh's limit.
+  const configFile = join(work, "nats.conf");
+  const extra = options.configFile ? `\n${await readFile(options.configFile, "utf8")}` : "";
+  await writeFile(configFile, `max_payload: ${NATS_MAX_PAYLOAD}\n${extra}`, { mode: 0o600 });
   const args = [
+    "-c",
+    configFile,
     "-js",
     "-a",
     host,
@@ -131,7 +142,6 @@ export async function startNatsServer(options: StartNatsOptions = {}): Promise<L
     storeDir,
     "--ports_file_dir",
     work,
-    ...(options.configFile ? ["-c", options.configFile] : []),
   ];
   const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";

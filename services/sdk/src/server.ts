@@ -31,6 +31,7 @@ import type { Logger } from "./logger.js";
 import { createReflectionImpls } from "./reflection.js";
 import type { RewardServiceDefinition } from "./service.js";
 import { extractFromMetadata } from "./telemetry.js";
+import { MAX_MESSAGE_BYTES } from "./validate.js";
 
 /**
  * One gRPC service to host: its descriptor and its typed handlers (build with {@link grpcService}, so a
@@ -266,6 +267,9 @@ export function startGrpcServer(
       port: options.port ?? 0,
       logger: options.logger,
       ...(options.security ? { security: options.security } : {}),
+      // The bus's limit on the rollout, plus the ScoreRequest envelope (a tag and a length): gRPC and the
+      // bus accept the same rollouts.
+      maxMessageBytes: MAX_MESSAGE_BYTES + 16,
     },
   );
 }

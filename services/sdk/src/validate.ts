@@ -9,6 +9,24 @@ import { checkSubjectToken } from "./subjects.js";
 /** Largest response the mesh accepts (characters): bigger payloads are bad input, not work. */
 export const MAX_RESPONSE_CHARS = 4 * 1024 * 1024;
 
+/**
+ * `max_payload` of the NATS server the mesh starts (`reward-mesh up`, tests): 8 MiB, NATS's recommended
+ * ceiling (its default is 1 MB). NATS counts a message's headers in it.
+ */
+export const NATS_MAX_PAYLOAD = 8 * 1024 * 1024;
+
+/** Room kept for a message's NATS headers (`Nats-Msg-Id`, trace context, instance): far above their size. */
+export const NATS_HEADER_ROOM = 64 * 1024;
+
+/**
+ * Largest encoded message the mesh carries, in bytes — one limit for both transports, so the bus and gRPC
+ * accept the same rollouts: a publisher checks a message against it before publishing (the rest of
+ * {@link NATS_MAX_PAYLOAD} is for its headers), and a reward service's gRPC server accepts a
+ * `ScoreRequest` holding a rollout of this size. 8 MiB − 64 KiB: above a rollout with a response of
+ * {@link MAX_RESPONSE_CHARS} ASCII characters.
+ */
+export const MAX_MESSAGE_BYTES = NATS_MAX_PAYLOAD - NATS_HEADER_ROOM;
+
 /** The routing domain of a task: its explicit `domain`, else its kind's name. */
 export function taskDomain(task: Task | undefined): string {
   if (!task) return "custom";

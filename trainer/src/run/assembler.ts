@@ -99,10 +99,10 @@ export interface GroupAssembler {
   /** Registers a group (before or after its results arrive). */
   expect(group: ExpectedGroup): void;
   /**
-   * Waits until every group of `groupIds` is complete or `deadline` (epoch ms) passes; returns them in
-   * order, complete or not, and forgets them.
+   * Waits until every group of `groupIds` is complete, `deadline` (epoch ms) passes or `signal` aborts;
+   * returns them in order, complete or not, and forgets them.
    */
-  collect(groupIds: readonly string[], deadline: number): Promise<AssembledGroup[]>;
+  collect(groupIds: readonly string[], deadline: number, signal?: AbortSignal): Promise<AssembledGroup[]>;
   /** Results of steps `<= step` are late from now on. */
   markApplied(step: number): void;
   /**
@@ -240,7 +240,7 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
       for (const r of orphans.get(group.groupId) ?? []) place(st, r);
       orphans.delete(group.groupId);
     },
-    async collect(groupIds, deadline) {
+    async collect(groupIds, deadline, signal) {
       const states = groupIds.map((id) => {
         const st = groups.get(id);
         if (!st) throw new Error(`group '${id}' was never expected`);
@@ -250,12 +250,15 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
         states.map(
           (st) =>
             new Promise<void>((resolve) => {
-              if (st.remaining === 0) return resolve();
-              const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-              st.waiters.push(() => {
+              if (st.remaining === 0 || signal?.aborted) return resolve();
+              const done = () => {
                 clearTimeout(t);
+                signal?.removeEventListener("abort", done);
                 resolve();
-              });
+              };
+              const t = setTimeout(done, Math.max(0, deadline - Date.now()));
+              signal?.addEventListener("abort", done, { once: true });
+              st.waiters.push(done);
             }),
         ),
       );

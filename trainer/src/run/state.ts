@@ -4,12 +4,55 @@
  * crash leaves either the old or the new version, never half of one.
  * @module
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { RunConfigError } from "./config.js";
+
+/**
+ * Creates `dir` and its missing parents one level at a time. Not `mkdirSync(dir, { recursive: true })`:
+ * on some file systems (e.g. under `/proc`, where mkdir says ENOENT for a path whose parent exists) Node's
+ * recursive mode retries forever at 100 % CPU, blocking the event loop so that not even SIGTERM is handled.
+ */
+export function makeDirectory(dir: string): void {
+  const missing: string[] = [];
+  for (let p = resolve(dir); !existsSync(p); p = dirname(p)) {
+    missing.push(p);
+    if (dirname(p) === p) break;
+  }
+  for (const p of missing.reverse()) {
+    try {
+      mkdirSync(p);
+    } catch (err) {
+      // Created meanwhile by another process: fine when it is a directory.
+      if (!((err as NodeJS.ErrnoException).code === "EEXIST" && statSync(p).isDirectory())) throw err;
+    }
+  }
+  if (!statSync(dir).isDirectory()) throw new Error(`'${dir}' is not a directory`);
+}
+
+/**
+ * Creates the run directory `<outputDir>/<runId>` and checks that files can be written there, before
+ * anything else happens: a bad `run.outputDir` is a {@link RunConfigError} naming it, not a hang or a
+ * failure halfway through the first step.
+ */
+export function prepareRunDirectory(outputDir: string, runId: string): void {
+  const { dir } = runPaths(outputDir, runId);
+  const probe = join(dir, `.write-test-${process.pid}`);
+  try {
+    makeDirectory(dir);
+    writeFileSync(probe, "");
+    rmSync(probe, { force: true });
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new RunConfigError("run.outputDir", `cannot hold the run directory '${dir}': ${why}`, {
+      cause: err,
+    });
+  }
+}
 
 /** Writes `data` to `path` atomically. */
 export function writeAtomic(path: string, data: string): void {
-  mkdirSync(dirname(path), { recursive: true });
+  makeDirectory(dirname(path));
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, data);
   renameSync(tmp, path);

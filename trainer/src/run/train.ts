@@ -13,7 +13,14 @@
 import { appendFileSync } from "node:fs";
 import { create, type JsonObject, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { AdvantageBatchSchema, RolloutSchema } from "@reward-mesh/proto";
-import { advantageSubject, type Logger, type MeshBus, publishRollout, silentLogger } from "@reward-mesh/sdk";
+import {
+  advantageSubject,
+  checkDomainsConsumed,
+  type Logger,
+  type MeshBus,
+  publishRollout,
+  silentLogger,
+} from "@reward-mesh/sdk";
 import { computeAdvantages } from "../advantage/engine.js";
 import type { AdvantageBatchResult } from "../advantage/types.js";
 import {
@@ -27,6 +34,7 @@ import { type AssembledGroup, createGroupAssembler, type ExpectedGroup } from ".
 import { componentId, type PreparedGroup, prepareGroups, rewardMetrics, weightedTotal } from "./batch.js";
 import { compileAdvantage, type RunConfig } from "./config.js";
 import {
+  prepareRunDirectory,
   readJsonIfExists,
   reconcileMetrics,
   removeIfExists,
@@ -60,7 +68,10 @@ export interface TrainingOptions {
   readonly logger?: Logger;
   /** Called after every applied step (progress bar, tests). */
   readonly onStep?: (r: StepReport) => void;
-  /** Stops the loop after the current step (clean shutdown). */
+  /**
+   * Stops the loop (clean shutdown): before the next step, or while a step waits for its rewards (that
+   * step stays journalled and is resumed by the next run). A policy update in progress is finished.
+   */
   readonly signal?: AbortSignal;
 }
 
@@ -99,6 +110,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   const { config, bus, learner, tasks } = o;
   const logger = (o.logger ?? silentLogger).child({ component: "train", runId: config.runId });
   const paths = runPaths(config.outputDir, config.runId);
+  prepareRunDirectory(config.outputDir, config.runId);
   const compiled = compileAdvantage(config);
   const taskById = new Map(tasks.map((t) => [t.id, t]));
   writeAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
@@ -131,6 +143,9 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   reconcileMetrics(paths.metrics, ckpt);
   const resumedFrom = ckpt?.step ?? 0;
   if (ckpt) logger.info({ step: ckpt.step, policyVersion: ckpt.policyVersion }, "resuming from checkpoint");
+
+  // A rollout on a domain no service consumes would sit in the stream, never scored: refuse to start.
+  await checkDomainsConsumed(bus, new Set(tasks.map(taskDomainOf)));
 
   const assembler = await createGroupAssembler({
     bus,
@@ -223,7 +238,14 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       const assembled: AssembledGroup[] = await assembler.collect(
         expected.map((e) => e.groupId),
         Date.now() + config.groups.deadlineMs,
+        o.signal,
       );
+      // Stopped while scoring: the step stays journalled and is resumed (republished, its stored results
+      // replayed) by the next run with this run id.
+      if (o.signal?.aborted) {
+        stopped = true;
+        break;
+      }
       const tScore = performance.now();
 
       // 3. Advantages.

@@ -108,7 +108,11 @@ export const RewardService: GenService<{
     output: typeof RewardResultSchema;
   },
   /**
-   * Score a stream of rollouts; results come back in request order.
+   * Score a stream of rollouts; results come back in request order, one per request.
+   * A request that is invalid (or whose bytes are not a ScoreRequest) ends the call with
+   * INVALID_ARGUMENT naming it (`'requests[<i>].rollout.<field>' ...`), after the results of
+   * every request before it; requests after it are not scored: send them again on a new call.
+   * Every call ends (results, then a status); clients should still set a deadline.
    *
    * @generated from rpc rewardmesh.v1.RewardService.ScoreStream
    */
