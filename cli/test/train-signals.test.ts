@@ -12,7 +12,13 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createLengthService } from "@reward-mesh/length";
-import { freePort, silentLogger, startRewardService } from "@reward-mesh/sdk";
+import {
+  defineRewardService,
+  freePort,
+  type RunningService,
+  silentLogger,
+  startRewardService,
+} from "@reward-mesh/sdk";
 import { type LocalNats, startTestNats, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
@@ -117,17 +123,29 @@ describe("reward-mesh train: run.outputDir", () => {
 
 describe("reward-mesh train: SIGTERM", () => {
   let nats: LocalNats;
+  let svc: RunningService;
   before(async () => {
     nats = await startTestNats();
-    // The length service's durable consumer exists, but nothing scores: a step waits for its rewards.
-    const svc = await startRewardService(
-      createLengthService({ maxLength: 100, cacheLength: 10, penaltyFactor: 1 }),
+    // A service named and described like length (so the run's Describe check passes) that never finishes
+    // scoring: a step waits for its rewards.
+    const length = createLengthService({ maxLength: 100, cacheLength: 10, penaltyFactor: 1 });
+    svc = await startRewardService(
+      defineRewardService({
+        name: length.name,
+        version: length.version,
+        domains: length.domains,
+        components: length.components,
+        score: (_r, { signal }) =>
+          new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+      }),
       testRuntimeOptions(nats.url),
       silentLogger,
     );
-    await svc.close(1000);
   });
-  after(() => nats.stop());
+  after(async () => {
+    await svc.close(1000);
+    await nats.stop();
+  });
 
   it("during a step (waiting for rewards) stops at once; the step stays journalled for the resume", async () => {
     const out = join(dir, "runs");

@@ -59,7 +59,7 @@ describe("the mesh's message limit", () => {
     const stored = await readStream(
       bus,
       Streams.rewards,
-      "mesh.rewards.payload.echo",
+      "mesh.rewards.payload.echo.*",
       (d) => fromBinary(RewardResultSchema, d),
       1,
     );

@@ -125,6 +125,9 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     }
   }
   logger.info({ learner: info.name, model: info.model, policy }, "learner ready");
+  // A rollout on a domain no service consumes would sit in the stream, never scored: refuse to start
+  // (first: it names the domain, where the Describe check below would name a silent service).
+  await checkDomainsConsumed(bus, new Set(tasks.map(taskDomainOf)));
   // Before step 1: every service of the run answers Describe and offers what the config asks.
   const contracts = await describeRunServices(bus, config, [...new Set(tasks.map(taskDomainOf))], {
     timeoutMs: config.validation.describeTimeoutMs,
@@ -143,9 +146,6 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   reconcileMetrics(paths.metrics, ckpt);
   const resumedFrom = ckpt?.step ?? 0;
   if (ckpt) logger.info({ step: ckpt.step, policyVersion: ckpt.policyVersion }, "resuming from checkpoint");
-
-  // A rollout on a domain no service consumes would sit in the stream, never scored: refuse to start.
-  await checkDomainsConsumed(bus, new Set(tasks.map(taskDomainOf)));
 
   const assembler = await createGroupAssembler({
     bus,
