@@ -160,7 +160,7 @@ try {
   const ci = await bus.jsm.consumers.add(Streams.rewards, {
     ack_policy: AckPolicy.None,
     deliver_policy: DeliverPolicy.New,
-    filter_subject: `mesh.rewards.${runId}.length`,
+    filter_subject: `mesh.rewards.${runId}.length.*`,
     inactive_threshold: 60_000_000_000,
   });
   const results = await (await bus.js.consumers.get(Streams.rewards, ci.name)).consume({

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { RewardResultSchema } from "@reward-mesh/proto";
@@ -20,6 +21,7 @@ import {
 } from "@reward-mesh/sdk";
 import { makeRollout, startSecuredTestNats, startTestNats } from "@reward-mesh/sdk/testing";
 import { createGroupAssembler } from "@reward-mesh/trainer";
+import { runCheck } from "../src/commands/check.js";
 import { startMesh } from "../src/commands/up.js";
 import { loadCliConfig } from "../src/config.js";
 
@@ -98,6 +100,26 @@ describe("reward-mesh up's NATS", () => {
       } finally {
         await asLength.close();
       }
+
+      // `reward-mesh check` works with the trainer's credentials (what `up` prints), not anonymously.
+      const asTrainer = loadCliConfig({
+        NATS_URL: mesh.natsUrl,
+        NATS_NKEY_SEED_FILE: mesh.trainerAuth!.nkeySeedFile,
+        NATS_INBOX_PREFIX: mesh.trainerAuth!.inboxPrefix,
+        PATH: process.env.PATH,
+      });
+      const out = new PassThrough();
+      let text = "";
+      out.on("data", (d: Buffer) => {
+        text += d.toString();
+      });
+      assert.equal(await runCheck([], asTrainer, out), 0, text);
+      assert.match(text, /length--custom\s+mesh\.rollouts\.custom\.>/);
+      assert.match(text, /orphan subjects: none/);
+      await assert.rejects(
+        runCheck([], loadCliConfig({ NATS_URL: mesh.natsUrl }), new PassThrough()),
+        /requires credentials/,
+      );
     } finally {
       await mesh.stop();
     }

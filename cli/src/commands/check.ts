@@ -16,7 +16,7 @@ export const CHECK_USAGE = "usage: reward-mesh check";
 /** Runs the command; returns the exit code. */
 export async function runCheck(args: readonly string[], cli: CliConfig, stdout: Writable): Promise<number> {
   if (args.length > 0) throw new UsageError(CHECK_USAGE);
-  const { stream, consumers, orphans } = await inspectRollouts(cli.bus.natsUrl);
+  const { stream, consumers, orphans } = await inspectRollouts(cli.bus.natsUrl, cli.bus.auth);
   stdout.write(`NATS JetStream  ${cli.bus.natsUrl}\n`);
   if (!stream) {
     stdout.write(`no ${Streams.rollouts} stream yet (nothing has started on this bus): no orphans\n`);

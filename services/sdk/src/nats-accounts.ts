@@ -6,8 +6,8 @@
  * | role | may publish | may read |
  * |---|---|---|
  * | `admin` (provisioning) | everything | everything |
- * | `trainer` | `mesh.rollouts.>`, `mesh.advantages.>` | `MESH_REWARDS` (its consumers) |
- * | service `<name>` with domains `D` | `mesh.rewards.*.<name>.*`, `mesh.dlq.<name>` | its consumers `<name>--<d>` on `mesh.rollouts.<d>.>`, `d ∈ D` |
+ * | `trainer` | `mesh.rollouts.>`, `mesh.advantages.>`, Describe requests `mesh.describe.*` | `MESH_REWARDS` (its consumers); the list of `MESH_ROLLOUTS`' consumers |
+ * | service `<name>` with domains `D` | `mesh.rewards.*.<name>.*`, `mesh.dlq.<name>`, replies to Describe requests (`allow_responses`) | its consumers `<name>--<d>` on `mesh.rollouts.<d>.>`, `d ∈ D`; `mesh.describe.<name>` |
  *
  * Every role may read stream info and its account's JetStream info, and receives replies only under its
  * own inbox prefix (`_INBOX_<user>`), so no user can read another's publish acks or pulled messages.
@@ -59,6 +59,9 @@ export function trainerPermissions(user = "trainer"): NatsPermissions {
       `$JS.API.CONSUMER.CREATE.${r}`, // ephemeral replay consumers
       `$JS.API.CONSUMER.CREATE.${r}.>`, // the durable trainer-<run> (with its filter)
       `$JS.API.CONSUMER.INFO.${r}.*`,
+      // Who consumes which domain (the orphan-domain check before step 1, `reward-mesh check`).
+      `$JS.API.CONSUMER.LIST.${Streams.rollouts}`,
+      `$JS.API.CONSUMER.NAMES.${Streams.rollouts}`,
       `$JS.API.CONSUMER.MSG.NEXT.${r}.*`,
       `$JS.API.CONSUMER.DELETE.${r}.*`,
       `$JS.ACK.${r}.>`,

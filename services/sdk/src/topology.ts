@@ -4,8 +4,9 @@
  * (orphans). Used by the trainer before it publishes and by `reward-mesh check`.
  * @module
  */
-import { jetstreamManager } from "@nats-io/jetstream";
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream";
 import { connectBus, type MeshBus } from "./bus.js";
+import type { NatsAuthOptions } from "./config.js";
 import { UnavailableError } from "./errors.js";
 import { Streams, StreamSubjects } from "./subjects.js";
 
@@ -107,16 +108,23 @@ export interface RolloutTopology {
 }
 
 /**
- * Connects to `natsUrl` and reports the consumers of `MESH_ROLLOUTS` and its orphan subjects, creating
- * nothing (`reward-mesh check`).
+ * Connects to `natsUrl` (with `auth`: the trainer's generated user is enough) and reports the consumers
+ * of `MESH_ROLLOUTS` and its orphan subjects, creating nothing (`reward-mesh check`). A durable consumer
+ * counts as a consumer even when no replica of its service is running now (a store kept from an earlier
+ * session): the trainer's Describe check at run start is what finds a service that does not answer.
  */
-export async function inspectRollouts(natsUrl: string): Promise<RolloutTopology> {
-  const nc = await connectBus(natsUrl, "reward-mesh-check");
+export async function inspectRollouts(natsUrl: string, auth?: NatsAuthOptions): Promise<RolloutTopology> {
+  const nc = await connectBus(natsUrl, "reward-mesh-check", auth);
   try {
     const jsm = await jetstreamManager(nc);
-    const names = new Set<string>();
-    for await (const s of jsm.streams.list()) names.add(s.config.name);
-    if (!names.has(Streams.rollouts)) return { stream: false, consumers: [], orphans: [] };
+    // STREAM.INFO of the one stream (the trainer's generated user may send it; STREAM.LIST is admin's).
+    try {
+      await jsm.streams.info(Streams.rollouts);
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)
+        return { stream: false, consumers: [], orphans: [] };
+      throw err;
+    }
     const consumers = await listRolloutConsumers({ jsm });
     return { stream: true, consumers, orphans: await findOrphanSubjects({ jsm }, consumers) };
   } finally {

@@ -283,7 +283,7 @@ describe("JetStream worker", () => {
     await bus.js.publish(`mesh.rollouts.custom.${runId}`, toBinary(RolloutSchema, odd), {
       msgID: `${runId}-odd`,
     });
-    assert.throws(() => publishRollout(bus.js, odd), /'rollout\.id' must match \[A-Za-z0-9_-\]\+/);
+    await assert.rejects(publishRollout(bus.js, odd), /'rollout\.id' must match \[A-Za-z0-9_-\]\+/);
     const dlq = await readStream(
       bus,
       Streams.dlq,

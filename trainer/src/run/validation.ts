@@ -9,8 +9,9 @@
  * every group at the deadline).
  *
  * Per result ({@link checkResult}), for services of the run: the subject's run and service are the
- * result's own (`mesh.rewards.<run>.<service>`; with NATS permissions the subject is what proves who
- * published), the version is the described one, the components are exactly the declared set (each once),
+ * result's own (`mesh.rewards.<run>.<service>.<rollout>`; with NATS permissions the subject is what proves
+ * who published — in a run the assembler's provenance check stops a mismatch first, as `mismatched`), the
+ * version is the described one, the components are exactly the declared set (each once),
  * every value is a finite number within the declared `[min, max]`, the status is a known one, and an
  * `ERROR` / `TIMEOUT` component carries the minimum (`reward.proto`). Results of services the run does
  * not use are left to the assembler (counted as unexpected, never used).
@@ -18,8 +19,8 @@
  * A rejected result ({@link createResultValidator}) is counted per service and reason, logged with its
  * reason (the first of each service/reason at once, then at most once per interval with the number
  * suppressed), and never reaches the assembler: its slot stays empty, exactly like a result that never
- * came, so the group is dropped or imputed at the deadline per `groups.missing` — unless the service's
- * genuine result also arrives.
+ * came, so the group is dropped or imputed at the deadline per `groups.missing` (a reward subject holds
+ * one result, so no genuine one can follow on the same subject).
  * @module
  */
 import { ComponentStatus, type DescribeResponse, type RewardResult } from "@reward-mesh/proto";
