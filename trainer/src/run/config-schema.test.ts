@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { fuzzParameters, mutatedValue } from "@reward-mesh/sdk/testing";
 import { Ajv } from "ajv";
+import fc from "fast-check";
 import { parse as parseYaml } from "yaml";
 import { type RunConfig, RunConfigError, loadRunConfig, resolveRunConfig } from "./config.js";
 
@@ -374,5 +376,50 @@ describe("run config examples", () => {
     assert.deepEqual(missing, [], "keys of the schema the example does not show");
     const unknown = [...shown].filter((p) => !schemaPaths().includes(p));
     assert.deepEqual(unknown, [], "keys of the example the schema does not describe");
+  });
+});
+
+/** A value with a null anywhere (the validator reads null as "use the default"; the schema does not). */
+const hasNull = (v: unknown): boolean =>
+  v === null || (typeof v === "object" && Object.values(v as object).some(hasNull));
+
+/** What only the validator checks: relations between keys, and the estimator's options. */
+const CROSS_KEY =
+  /^'(components' lists .* twice|components\[\d+\]\.service' unknown service|rewardNoise\.components\[\d+\]' .* is not one of the configured components|estimator' )/;
+
+describe("run config schema vs validator on mutated documents", () => {
+  const SEEDS: unknown[] = [
+    { components: "corrgrpo-code", run: { id: "r1", seed: 3 }, groupSize: 4 },
+    parseYaml(readFileSync(examplePath("tool-agent.yaml"), "utf8")),
+    parseYaml(readFileSync(examplePath("text-tool-call.yaml"), "utf8")),
+    {
+      components: ["rlla-tool", { service: "length", component: "overlong", weight: 0.5 }],
+      estimator: { name: "corr_grpo", options: { coefficientSumFloor: 1 } },
+      sgrpo: { p: 0.1, component: "tool-call/format", variant: "dr_grpo" },
+      dynamicSampling: { component: "tool-call/format" },
+      services: { length: ["code"] },
+      learner: { kind: "torch", warmup: { file: "w.jsonl" } },
+      generation: { stop: ["</s>"] },
+      rewardNoise: { p: 0.1, components: ["length/overlong"] },
+    },
+  ];
+
+  it("the schema accepts what the validator accepts, and rejects nothing else but relations between keys", () => {
+    fc.assert(
+      fc.property(mutatedValue(SEEDS), (mutated) => {
+        let doc: unknown;
+        try {
+          doc = JSON.parse(JSON.stringify(mutated) ?? "null"); // what a YAML/JSON file can hold
+        } catch {
+          return; // BigInt and the like: not a document
+        }
+        const msg = resolverMessage(doc);
+        const ok = ajvAccepts(doc);
+        if (msg === null && !hasNull(doc))
+          assert.ok(ok, `schema rejects ${JSON.stringify(doc)}: ${ajvErrors()}`);
+        if (ok && msg !== null) assert.match(msg, CROSS_KEY, JSON.stringify(doc));
+      }),
+      fuzzParameters(400),
+    );
   });
 });
