@@ -184,7 +184,18 @@ describe("training through the mesh", () => {
         droppedGroups: number;
         policyVersion: number;
         groups: { used: number; imputed: number };
+        missingResults: Record<string, number>;
+        deadlineMs: number;
       }>;
+      // 2 groups × 8 rollouts the ghost never scored, per step; the length service answered every one.
+      assert.deepEqual(
+        lines.map((l) => [l.missingResults, l.deadlineMs]),
+        [
+          [{ ghost: 16 }, 300],
+          [{ ghost: 16 }, 300],
+        ],
+        "the step metrics name the service whose results were missing at the deadline",
+      );
       if (missing === "drop") {
         assert.deepEqual(
           lines.map((l) => [l.droppedGroups, l.groups.used, l.policyVersion]),
