@@ -29,6 +29,7 @@ import {
   builtinTasks,
   createEmbeddedLearner,
   readMetrics,
+  renderRunReport,
   resolveRunConfig,
   runTraining,
 } from "../src/index.js";
@@ -196,6 +197,16 @@ describe("training through the mesh", () => {
         ],
         "the step metrics name the service whose results were missing at the deadline",
       );
+      if (missing === "drop") {
+        // The report of a run whose every group was dropped says so, and whose results it waited for.
+        const html = renderRunReport(
+          `ghost-${missing}`,
+          readMetrics(join(dir, `ghost-${missing}`, "metrics.jsonl")),
+        );
+        assert.match(html, /No step trained: every group was dropped in all 2 steps/);
+        assert.match(html, /4 groups were dropped at the deadline \(groups\.deadlineMs = 300 ms\)/);
+        assert.match(html, /Missing at the deadline: 32 results from service 'ghost'/);
+      }
       if (missing === "drop") {
         assert.deepEqual(
           lines.map((l) => [l.droppedGroups, l.groups.used, l.policyVersion]),
