@@ -188,6 +188,7 @@ export function lineChart(
     let d = "";
     let pen = false;
     const defined: number[] = [];
+    const points: string[] = [];
     s.points.forEach(([x, y], i) => {
       if (y === null || !Number.isFinite(y)) {
         pen = false;
@@ -201,11 +202,13 @@ export function lineChart(
         band && (band[1] !== null || band[2] !== null) ? `band ${exact(band[1])} … ${exact(band[2])}` : "",
         s.raw ? `this step ${exact(s.raw[i])}` : "",
       ].filter(Boolean);
-      markers.push(
-        `<circle class="pt" cx="${X(x).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="3" fill="${color}"><title>${esc(`${s.name} · step ${x}: ${exact(y)}${extra.length ? ` (${extra.join("; ")})` : ""}`)}</title></circle>`,
+      points.push(
+        `<circle cx="${X(x).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="3"><title>${esc(`${s.name} · step ${x}: ${exact(y)}${extra.length ? ` (${extra.join("; ")})` : ""}`)}</title></circle>`,
       );
     });
     if (defined.length === 0) return;
+    // One group per series: the colour once, not on every point (long runs have many).
+    markers.push(`<g class="pts" fill="${color}">${points.join("")}</g>`);
     const range = `${s.name}: ${defined.length} steps, ${exact(Math.min(...defined))} … ${exact(Math.max(...defined))}`;
     parts.push(
       `<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"${dash ? ` stroke-dasharray="${dash}"` : ""}><title>${esc(range)}</title></path>`,
@@ -276,7 +279,7 @@ export function correlationHeatmap(lines: readonly MetricsLine[]): string {
 export const CHART_CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1250px}h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 figure{display:inline-block;margin:8px 12px 8px 0;vertical-align:top}figcaption{font-weight:600;margin-bottom:4px}
 svg text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.legend span{margin-right:12px;font-size:12px;white-space:nowrap}.legend i{display:inline-block;width:18px;height:0;margin-right:4px;vertical-align:middle}
-circle.pt{fill-opacity:0}circle.pt:hover{fill-opacity:1}.notice{border-left:4px solid #d62728;background:#fdf3f3;padding:8px 14px;margin:12px 0}.notice ul{margin:4px 0}
+.pts circle{fill-opacity:0}.pts circle:hover{fill-opacity:1}.notice{border-left:4px solid #d62728;background:#fdf3f3;padding:8px 14px;margin:12px 0}.notice ul{margin:4px 0}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f6f6f6}.empty{color:#888}`;
 
 function page(title: string, body: string): string {
