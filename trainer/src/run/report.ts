@@ -223,7 +223,7 @@ export function lineChart(
       return `<span><i style="border-top:3px ${kind} ${color}"></i>${esc(s.name)}</span>`;
     })
     .join("");
-  return `<figure><figcaption>${esc(title)}</figcaption><svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(title)}">${parts.join("")}</svg><div class="legend">${legend}</div></figure>`;
+  return `<figure><figcaption>${esc(title)}</figcaption><svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(title)}">${parts.join("")}</svg><div class="legend" style="max-width:${W}px">${legend}</div></figure>`;
 }
 
 /** Colour for a correlation in [−1, 1] (blue – white – red). */
