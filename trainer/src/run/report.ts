@@ -334,7 +334,7 @@ function stepList(steps: readonly number[]): string {
 export function explainRun(lines: readonly MetricsLine[]): string[] {
   if (lines.length === 0)
     return [
-      "No step finished: metrics.jsonl has no lines, so the run stopped before step 1 was applied — a start-up check failed (a service that did not answer Describe, a component its service does not emit, a task domain no service consumes), the learner failed to start, or the run was stopped. The error that `reward-mesh train` printed says which; the same command resumes the run.",
+      "No step finished: metrics.jsonl has no lines, so the run stopped before step 1 was applied — a start-up check failed (a service that did not answer Describe, a component its service does not emit, a task domain no service consumes), the learner failed to start, or the run was stopped. The error that `reward-mesh train` printed says which; once that is fixed, the same command starts the run again.",
     ];
   const idle = lines.filter(trainedNothing);
   if (idle.length === 0) return [];
