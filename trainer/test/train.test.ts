@@ -206,6 +206,18 @@ describe("training through the mesh", () => {
         assert.match(html, /No step trained: every group was dropped in all 2 steps/);
         assert.match(html, /4 groups were dropped at the deadline \(groups\.deadlineMs = 300 ms\)/);
         assert.match(html, /Missing at the deadline: 32 results from service 'ghost'/);
+      } else {
+        // Imputed: the run trained, and the report says on what.
+        const html = renderRunReport(
+          `ghost-${missing}`,
+          readMetrics(join(dir, `ghost-${missing}`, "metrics.jsonl")),
+        );
+        assert.match(html, /Groups were incomplete at the deadline in 2 of 2 steps/);
+        assert.match(
+          html,
+          /4 groups were imputed at the deadline \(groups\.deadlineMs = 300 ms; groups\.missing = impute\)/,
+        );
+        assert.match(html, /Missing at the deadline: 32 results from service 'ghost'/);
       }
       if (missing === "drop") {
         assert.deepEqual(

@@ -257,6 +257,18 @@ it("names the steps that trained nothing in a run that otherwise trained, and sa
   assert.equal(why[0], "1 of 3 steps trained nothing (every group dropped): step 2.");
   assert.match(why[2]!, /^Missing at the deadline: 16 results from service 'ghost' —/);
   assert.deepEqual(explainRun([ok(1), ok(2)]), []);
+  // Steps that trained but lost a group at the deadline are named too.
+  const lossy = explainRun([
+    ok(1),
+    { ...ok(2), droppedGroups: 1, missingResults: { ghost: 8 }, deadlineMs: 300 },
+    { ...ok(3), groups: { used: 2, imputed: 1 }, missingResults: { ghost: 2 }, deadlineMs: 300 },
+  ]);
+  assert.deepEqual(lossy.slice(0, 3), [
+    "Groups were incomplete at the deadline in 2 of 3 steps (steps 2, 3); the run trained on the rest.",
+    "1 group was dropped at the deadline (groups.deadlineMs = 300 ms) with results still missing.",
+    "1 group was imputed at the deadline (groups.deadlineMs = 300 ms; groups.missing = impute): a missing result takes its group's mean, so that component carried no signal there.",
+  ]);
+  assert.match(lossy[3]!, /^Missing at the deadline: 10 results from service 'ghost' —/);
   assert.ok(!renderRunReport("r", [ok(1), ok(2)]).includes('class="notice"'));
   // Metrics written before missingResults existed: say that they do not record it.
   const { missingResults: _m, ...old } = idleLine(1);

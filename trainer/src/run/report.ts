@@ -337,22 +337,35 @@ export function explainRun(lines: readonly MetricsLine[]): string[] {
       "No step finished: metrics.jsonl has no lines, so the run stopped before step 1 was applied — a start-up check failed (a service that did not answer Describe, a component its service does not emit, a task domain no service consumes), the learner failed to start, or the run was stopped. The error that `reward-mesh train` printed says which; once that is fixed, the same command starts the run again.",
     ];
   const idle = lines.filter(trainedNothing);
-  if (idle.length === 0) return [];
+  // Steps that trained but lost groups at the deadline (dropped, or imputed): said too, more quietly.
+  const lossy = lines.filter((l) => (l.droppedGroups ?? 0) > 0 || (l.groups?.imputed ?? 0) > 0);
+  const affected = idle.length > 0 ? idle : lossy;
+  if (affected.length === 0) return [];
   const out: string[] = [];
-  const dropped = idle.reduce((a, l) => a + (l.droppedGroups ?? 0), 0);
+  const dropped = affected.reduce((a, l) => a + (l.droppedGroups ?? 0), 0);
+  const imputed = affected.reduce((a, l) => a + (l.groups?.imputed ?? 0), 0);
   out.push(
-    idle.length === lines.length
-      ? `No step trained: ${dropped > 0 ? "every group was dropped" : "no step had a group to train on"} in all ${plural(lines.length, "step")}, so the policy was never updated.`
-      : `${idle.length} of ${lines.length} steps trained nothing (${dropped > 0 ? "every group dropped" : "no group"}): ${idle.length === 1 ? "step" : "steps"} ${stepList(idle.map((l) => l.step))}.`,
+    idle.length === 0
+      ? `Groups were incomplete at the deadline in ${affected.length} of ${lines.length} steps (${affected.length === 1 ? "step" : "steps"} ${stepList(affected.map((l) => l.step))}); the run trained on the rest.`
+      : idle.length === lines.length
+        ? `No step trained: ${dropped > 0 ? "every group was dropped" : "no step had a group to train on"} in all ${plural(lines.length, "step")}, so the policy was never updated.`
+        : `${idle.length} of ${lines.length} steps trained nothing (${dropped > 0 ? "every group dropped" : "no group"}): ${idle.length === 1 ? "step" : "steps"} ${stepList(idle.map((l) => l.step))}.`,
   );
-  const deadlines = [...new Set(idle.map((l) => l.deadlineMs).filter((d): d is number => d !== undefined))];
+  const deadlines = [
+    ...new Set(affected.map((l) => l.deadlineMs).filter((d): d is number => d !== undefined)),
+  ];
+  const deadline = `groups.deadlineMs = ${deadlines.length ? deadlines.map((d) => `${d} ms`).join(", ") : "not recorded"}`;
   if (dropped > 0)
     out.push(
-      `${plural(dropped, "group was", "groups were")} dropped at the deadline (groups.deadlineMs = ${deadlines.length ? deadlines.map((d) => `${d} ms`).join(", ") : "not recorded"}) with results still missing.`,
+      `${plural(dropped, "group was", "groups were")} dropped at the deadline (${deadline}) with results still missing.`,
+    );
+  if (imputed > 0)
+    out.push(
+      `${plural(imputed, "group was", "groups were")} imputed at the deadline (${deadline}; groups.missing = impute): a missing result takes its group's mean, so that component carried no signal there.`,
     );
   const missing = new Map<string, number>();
   let recordsMissing = false;
-  for (const l of idle) {
+  for (const l of affected) {
     if (l.missingResults) recordsMissing = true;
     for (const [svc, n] of Object.entries(l.missingResults ?? {}))
       missing.set(svc, (missing.get(svc) ?? 0) + n);
@@ -366,12 +379,12 @@ export function explainRun(lines: readonly MetricsLine[]): string[] {
           ", ",
         )} — a service that is down, overloaded or slower than the deadline (is it running? raise groups.deadlineMs?).`,
     );
-  else if (dropped > 0 && !recordsMissing)
+  else if ((dropped > 0 || imputed > 0) && !recordsMissing)
     out.push(
       "These metrics do not record which service was missing (written before `missingResults` was recorded).",
     );
   const rejected = new Map<string, number>();
-  for (const l of idle)
+  for (const l of affected)
     for (const [svc, reasons] of Object.entries(l.rejectedResults ?? {}))
       for (const [reason, n] of Object.entries(reasons))
         rejected.set(`service '${svc}' ${reason}`, (rejected.get(`service '${svc}' ${reason}`) ?? 0) + n);
@@ -568,7 +581,7 @@ export function renderExperimentReport(title: string, runs: readonly ExperimentR
     const sd = v.length > 1 ? Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1)) : 0;
     return `${m.toFixed(4)} ± ${sd.toFixed(4)} (n=${v.length})`;
   };
-  // A run that trained nothing pulls its estimator's curves flat: say so and why, first.
+  // A run that trained nothing (or lost groups at the deadline) skews its estimator's curves: say so and why.
   const idle = runs
     .map((r) => ({ r, why: explainRun(r.lines) }))
     .filter((x) => x.why.length > 0)
