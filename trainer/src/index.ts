@@ -131,8 +131,20 @@ export {
 } from "./run/importers.js";
 export type { LoadTaskFileOptions, TextTaskDefinition } from "./run/task-file.js";
 export { loadTaskFile, TaskFileError, taskFileDomain } from "./run/task-file.js";
-export type { ExperimentRun, MetricsLine, Series } from "./run/report.js";
-export { lineChart, readMetrics, renderExperimentReport, renderRunReport } from "./run/report.js";
+export type { ExperimentRun, MetricsLine, Series, SeriesStyle } from "./run/report.js";
+export {
+  CHART_CSS,
+  componentStyles,
+  correlationHeatmap,
+  explainRun,
+  lineChart,
+  PALETTE,
+  readMetrics,
+  renderExperimentReport,
+  renderRunReport,
+  runNotice,
+  seriesStyle,
+} from "./run/report.js";
 export type { TrainerCheckpoint } from "./run/state.js";
 export { prepareRunDirectory, runPaths } from "./run/state.js";
 export type { FragmentTaskDefinition, TaskDefinition } from "./run/tasks.js";

@@ -29,6 +29,7 @@ import {
   builtinTasks,
   createEmbeddedLearner,
   readMetrics,
+  renderRunReport,
   resolveRunConfig,
   runTraining,
 } from "../src/index.js";
@@ -184,7 +185,40 @@ describe("training through the mesh", () => {
         droppedGroups: number;
         policyVersion: number;
         groups: { used: number; imputed: number };
+        missingResults: Record<string, number>;
+        deadlineMs: number;
       }>;
+      // 2 groups × 8 rollouts the ghost never scored, per step; the length service answered every one.
+      assert.deepEqual(
+        lines.map((l) => [l.missingResults, l.deadlineMs]),
+        [
+          [{ ghost: 16 }, 300],
+          [{ ghost: 16 }, 300],
+        ],
+        "the step metrics name the service whose results were missing at the deadline",
+      );
+      if (missing === "drop") {
+        // The report of a run whose every group was dropped says so, and whose results it waited for.
+        const html = renderRunReport(
+          `ghost-${missing}`,
+          readMetrics(join(dir, `ghost-${missing}`, "metrics.jsonl")),
+        );
+        assert.match(html, /No step trained: every group was dropped in all 2 steps/);
+        assert.match(html, /4 groups were dropped at the deadline \(groups\.deadlineMs = 300 ms\)/);
+        assert.match(html, /Missing at the deadline: 32 results from service 'ghost'/);
+      } else {
+        // Imputed: the run trained, and the report says on what.
+        const html = renderRunReport(
+          `ghost-${missing}`,
+          readMetrics(join(dir, `ghost-${missing}`, "metrics.jsonl")),
+        );
+        assert.match(html, /Groups were incomplete at the deadline in 2 of 2 steps/);
+        assert.match(
+          html,
+          /4 groups were imputed at the deadline \(groups\.deadlineMs = 300 ms; groups\.missing = impute\)/,
+        );
+        assert.match(html, /Missing at the deadline: 32 results from service 'ghost'/);
+      }
       if (missing === "drop") {
         assert.deepEqual(
           lines.map((l) => [l.droppedGroups, l.groups.used, l.policyVersion]),

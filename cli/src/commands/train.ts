@@ -257,11 +257,13 @@ export function runReport(args: readonly string[], stdout: Writable): number {
     throw new UsageError("usage: reward-mesh report <run dir>");
   const dir = args[0]!;
   const metrics = join(dir, "metrics.jsonl");
-  if (!existsSync(metrics))
+  // A run that stopped before step 1 has its resolved config but no metrics: its report says so.
+  const started = existsSync(join(dir, "resolved-config.json"));
+  if (!existsSync(metrics) && !started)
     throw new UsageError(`'${dir}' has no metrics.jsonl (is it a run directory under runs/?)`);
   const out = join(dir, "report.html");
   const runId = dir.replace(/\/+$/, "").split("/").at(-1) ?? dir;
-  writeFileSync(out, renderRunReport(runId, readMetrics(metrics)));
+  writeFileSync(out, renderRunReport(runId, existsSync(metrics) ? readMetrics(metrics) : []));
   stdout.write(`${out}\n`);
   return 0;
 }

@@ -80,6 +80,22 @@ export function prepareGroups(
   return { prepared, droppedIncomplete, partialNotApplicable };
 }
 
+/**
+ * Results still missing at the deadline, per service (one per rollout the service did not score in
+ * time, or whose result was rejected): what `missingResults` in the step metrics records, so a step that
+ * dropped its groups says whose results it waited for.
+ */
+export function missingResultsByService(groups: readonly AssembledGroup[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const g of groups)
+    for (const m of g.missing) {
+      // `index/service`: the index is a number, so the service is everything after the first '/'.
+      const service = m.slice(m.indexOf("/") + 1);
+      out[service] = (out[service] ?? 0) + 1;
+    }
+  return out;
+}
+
 /** Weighted total of one rollout (N/A counts as 0). */
 export function weightedTotal(
   row: readonly (number | null)[],

@@ -1,6 +1,18 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { it } from "node:test";
-import { type MetricsLine, renderExperimentReport, renderRunReport, smooth } from "./report.js";
+import {
+  explainRun,
+  type MetricsLine,
+  PALETTE,
+  readMetrics,
+  renderExperimentReport,
+  renderRunReport,
+  seriesStyle,
+  smooth,
+} from "./report.js";
 
 const line = (step: number, w: number | null): MetricsLine => ({
   step,
@@ -92,4 +104,202 @@ it("lists the rejected results of the run per service and reason, or says there 
   assert.match(html, /<tr><th>tool-call<\/th><td>out-of-range<\/td><td>3<\/td><\/tr>/);
   assert.match(html, /<tr><th>x&lt;y<\/th><td>wrong-version<\/td><td>4<\/td><\/tr>/);
   assert.match(renderRunReport("r", [line(1, 0.1)]), /Rejected results: none/);
+});
+
+/** CIELAB of an sRGB hex colour (D65), to check the palette's colours lie apart. */
+function lab(hex: string): [number, number, number] {
+  const [r, g, b] = [1, 3, 5].map((i) => {
+    const c = Number.parseInt(hex.slice(i, i + 2), 16) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  }) as [number, number, number];
+  const x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047;
+  const y = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  const z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883;
+  const f = (t: number) => (t > 0.008856 ? Math.cbrt(t) : 7.787 * t + 16 / 116);
+  return [116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))];
+}
+
+it("24 components get 24 distinct colours, far apart in CIELAB; 72 get distinct (colour, dash) styles", () => {
+  assert.ok(PALETTE.length >= 24);
+  const styles = Array.from({ length: 24 }, (_, i) => seriesStyle(i));
+  assert.equal(new Set(styles.map((s) => `${s.color}|${s.dash}`)).size, 24);
+  assert.equal(new Set(styles.map((s) => s.color.toLowerCase())).size, 24, "distinct by colour alone");
+  let closest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 24; i++)
+    for (let j = i + 1; j < 24; j++) {
+      const [a, b] = [lab(styles[i]!.color), lab(styles[j]!.color)];
+      closest = Math.min(closest, Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]));
+    }
+  assert.ok(closest >= 25, `closest pair ΔE*ab ${closest.toFixed(1)} < 25`);
+  const many = Array.from({ length: 72 }, (_, i) => seriesStyle(i));
+  assert.equal(new Set(many.map((s) => `${s.color}|${s.dash}`)).size, 72);
+});
+
+/** `name → legend colour` of each chart (figure) in the page, by caption. */
+function legends(html: string): Map<string, Map<string, string>> {
+  const out = new Map<string, Map<string, string>>();
+  for (const fig of html.matchAll(/<figure><figcaption>([^<]*)<\/figcaption>([\s\S]*?)<\/figure>/g)) {
+    const entries = [
+      ...fig[2]!.matchAll(/<i style="border-top:3px (\w+) (#[0-9a-f]{6})"><\/i>([^<]*)<\/span>/g),
+    ];
+    out.set(fig[1]!, new Map(entries.map((e) => [e[3]!, `${e[2]} ${e[1]}`])));
+  }
+  return out;
+}
+
+it("a component keeps one colour in every chart of a report, and 24 components stay distinct", () => {
+  const names = Array.from({ length: 24 }, (_, i) => `svc${i % 3}/c${i}`);
+  // The share charts list the components in reverse: colours follow the name, not the position.
+  const lines: MetricsLine[] = Array.from({ length: 6 }, (_, s) => ({
+    step: s + 1,
+    weightedReward: s / 10,
+    components: Object.fromEntries(names.map((n, k) => [n, { mean: k + s / 10, std: 0 }])),
+    denominatorShares: {
+      components: [...names].reverse(),
+      grpoRow: names.map(() => 1 / 24),
+      corrGrpoRow: names.map(() => 1 / 24),
+    },
+  }));
+  const charts = legends(renderRunReport("r", lines));
+  const comp = charts.get("Per-component mean reward (moving average over 5 steps)")!;
+  assert.equal(comp.size, 24);
+  assert.equal(new Set(comp.values()).size, 24, "24 distinct styles in one chart");
+  let shareCharts = 0;
+  for (const [caption, legend] of charts) {
+    if (!caption.includes("share of the denominator")) continue;
+    shareCharts++;
+    assert.equal(legend.size, 24);
+    for (const [n, style] of legend) assert.equal(style, comp.get(n), `${n} in '${caption}'`);
+  }
+  assert.equal(shareCharts, 2);
+});
+
+it("every point, line and heatmap cell carries a title with the step and the exact value", () => {
+  const lines = Array.from({ length: 8 }, (_, i) => line(i + 1, i / 10));
+  lines[2] = {
+    ...lines[2]!,
+    weightedReward: 1 / 3,
+    components: { "a/x": { mean: 0.1234567890123, std: 0 }, "b/y": { mean: 1, std: null } },
+    correlation: {
+      components: ["a/x", "b/y"],
+      matrix: [
+        [1, 0.987654321012],
+        [0.987654321012, 1],
+      ],
+    },
+  };
+  const html = renderRunReport("r", lines);
+  const svgs = [...html.matchAll(/<svg[\s\S]*?<\/svg>/g)].map((m) => m[0]);
+  assert.equal(svgs.length, 7);
+  let points = 0;
+  for (const svg of svgs) {
+    for (const el of svg.matchAll(/<(circle|path|rect)\b[^>]*?(\/>|>([\s\S]*?)<\/\1>)/g)) {
+      assert.notEqual(el[2], "/>", `untitled ${el[0].slice(0, 80)}`);
+      assert.match(el[3]!, /^<title>[^<]+<\/title>$/, el[0].slice(0, 80));
+      if (el[1] === "circle") {
+        points++;
+        assert.match(el[3]!, /· step \d+: (-?\d|n\/a)/);
+      }
+    }
+  }
+  // reward (raw + moving average), 2 components, 2 × 2 shares, entropy, loss/kl/clip: 8 steps each,
+  // less b/y's moving average at step 1 (no value yet: a gap, no point)
+  assert.equal(points, 8 * (2 + 2 + 4 + 1 + 3) - 1);
+  assert.match(
+    html,
+    /<title>weighted reward \(band: ± std over rollouts\) · step 3: 0\.3333333333333333 \(band 0\.2333333333333333 … 0\.43333333333333335\)<\/title>/,
+  );
+  assert.match(html, /<title>a\/x · step 3: [0-9.]+ \(this step 0\.1234567890123\)<\/title>/);
+  assert.match(html, /<title>a\/x × b\/y · step 3: 0\.987654321012<\/title>/);
+  assert.match(html, /<title>a\/x × b\/y · step 1: n\/a \(no group where both varied\)<\/title>/);
+  assert.match(html, /<title>entropy: 8 steps, 0\.92 … 0\.99<\/title>/, "a line's title names its range");
+});
+
+const idleLine = (step: number, extra: Partial<MetricsLine> = {}): MetricsLine => ({
+  step,
+  weightedReward: null,
+  estimator: "grpo",
+  components: { "length/overlong": { mean: null, std: null }, "ghost/x": { mean: null, std: null } },
+  droppedGroups: 2,
+  groups: { used: 0 },
+  samples: 0,
+  missingResults: { ghost: 16, length: 1 },
+  deadlineMs: 300,
+  rejectedResults: {},
+  assembler: { received: 40, late: 0, unexpected: 0, mismatched: 0, rejected: 0 },
+  ...extra,
+});
+
+it("explains a run whose every group was dropped: the deadline, the missing services, the rejected results", () => {
+  const lines = [
+    idleLine(1, { rejectedResults: { ghost: { "out-of-range": 2 } } }),
+    idleLine(2, { assembler: { received: 40, late: 3, unexpected: 0, mismatched: 1, rejected: 2 } }),
+  ];
+  const why = explainRun(lines);
+  assert.deepEqual(why, [
+    "No step trained: every group was dropped in all 2 steps, so the policy was never updated.",
+    "4 groups were dropped at the deadline (groups.deadlineMs = 300 ms) with results still missing.",
+    "Missing at the deadline: 32 results from service 'ghost', 2 results from service 'length' — a service that is down, overloaded or slower than the deadline (is it running? raise groups.deadlineMs?).",
+    "Rejected results (their slots stay empty, so their groups could not complete): service 'ghost' out-of-range: 2.",
+    "1 result named another run, service or rollout than its subject and was ignored (assembler.mismatched).",
+    "3 results arrived after their step was applied (assembler.late): scored after the deadline.",
+  ]);
+  const html = renderRunReport("r", lines);
+  assert.match(html, /<div class="notice" role="alert"><p><b>No step trained: every group was dropped/);
+  assert.match(html, /<li>Missing at the deadline: 32 results from service 'ghost'/);
+  assert.match(html, /2 steps \(0 trained\)/);
+  assert.ok(!/NaN|undefined/.test(html));
+});
+
+it("names the steps that trained nothing in a run that otherwise trained, and says nothing when all trained", () => {
+  const ok = (s: number): MetricsLine => ({ ...line(s, 0.5), groups: { used: 2 }, samples: 16 });
+  const why = explainRun([ok(1), idleLine(2, { missingResults: { ghost: 16 } }), ok(3)]);
+  assert.equal(why[0], "1 of 3 steps trained nothing (every group dropped): step 2.");
+  assert.match(why[2]!, /^Missing at the deadline: 16 results from service 'ghost' —/);
+  assert.deepEqual(explainRun([ok(1), ok(2)]), []);
+  // Steps that trained but lost a group at the deadline are named too.
+  const lossy = explainRun([
+    ok(1),
+    { ...ok(2), droppedGroups: 1, missingResults: { ghost: 8 }, deadlineMs: 300 },
+    { ...ok(3), groups: { used: 2, imputed: 1 }, missingResults: { ghost: 2 }, deadlineMs: 300 },
+  ]);
+  assert.deepEqual(lossy.slice(0, 3), [
+    "Groups were incomplete at the deadline in 2 of 3 steps (steps 2, 3); the run trained on the rest.",
+    "1 group was dropped at the deadline (groups.deadlineMs = 300 ms) with results still missing.",
+    "1 group was imputed at the deadline (groups.deadlineMs = 300 ms; groups.missing = impute): a missing result takes its group's mean, so that component carried no signal there.",
+  ]);
+  assert.match(lossy[3]!, /^Missing at the deadline: 10 results from service 'ghost' —/);
+  assert.ok(!renderRunReport("r", [ok(1), ok(2)]).includes('class="notice"'));
+  // Metrics written before missingResults existed: say that they do not record it.
+  const { missingResults: _m, ...old } = idleLine(1);
+  assert.match(explainRun([old]).join(" "), /do not record which service was missing/);
+});
+
+it("explains a run that stopped before step 1: an empty metrics.jsonl", () => {
+  const dir = mkdtempSync(join(tmpdir(), "report-"));
+  try {
+    const path = join(dir, "metrics.jsonl");
+    writeFileSync(path, "");
+    const lines = readMetrics(path);
+    assert.deepEqual(lines, []);
+    const html = renderRunReport("r", lines, "Learner x");
+    assert.match(html, /No step finished: metrics\.jsonl has no lines, so the run stopped before step 1/);
+    assert.ok(!html.includes("<svg"), "no empty charts");
+    assert.match(html, /Learner x/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it("an experiment report names the runs that trained nothing and why", () => {
+  const html = renderExperimentReport(
+    "exp",
+    [
+      { estimator: "grpo", seed: 1, lines: [line(1, 0.5)] },
+      { estimator: "grpo", seed: 2, lines: [idleLine(1)] },
+    ],
+    "",
+  );
+  assert.match(html, /<li>grpo, seed 2: No step trained: every group was dropped in all 1 step,/);
+  assert.ok(!html.includes("seed 1:"));
 });

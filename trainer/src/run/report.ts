@@ -23,6 +23,20 @@ export interface MetricsLine {
   readonly kl?: number;
   readonly clipFraction?: number;
   readonly droppedGroups?: number;
+  /** Results still missing at the step's deadline, per service. */
+  readonly missingResults?: Record<string, number>;
+  /** `groups.deadlineMs` of the run. */
+  readonly deadlineMs?: number;
+  readonly groups?: { used: number; imputed?: number };
+  readonly samples?: number;
+  /** The assembler's counters (cumulative over the process). */
+  readonly assembler?: {
+    received?: number;
+    late?: number;
+    unexpected?: number;
+    mismatched?: number;
+    rejected?: number;
+  };
   /** Results that failed validation in that step, per service and reason. */
   readonly rejectedResults?: Record<string, Record<string, number>>;
   readonly sgrpo?: { meanWeight: number | null; gatedGroups: number } | null;
@@ -43,7 +57,13 @@ export function readMetrics(path: string): MetricsLine[] {
   return out.sort((a, b) => a.step - b.step);
 }
 
-const PALETTE = [
+/**
+ * 24 categorical colours: Tableau 10 (the report's colours so far), then 14 more chosen greedily, each the
+ * colour farthest in CIELAB from all before it among readable ones (lightness 30–75 on white) — Glasbey's
+ * method. Any two differ by ΔE*ab ≥ 27 (the closest pair is Tableau's purple and pink), so 24 series stay
+ * apart by colour alone; series 25–48 reuse them dashed, 49–72 dotted.
+ */
+export const PALETTE: readonly string[] = [
   "#1f77b4",
   "#d62728",
   "#2ca02c",
@@ -54,9 +74,49 @@ const PALETTE = [
   "#17becf",
   "#7f7f7f",
   "#bcbd22",
+  "#0000ff",
+  "#ff1eff",
+  "#4b5a0f",
+  "#690fb4",
+  "#ff0078",
+  "#d2b478",
+  "#0078ff",
+  "#960f4b",
+  "#ff8787",
+  "#5aa578",
+  "#965a00",
+  "#c300a5",
+  "#00d200",
+  "#b4b4e1",
 ];
+
+/** How a series is drawn: stroke colour and SVG `stroke-dasharray` ("" = solid). */
+export interface SeriesStyle {
+  readonly color: string;
+  readonly dash: string;
+}
+
+const DASHES = ["", "6 3", "1.5 2.5"] as const;
+const DASH_CSS = ["solid", "dashed", "dotted"] as const;
+
+/** The style of the `i`-th series (or component): distinct for i < 72, distinct by colour alone for i < 24. */
+export function seriesStyle(i: number): SeriesStyle {
+  return {
+    color: PALETTE[i % PALETTE.length]!,
+    dash: DASHES[Math.floor(i / PALETTE.length) % DASHES.length]!,
+  };
+}
+
+/** One style per name, by position: the same component keeps its style in every chart of a page. */
+export function componentStyles(names: readonly string[]): Map<string, SeriesStyle> {
+  return new Map([...new Set(names)].map((n, i) => [n, seriesStyle(i)]));
+}
+
 const esc = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+/** A value with full precision (the shortest text that reads back as the same double). */
+const exact = (v: number | null | undefined) =>
+  v === null || v === undefined || !Number.isFinite(v) ? "n/a" : String(v);
 const fmt = (v: number) =>
   Math.abs(v) >= 100 || v === 0 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toPrecision(2);
 
@@ -66,9 +126,17 @@ export interface Series {
   readonly points: ReadonlyArray<readonly [number, number | null]>;
   /** Lower/upper band per point (same x as `points`). */
   readonly band?: ReadonlyArray<readonly [number, number | null, number | null]>;
+  /** The unsmoothed value per point (same x as `points`), shown in the hover title of a smoothed series. */
+  readonly raw?: ReadonlyArray<number | null>;
+  /** Colour and dash; by default the series' position in the chart ({@link seriesStyle}). */
+  readonly style?: SeriesStyle;
 }
 
-/** An SVG line chart; null values leave gaps. */
+/**
+ * An SVG line chart (pure: data in, HTML out); null values leave gaps. Every point has a hover target
+ * whose `<title>` holds the series, the step and the exact value (and band and unsmoothed value where
+ * given); every line's `<title>` names its series and range.
+ */
 export function lineChart(
   title: string,
   series: readonly Series[],
@@ -103,8 +171,10 @@ export function lineChart(
   parts.push(
     `<text x="${m.l}" y="${H - 8}">step ${Math.round(x0)}</text><text x="${W - m.r}" y="${H - 8}" text-anchor="end">step ${Math.round(x1)}</text>`,
   );
+  const styles = series.map((s, si) => s.style ?? seriesStyle(si));
+  const markers: string[] = [];
   series.forEach((s, si) => {
-    const color = PALETTE[si % PALETTE.length]!;
+    const { color, dash } = styles[si]!;
     if (s.band) {
       const ok = s.band.filter((b): b is readonly [number, number, number] => b[1] !== null && b[2] !== null);
       if (ok.length > 1) {
@@ -117,20 +187,43 @@ export function lineChart(
     }
     let d = "";
     let pen = false;
-    for (const [x, y] of s.points) {
+    const defined: number[] = [];
+    const points: string[] = [];
+    s.points.forEach(([x, y], i) => {
       if (y === null || !Number.isFinite(y)) {
         pen = false;
-        continue;
+        return;
       }
+      defined.push(y);
       d += `${pen ? "L" : "M"}${X(x).toFixed(1)},${Y(y).toFixed(1)}`;
       pen = true;
-    }
-    parts.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"/>`);
+      const band = s.band?.[i];
+      const extra = [
+        band && (band[1] !== null || band[2] !== null) ? `band ${exact(band[1])} … ${exact(band[2])}` : "",
+        s.raw ? `this step ${exact(s.raw[i])}` : "",
+      ].filter(Boolean);
+      points.push(
+        `<circle cx="${X(x).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="3"><title>${esc(`${s.name} · step ${x}: ${exact(y)}${extra.length ? ` (${extra.join("; ")})` : ""}`)}</title></circle>`,
+      );
+    });
+    if (defined.length === 0) return;
+    // One group per series: the colour once, not on every point (long runs have many).
+    markers.push(`<g class="pts" fill="${color}">${points.join("")}</g>`);
+    const range = `${s.name}: ${defined.length} steps, ${exact(Math.min(...defined))} … ${exact(Math.max(...defined))}`;
+    parts.push(
+      `<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"${dash ? ` stroke-dasharray="${dash}"` : ""}><title>${esc(range)}</title></path>`,
+    );
   });
+  // Markers last, so every point's hover target lies above every line.
+  parts.push(...markers);
   const legend = series
-    .map((s, si) => `<span><i style="background:${PALETTE[si % PALETTE.length]}"></i>${esc(s.name)}</span>`)
+    .map((s, si) => {
+      const { color, dash } = styles[si]!;
+      const kind = DASH_CSS[DASHES.indexOf(dash as (typeof DASHES)[number])] ?? "dashed";
+      return `<span><i style="border-top:3px ${kind} ${color}"></i>${esc(s.name)}</span>`;
+    })
     .join("");
-  return `<figure><figcaption>${esc(title)}</figcaption><svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(title)}">${parts.join("")}</svg><div class="legend">${legend}</div></figure>`;
+  return `<figure><figcaption>${esc(title)}</figcaption><svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(title)}">${parts.join("")}</svg><div class="legend" style="max-width:${W}px">${legend}</div></figure>`;
 }
 
 /** Colour for a correlation in [−1, 1] (blue – white – red). */
@@ -141,7 +234,10 @@ function corrColor(v: number | null): string {
   return t >= 0 ? `rgb(255,${c(t)},${c(t)})` : `rgb(${c(-t)},${c(-t)},255)`;
 }
 
-/** Correlation of each component pair (rows) over steps (columns). */
+/**
+ * Correlation of each component pair (rows) over steps (columns), pure (metrics lines in, HTML out);
+ * every cell's `<title>` holds the pair, the step and the exact value.
+ */
 export function correlationHeatmap(lines: readonly MetricsLine[]): string {
   const withCorr = lines.filter((l) => l.correlation);
   if (withCorr.length === 0) return "";
@@ -167,8 +263,9 @@ export function correlationHeatmap(lines: readonly MetricsLine[]): string {
     );
     withCorr.forEach((m, c) => {
       const v = m.correlation!.matrix[k]?.[l] ?? null;
+      const what = v === null ? "n/a (no group where both varied)" : exact(v);
       cells.push(
-        `<rect x="${lw + c * cw}" y="${r * ch}" width="${cw}" height="${ch - 1}" fill="${corrColor(v)}"><title>step ${m.step}: ${v === null ? "n/a" : v.toFixed(3)}</title></rect>`,
+        `<rect x="${lw + c * cw}" y="${r * ch}" width="${cw}" height="${ch - 1}" fill="${corrColor(v)}"><title>${esc(`${names[k]} × ${names[l]} · step ${m.step}: ${what}`)}</title></rect>`,
       );
     });
   });
@@ -178,13 +275,15 @@ export function correlationHeatmap(lines: readonly MetricsLine[]): string {
   return `<figure><figcaption>Correlation between components over time (blue −1, white 0, red +1; averaged over groups where both vary)</figcaption><svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}">${cells.join("")}</svg></figure>`;
 }
 
-const CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1250px}h1{font-size:20px}h2{font-size:16px;margin-top:28px}
+/** The page's style sheet, chart rules included (a page that embeds the charts should include it). */
+export const CHART_CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1250px}h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 figure{display:inline-block;margin:8px 12px 8px 0;vertical-align:top}figcaption{font-weight:600;margin-bottom:4px}
-svg text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.legend span{margin-right:12px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
+svg text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.legend span{margin-right:12px;font-size:12px;white-space:nowrap}.legend i{display:inline-block;width:18px;height:0;margin-right:4px;vertical-align:middle}
+.pts circle{fill-opacity:0}.pts circle:hover{fill-opacity:1}.notice{border-left:4px solid #d62728;background:#fdf3f3;padding:8px 14px;margin:12px 0}.notice ul{margin:4px 0}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f6f6f6}.empty{color:#888}`;
 
 function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title><style>${CSS}</style></head><body><h1>${esc(title)}</h1>${body}</body></html>\n`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title><style>${CHART_CSS}</style></head><body><h1>${esc(title)}</h1>${body}</body></html>\n`;
 }
 
 const series = (
@@ -207,7 +306,122 @@ export function smooth(s: Series, window = 5): Series {
     }
     out.push([x, recent.length ? recent.reduce((a, b) => a + b, 0) / recent.length : null]);
   }
-  return { name: s.name, points: out };
+  return {
+    name: s.name,
+    points: out,
+    raw: s.points.map((p) => p[1]),
+    ...(s.style ? { style: s.style } : {}),
+  };
+}
+
+/** Whether the step trained nothing (no group was used: every group dropped, or none). */
+const trainedNothing = (l: MetricsLine) =>
+  l.groups ? l.groups.used === 0 : l.samples !== undefined ? l.samples === 0 : false;
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+function stepList(steps: readonly number[]): string {
+  const shown = steps.slice(0, 12).join(", ");
+  return steps.length > 12 ? `${shown}, … (${steps.length} in all)` : shown;
+}
+
+/**
+ * Why a run (or some of its steps) trained nothing, in sentences built from what `metrics.jsonl`
+ * records: no lines at all (the run stopped before step 1), or steps whose every group was dropped —
+ * with the deadline, the services whose results were missing at it (`missingResults`), the rejected
+ * results (`rejectedResults`) and the assembler's counters. Empty when every step trained.
+ */
+export function explainRun(lines: readonly MetricsLine[]): string[] {
+  if (lines.length === 0)
+    return [
+      "No step finished: metrics.jsonl has no lines, so the run stopped before step 1 was applied — a start-up check failed (a service that did not answer Describe, a component its service does not emit, a task domain no service consumes), the learner failed to start, or the run was stopped. The error that `reward-mesh train` printed says which; once that is fixed, the same command starts the run again.",
+    ];
+  const idle = lines.filter(trainedNothing);
+  // Steps that trained but lost groups at the deadline (dropped, or imputed): said too, more quietly.
+  const lossy = lines.filter((l) => (l.droppedGroups ?? 0) > 0 || (l.groups?.imputed ?? 0) > 0);
+  const affected = idle.length > 0 ? idle : lossy;
+  if (affected.length === 0) return [];
+  const out: string[] = [];
+  const dropped = affected.reduce((a, l) => a + (l.droppedGroups ?? 0), 0);
+  const imputed = affected.reduce((a, l) => a + (l.groups?.imputed ?? 0), 0);
+  out.push(
+    idle.length === 0
+      ? `Groups were incomplete at the deadline in ${affected.length} of ${lines.length} steps (${affected.length === 1 ? "step" : "steps"} ${stepList(affected.map((l) => l.step))}); the run trained on the rest.`
+      : idle.length === lines.length
+        ? `No step trained: ${dropped > 0 ? "every group was dropped" : "no step had a group to train on"} in all ${plural(lines.length, "step")}, so the policy was never updated.`
+        : `${idle.length} of ${lines.length} steps trained nothing (${dropped > 0 ? "every group dropped" : "no group"}): ${idle.length === 1 ? "step" : "steps"} ${stepList(idle.map((l) => l.step))}.`,
+  );
+  const deadlines = [
+    ...new Set(affected.map((l) => l.deadlineMs).filter((d): d is number => d !== undefined)),
+  ];
+  const deadline = `groups.deadlineMs = ${deadlines.length ? deadlines.map((d) => `${d} ms`).join(", ") : "not recorded"}`;
+  if (dropped > 0)
+    out.push(
+      `${plural(dropped, "group was", "groups were")} dropped at the deadline (${deadline}) with results still missing.`,
+    );
+  if (imputed > 0)
+    out.push(
+      `${plural(imputed, "group was", "groups were")} imputed at the deadline (${deadline}; groups.missing = impute): a missing result takes its group's mean, so that component carried no signal there.`,
+    );
+  const missing = new Map<string, number>();
+  let recordsMissing = false;
+  for (const l of affected) {
+    if (l.missingResults) recordsMissing = true;
+    for (const [svc, n] of Object.entries(l.missingResults ?? {}))
+      missing.set(svc, (missing.get(svc) ?? 0) + n);
+  }
+  if (missing.size > 0)
+    out.push(
+      `Missing at the deadline: ${[...missing]
+        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .map(([svc, n]) => `${plural(n, "result")} from service '${svc}'`)
+        .join(
+          ", ",
+        )} — a service that is down, overloaded or slower than the deadline (is it running? raise groups.deadlineMs?).`,
+    );
+  else if ((dropped > 0 || imputed > 0) && !recordsMissing)
+    out.push(
+      "These metrics do not record which service was missing (written before `missingResults` was recorded).",
+    );
+  const rejected = new Map<string, number>();
+  for (const l of affected)
+    for (const [svc, reasons] of Object.entries(l.rejectedResults ?? {}))
+      for (const [reason, n] of Object.entries(reasons))
+        rejected.set(`service '${svc}' ${reason}`, (rejected.get(`service '${svc}' ${reason}`) ?? 0) + n);
+  if (rejected.size > 0)
+    out.push(
+      `Rejected results (their slots stay empty, so their groups could not complete): ${[...rejected]
+        .sort((a, b) => a[0].localeCompare(b[0]))
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(", ")}.`,
+    );
+  const a = lines.at(-1)!.assembler;
+  if (a) {
+    if (a.received === 0)
+      out.push(
+        "The trainer received no result at all (assembler.received = 0): no service scored a rollout of this run.",
+      );
+    if (a.mismatched)
+      out.push(
+        `${plural(a.mismatched, "result")} named another run, service or rollout than its subject and ${a.mismatched === 1 ? "was" : "were"} ignored (assembler.mismatched).`,
+      );
+    if (a.late)
+      out.push(
+        `${plural(a.late, "result")} arrived after ${a.late === 1 ? "its" : "their"} step was applied (assembler.late): scored after the deadline.`,
+      );
+    if (a.unexpected)
+      out.push(
+        `${plural(a.unexpected, "result")} came from a service no group expects (assembler.unexpected).`,
+      );
+  }
+  return out;
+}
+
+/** {@link explainRun} as a notice box; "" when every step trained. */
+export function runNotice(lines: readonly MetricsLine[]): string {
+  const [head, ...rest] = explainRun(lines);
+  if (head === undefined) return "";
+  return `<div class="notice" role="alert"><p><b>${esc(head)}</b></p>${rest.length ? `<ul>${rest.map((r) => `<li>${esc(r)}</li>`).join("")}</ul>` : ""}</div>`;
 }
 
 /** The HTML report of one run. */
@@ -233,14 +447,22 @@ export function renderRunReport(runId: string, lines: readonly MetricsLine[], no
     )
     .join("");
   const shares = lines.find((l) => l.denominatorShares)?.denominatorShares?.components ?? [];
+  const corr = lines.find((l) => l.correlation)?.correlation?.components ?? [];
+  // One style per component for the whole page, in the run's component order.
+  const style = componentStyles([...comps, ...shares, ...corr]);
+  const notice = runNotice(lines);
+  if (lines.length === 0) return page(`reward-mesh run ${runId}`, `${notice}<p>${esc(note)}</p>`);
+  const trained = lines.filter((l) => !trainedNothing(l)).length;
   const body = [
-    `<p>${lines.length} steps, estimator <b>${esc(lines[0]?.estimator ?? "?")}</b>. ${esc(note)}</p>`,
+    notice,
+    `<p>${lines.length} steps${trained < lines.length ? ` (${trained} trained)` : ""}, estimator <b>${esc(lines[0]?.estimator ?? "?")}</b>. ${esc(note)}</p>`,
     `<table><tr><th></th><th>first ${first.length} steps</th><th>last ${last.length} steps</th></tr>${rows}</table>`,
     rejectedTable(lines),
     `<h2>Reward</h2>`,
     lineChart("Weighted reward (mean ± std over rollouts)", [
       {
         ...series(lines, "weighted reward (band: ± std over rollouts)", (l) => l.weightedReward),
+        style: { color: "#7f7f7f", dash: "" },
         band: lines.map(
           (l) =>
             [
@@ -254,21 +476,28 @@ export function renderRunReport(runId: string, lines: readonly MetricsLine[], no
             ] as const,
         ),
       },
-      smooth(series(lines, "moving average (5 steps)", (l) => l.weightedReward)),
+      smooth({
+        ...series(lines, "moving average (5 steps)", (l) => l.weightedReward),
+        style: { color: "#222222", dash: "" },
+      }),
     ]),
     lineChart(
       "Per-component mean reward (moving average over 5 steps)",
-      comps.map((c) => smooth(series(lines, c, (l) => l.components?.[c]?.mean))),
+      comps.map((c) => smooth({ ...series(lines, c, (l) => l.components?.[c]?.mean), style: style.get(c)! })),
     ),
     `<h2>Correlation and the advantage denominator</h2>`,
     correlationHeatmap(lines),
     lineChart(
       "GRPO: each component's share of the denominator (row share of Σ Cov; moving average)",
-      shares.map((c, k) => smooth(series(lines, c, (l) => l.denominatorShares?.grpoRow[k]))),
+      shares.map((c, k) =>
+        smooth({ ...series(lines, c, (l) => l.denominatorShares?.grpoRow[k]), style: style.get(c)! }),
+      ),
     ),
     lineChart(
       "CorrGRPO: each component's share of the denominator (row share of Σ ρ; moving average)",
-      shares.map((c, k) => smooth(series(lines, c, (l) => l.denominatorShares?.corrGrpoRow[k]))),
+      shares.map((c, k) =>
+        smooth({ ...series(lines, c, (l) => l.denominatorShares?.corrGrpoRow[k]), style: style.get(c)! }),
+      ),
     ),
     `<h2>Policy</h2>`,
     lineChart("Entropy (nats / token)", [series(lines, "entropy", (l) => l.entropy)]),
@@ -352,7 +581,13 @@ export function renderExperimentReport(title: string, runs: readonly ExperimentR
     const sd = v.length > 1 ? Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1)) : 0;
     return `${m.toFixed(4)} ± ${sd.toFixed(4)} (n=${v.length})`;
   };
+  // A run that trained nothing (or lost groups at the deadline) skews its estimator's curves: say so and why.
+  const idle = runs
+    .map((r) => ({ r, why: explainRun(r.lines) }))
+    .filter((x) => x.why.length > 0)
+    .map(({ r, why }) => `<li>${esc(`${r.estimator}, seed ${r.seed}: ${why.join(" ")}`)}</li>`);
   const body = [
+    idle.length ? `<div class="notice" role="alert"><ul>${idle.join("")}</ul></div>` : "",
     `<p>${esc(note)}</p>`,
     `<table><tr><th>estimator</th><th>weighted reward, last 10 steps (mean ± sd over seeds)</th></tr>${estimators.map((e) => `<tr><th>${esc(e)}</th><td>${lastMean(e)}</td></tr>`).join("")}</table>`,
     lineChart(

@@ -31,7 +31,14 @@ import {
   type TrainStepResult,
 } from "../learner/index.js";
 import { type AssembledGroup, createGroupAssembler, type ExpectedGroup } from "./assembler.js";
-import { componentId, type PreparedGroup, prepareGroups, rewardMetrics, weightedTotal } from "./batch.js";
+import {
+  componentId,
+  missingResultsByService,
+  type PreparedGroup,
+  prepareGroups,
+  rewardMetrics,
+  weightedTotal,
+} from "./batch.js";
 import { compileAdvantage, type RunConfig } from "./config.js";
 import {
   prepareRunDirectory,
@@ -321,6 +328,10 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         estimator: compiled.definition.name,
         ...rewardMetrics(prepared, result, config),
         droppedGroups: droppedIncomplete,
+        // Results still missing when the step's deadline passed, per service (dropped or imputed groups),
+        // and that deadline: a report can then say whose results a dropped group waited for.
+        missingResults: missingResultsByService(assembled),
+        deadlineMs: config.groups.deadlineMs,
         // Results that failed validation this step, per service and reason (never used).
         rejectedResults: validator.takeStepCounts(),
         partialNotApplicable,
