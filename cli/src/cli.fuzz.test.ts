@@ -1,5 +1,5 @@
 /**
- * Fuzzing of the command line's input: flags (`parseFlags`) and the proto-JSON rollout lines of
+ * Fuzzing of the command line's input: options (`parseOptions`, under every command's table) and the proto-JSON rollout lines of
  * `reward-mesh score` (each line a result or `line N: <what is wrong>`). Fixed seed, bounded runs.
  */
 import assert from "node:assert/strict";
@@ -17,32 +17,53 @@ import {
   toJsonText,
 } from "@reward-mesh/sdk/testing";
 import { runScore } from "./commands/score.js";
-import { parseFlags } from "./io.js";
+import { parseOptions } from "./args.js";
 
-const SPEC = { addr: "string", concurrency: "string", verbose: "boolean" } as const;
+const SPEC = {
+  addr: { type: "string" },
+  concurrency: { type: "string", default: "16" },
+  verbose: { type: "boolean" },
+} as const;
 
 const arg = fc.oneof(
-  fc.constantFrom("--addr", "--addr=127.0.0.1:1", "--concurrency", "--verbose", "--verbose=1", "--", "--="),
+  fc.constantFrom(
+    "--addr",
+    "--addr=127.0.0.1:1",
+    "--concurrency",
+    "--verbose",
+    "--verbose=1",
+    "--",
+    "--=",
+    "--help",
+    "-h",
+    "-hx",
+    "--adr",
+    "-",
+  ),
   fc.constantFrom(...PROTOTYPE_KEYS).map((k) => `--${k}`),
   fc.constantFrom(...PROTOTYPE_KEYS).map((k) => `--${k}=x`),
   nastyString(12),
   nastyString(12).map((s) => `--${s}`),
 );
 
-describe("fuzz: parseFlags", () => {
-  it("returns only the declared flags, or a UsageError naming the option", () => {
+describe("fuzz: parseOptions", () => {
+  it("returns only the declared options (defaults applied), or a UsageError naming the option", () => {
     fc.assert(
       fc.property(fc.array(arg, { maxLength: 6 }), (args) => {
-        const r = fuzzCall("parseFlags", () => parseFlags(args, SPEC), ["UsageError"]);
+        const r = fuzzCall("parseOptions", () => parseOptions(args, SPEC), ["UsageError"]);
         if (!r.ok) {
-          assert.match(r.error.message, /^(unknown )?option '--.*'( \S|$)/s);
+          assert.match(r.error.message, /^(unknown )?option '-.*'( \S|$)/s);
+          assert.ok(!r.error.message.includes("\n") || args.some((a) => a.includes("\n")), "one line");
           return;
         }
-        assert.equal(Object.getPrototypeOf(r.value.flags), Object.prototype);
-        for (const [k, v] of Object.entries(r.value.flags)) {
-          assert.ok(Object.hasOwn(SPEC, k), `undeclared flag '${k}' accepted`);
-          assert.equal(typeof v, SPEC[k as keyof typeof SPEC] === "boolean" ? "boolean" : "string");
+        assert.equal(Object.getPrototypeOf(r.value.values), Object.prototype);
+        assert.equal(typeof r.value.help, "boolean");
+        assert.equal(typeof r.value.values["concurrency"], "string", "the default applies");
+        for (const [k, v] of Object.entries(r.value.values)) {
+          assert.ok(Object.hasOwn(SPEC, k), `undeclared option '${k}' accepted`);
+          assert.equal(typeof v, SPEC[k as keyof typeof SPEC].type);
         }
+        for (const p of r.value.positionals) assert.equal(typeof p, "string");
       }),
       fuzzParameters(400),
     );

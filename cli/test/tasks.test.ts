@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { runTasks, TASKS_USAGE } from "../src/commands/tasks.js";
+import { formatHelp } from "../src/args.js";
+import { runTasks, TASKS_COMMAND, TASKS_USAGE } from "../src/commands/tasks.js";
 
 const fixtures = fileURLToPath(new URL("../../trainer/test/fixtures/import/", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "cli-tasks-"));
@@ -129,7 +130,7 @@ describe("reward-mesh tasks import", () => {
         ["import", "--format", "humaneval", "--limit", "0", input, out],
         `'--limit' must be a positive integer, got "0"`,
       ],
-      [["import", "--format", "humaneval", "--verbose", input, out], "Unknown option '--verbose'"],
+      [["import", "--format", "humaneval", "--verbose", input, out], "unknown option '--verbose'"],
       [
         ["import", "--format", "humaneval", join(dir, "missing.jsonl"), out],
         `${join(dir, "missing.jsonl")}: cannot be read (ENOENT)`,
@@ -152,8 +153,16 @@ describe("reward-mesh tasks import", () => {
     assert.ok(!existsSync(out));
   });
 
-  it("prints its usage for help", async () => {
-    assert.deepEqual(await run("--help"), { code: 0, stdout: `${TASKS_USAGE}\n`, stderr: "" });
+  it("prints its help (sub-commands, options, examples) for --help, help and <sub-command> --help", async () => {
+    const help = await run("--help");
+    assert.deepEqual(help, { code: 0, stdout: formatHelp(TASKS_COMMAND), stderr: "" });
+    assert.match(help.stdout, /^ {2}import +convert a public dataset/m);
+    assert.deepEqual(await run("help"), help);
+    assert.deepEqual(await run("help", "import"), await run("import", "--help"));
+    const importHelp = await run("import", "--help");
+    assert.equal(importHelp.code, 0);
+    assert.ok(importHelp.stdout.startsWith(`${TASKS_USAGE.split("\n")[0]}\n`), importHelp.stdout);
+    assert.match(importHelp.stdout, /--limit <N> +import at most the first N records \(default: all\)/);
   });
 });
 

@@ -11,7 +11,7 @@
 export type { FlatBatchInput, PackedBatch } from "./advantage/batch.js";
 export { packBatch, packFlatBatch } from "./advantage/batch.js";
 export type { AdvantagesCliResult } from "./advantage/cli.js";
-export { runAdvantagesCli } from "./advantage/cli.js";
+export { ADVANTAGES_FLAGS, ADVANTAGES_USAGE, runAdvantagesCli } from "./advantage/cli.js";
 export type { OverlongOptions } from "./advantage/dapo.js";
 export {
   checkOverlongOptions,

@@ -8,14 +8,29 @@
 import type { Writable } from "node:stream";
 import { inspectRollouts, Streams } from "@reward-mesh/sdk";
 import type { CliConfig } from "../config.js";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 
+/** The check command (parsing and `--help` come from this table). */
+export const CHECK_COMMAND: CommandSpec = {
+  name: "check",
+  summary: "the bus: consumers per rollout domain, orphan subjects (exit 1 if any)",
+  description:
+    "Look at the bus at NATS_URL: the consumers of each rollout domain with their backlog, and orphan\n" +
+    "subjects (stored rollouts no service consumes). Exit 0 when there is no orphan, 1 when there is.",
+  options: {},
+  notes: [
+    "Connects with the NATS_* credentials of the environment (NATS_NKEY_SEED_FILE, NATS_CREDS_FILE, ...).",
+  ],
+  examples: ["NATS_URL=nats://127.0.0.1:4222 reward-mesh check"],
+};
+
 /** Usage of the check command. */
-export const CHECK_USAGE = "usage: reward-mesh check";
+export const CHECK_USAGE = usageLine(CHECK_COMMAND);
 
 /** Runs the command; returns the exit code. */
 export async function runCheck(args: readonly string[], cli: CliConfig, stdout: Writable): Promise<number> {
-  if (args.length > 0) throw new UsageError(CHECK_USAGE);
+  if (parseCommand(CHECK_COMMAND, args).positionals.length > 0) throw new UsageError(CHECK_USAGE);
   const { stream, consumers, orphans } = await inspectRollouts(cli.bus.natsUrl, cli.bus.auth);
   stdout.write(`NATS JetStream  ${cli.bus.natsUrl}\n`);
   if (!stream) {

@@ -25,7 +25,8 @@ import {
   toolCallWarmupExamples,
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
-import { parseFlags, UsageError } from "../io.js";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import { UsageError } from "../io.js";
 import { SERVICES } from "../services.js";
 import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { printMesh, startMesh } from "./up.js";
@@ -102,8 +103,38 @@ const avg = (ls: readonly MetricsLine[], f: (l: MetricsLine) => number | null | 
   return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
 };
 
+/** The demo command's options (parsing and `--help` come from this table; add a flag here). */
+export const DEMO_COMMAND: CommandSpec = {
+  name: "demo",
+  summary: "what `npm start` runs: the mesh plus a short training run",
+  description:
+    "What `npm start` runs: the mesh on this machine plus a short training run on the built-in tool-call\n" +
+    "tasks, then a summary and the run's report.",
+  options: {
+    learner: {
+      type: "string",
+      value: "embedded|torch",
+      default: "embedded",
+      description: "the learner: in-process, or the PyTorch one (needs python3-torch)",
+    },
+    seed: {
+      type: "string",
+      value: "N",
+      default: String(DEMO_SEED),
+      description: "the run's seed (an integer >= 0)",
+    },
+    steps: {
+      type: "string",
+      value: "N",
+      description: "training steps (>= 2)",
+      defaultText: `60, or ${TORCH_DEMO_STEPS} with --learner torch`,
+    },
+  },
+  examples: ["reward-mesh demo --steps 20"],
+};
+
 /** Usage of the demo command. */
-export const DEMO_USAGE = "usage: reward-mesh demo [--learner embedded|torch] [--seed N] [--steps N]";
+export const DEMO_USAGE = usageLine(DEMO_COMMAND);
 
 /** Runs the demo; returns the exit code. */
 export async function runDemo(
@@ -112,12 +143,12 @@ export async function runDemo(
   out: Writable,
   err: Writable & { isTTY?: boolean },
 ): Promise<number> {
-  const { flags, positional } = parseFlags(args, { seed: "string", steps: "string", learner: "string" });
+  const { values: flags, positionals: positional } = parseCommand(DEMO_COMMAND, args);
   if (positional.length) throw new UsageError(DEMO_USAGE);
   const torch = flags["learner"] === "torch";
-  if (flags["learner"] !== undefined && !torch && flags["learner"] !== "embedded")
+  if (!torch && flags["learner"] !== "embedded")
     throw new UsageError(`'--learner' must be 'embedded' or 'torch', got '${String(flags["learner"])}'`);
-  const seed = Number(flags["seed"] ?? DEMO_SEED);
+  const seed = Number(flags["seed"]);
   const steps = Number(flags["steps"] ?? (torch ? TORCH_DEMO_STEPS : 60));
   if (!Number.isInteger(seed) || seed < 0 || !Number.isInteger(steps) || steps < 2)
     throw new UsageError("'--seed' and '--steps' must be integers (steps >= 2)");

@@ -24,14 +24,60 @@ import {
   runPaths,
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
-import { parseFlags, UsageError } from "../io.js";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import { UsageError } from "../io.js";
 import { demoRunDocument } from "./demo.js";
 import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { startMesh } from "./up.js";
 
+/** The experiment command's options (parsing and `--help` come from this table; add a flag here). */
+export const EXPERIMENT_COMMAND: CommandSpec = {
+  name: "experiment",
+  summary: "the same run per estimator and seed, compared in one report",
+  description:
+    "The same run once per estimator and seed on one mesh, compared in <outputDir>/<id>/experiment.html.\n" +
+    "An estimator 's_grpo' or '<name>+s_grpo' adds S-GRPO's noise correction.",
+  options: {
+    estimators: {
+      type: "string",
+      value: "a,b,...",
+      required: true,
+      description: "the arms: advantage estimators, e.g. grpo,corr_grpo,s_grpo",
+    },
+    seeds: { type: "string", value: "N", default: "3", description: "seeds per arm (1 to 100)" },
+    "reward-noise": {
+      type: "string",
+      value: "p",
+      default: "0",
+      description: "flip binary rewards with probability p in [0, 0.5)",
+    },
+    "noise-components": {
+      type: "string",
+      value: "svc/comp,...",
+      description: "the components --reward-noise flips",
+      defaultText: "the config's rewardNoise or sgrpo component",
+    },
+    config: {
+      type: "string",
+      value: "base.yaml",
+      description: "the run configuration every arm starts from",
+      defaultText: "the demo's run",
+    },
+    steps: {
+      type: "string",
+      value: "N",
+      description: "override the config's steps",
+      defaultText: "the config's",
+    },
+    id: { type: "string", value: "ID", description: "the experiment's id", defaultText: "exp-<date>-<time>" },
+  },
+  examples: [
+    "reward-mesh experiment --estimators grpo,s_grpo --seeds 2 --reward-noise 0.1 --noise-components tool-call/exact_match",
+  ],
+};
+
 /** Usage of the experiment command. */
-export const EXPERIMENT_USAGE =
-  "usage: reward-mesh experiment --estimators a,b,... [--seeds N] [--reward-noise p] [--noise-components svc/comp,...] [--config base.yaml] [--steps N] [--id ID]";
+export const EXPERIMENT_USAGE = usageLine(EXPERIMENT_COMMAND);
 
 /** The run config of one arm of the experiment. */
 export function armConfig(
@@ -91,25 +137,17 @@ export async function runExperiment(
   stdout: Writable,
   stderr: Writable & { isTTY?: boolean },
 ): Promise<number> {
-  const { flags, positional } = parseFlags(args, {
-    estimators: "string",
-    seeds: "string",
-    "reward-noise": "string",
-    "noise-components": "string",
-    config: "string",
-    steps: "string",
-    id: "string",
-  });
+  const { values: flags, positionals: positional } = parseCommand(EXPERIMENT_COMMAND, args);
   if (positional.length > 0 || typeof flags["estimators"] !== "string")
     throw new UsageError(EXPERIMENT_USAGE);
   const arms = flags["estimators"]
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  const seeds = Number(flags["seeds"] ?? 3);
+  const seeds = Number(flags["seeds"]);
   if (!Number.isInteger(seeds) || seeds < 1 || seeds > 100)
     throw new UsageError("'--seeds' must be an integer in [1, 100]");
-  const noise = Number(flags["reward-noise"] ?? 0);
+  const noise = Number(flags["reward-noise"]);
   if (!Number.isFinite(noise) || noise < 0 || noise >= 0.5)
     throw new UsageError("'--reward-noise' must be in [0, 0.5)");
   let base =

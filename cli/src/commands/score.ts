@@ -9,11 +9,38 @@ import type { Readable, Writable } from "node:stream";
 import { fromJson, type JsonValue, toJsonString } from "@bufbuild/protobuf";
 import { type grpc, type RewardResult, RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
 import { createLimiter, createRewardServiceClient, type GrpcClientSecurity } from "@reward-mesh/sdk";
-import { orderedMap, parseFlags, UsageError, utf8Lines } from "../io.js";
-import { serviceEntry } from "../services.js";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import { orderedMap, UsageError, utf8Lines } from "../io.js";
+import { SERVICES, serviceEntry } from "../services.js";
+
+/** The score command's arguments and options (parsing and `--help` come from this table). */
+export const SCORE_COMMAND: CommandSpec = {
+  name: "score",
+  summary: "score proto-JSON rollouts (JSONL on stdin) -> RewardResult JSONL on stdout, in order",
+  positionals: [
+    { name: "<service>", description: `the reward service: ${SERVICES.map((s) => s.name).join(", ")}` },
+  ],
+  usageTail: "< rollouts.jsonl",
+  options: {
+    addr: {
+      type: "string",
+      value: "host:port",
+      description: "score with a running service over gRPC (REWARD_MESH_GRPC_* for TLS/token)",
+      defaultText: "in this process",
+    },
+    concurrency: { type: "string", value: "N", default: "16", description: "rollouts scored at once" },
+    "timeout-ms": { type: "string", value: "N", default: "60000", description: "deadline per rollout" },
+  },
+  notes: [
+    "A bad line is reported on stderr as 'line N: <what is wrong>' and skipped; the exit code is then 2.",
+  ],
+  examples: [
+    `echo '{"id":"r1","runId":"demo","groupId":"g","groupSize":1,"response":"hello"}' | reward-mesh score length`,
+  ],
+};
 
 /** Usage of the score command. */
-export const SCORE_USAGE = `usage: reward-mesh score <service> [--addr host:port] [--concurrency N] [--timeout-ms N] < rollouts.jsonl`;
+export const SCORE_USAGE = usageLine(SCORE_COMMAND);
 
 function describeError(err: unknown): string {
   if (err && typeof err === "object" && "code" in err && "details" in err) {
@@ -34,17 +61,13 @@ export async function runScore(
   stderr: Writable,
   security: GrpcClientSecurity = {},
 ): Promise<number> {
-  const { flags, positional } = parseFlags(args, {
-    addr: "string",
-    concurrency: "string",
-    "timeout-ms": "string",
-  });
+  const { values: flags, positionals: positional } = parseCommand(SCORE_COMMAND, args);
   if (positional.length !== 1) throw new UsageError(SCORE_USAGE);
   const name = positional[0]!;
-  const concurrency = Number(flags["concurrency"] ?? 16);
+  const concurrency = Number(flags["concurrency"]);
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new UsageError("'--concurrency' must be a positive integer");
-  const timeoutMs = Number(flags["timeout-ms"] ?? 60_000);
+  const timeoutMs = Number(flags["timeout-ms"]);
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
     throw new UsageError("'--timeout-ms' must be a positive number");
 

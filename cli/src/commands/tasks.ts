@@ -9,7 +9,6 @@
  * @module
  */
 import type { Writable } from "node:stream";
-import { parseArgs } from "node:util";
 import {
   IMPORT_FORMATS,
   type ImportFormat,
@@ -19,11 +18,66 @@ import {
   taskFileDomain,
   TaskImportError,
 } from "@reward-mesh/trainer";
+import { didYouMean } from "@reward-mesh/sdk";
+import { type CommandSpec, formatHelp, parseCommand, usageLine, wantsHelp } from "../args.js";
 import { UsageError } from "../io.js";
 
+/** `reward-mesh tasks import` (parsing and `--help` come from this table; add a flag here). */
+export const TASKS_IMPORT_COMMAND: CommandSpec = {
+  name: "tasks import",
+  summary: "convert a public dataset into a task file",
+  description:
+    "Convert a public dataset's records into a task file (all or nothing: every bad record is reported,\n" +
+    "nothing is written, exit 2; the output is replaced atomically).",
+  positionals: [
+    { name: "<in.jsonl|in.json>", description: "the dataset's records" },
+    { name: "<out.jsonl>", description: "the task file to write" },
+  ],
+  options: {
+    format: {
+      type: "string",
+      value: IMPORT_FORMATS.join("|"),
+      required: true,
+      description: "the dataset's format",
+    },
+    answers: {
+      type: "string",
+      value: "FILE",
+      description: "BFCL's possible_answer file (with --format bfcl)",
+      defaultText: "none",
+    },
+    limit: {
+      type: "string",
+      value: "N",
+      description: "import at most the first N records",
+      defaultText: "all",
+    },
+  },
+  examples: ["reward-mesh tasks import --format humaneval HumanEval.jsonl tasks/humaneval.jsonl"],
+};
+
+/** `reward-mesh tasks check`. */
+export const TASKS_CHECK_COMMAND: CommandSpec = {
+  name: "tasks check",
+  summary: "validate a task file the way a training run loads it (tasks per domain)",
+  positionals: [{ name: "<file.jsonl>", description: "the task file" }],
+  options: {},
+  examples: ["reward-mesh tasks check trainer/examples/tool-call-tasks.jsonl"],
+};
+
+/** `reward-mesh tasks`: its sub-commands. */
+export const TASKS_COMMAND: CommandSpec = {
+  name: "tasks",
+  summary:
+    "task files: import public datasets (HumanEval, MBPP, LeetCodeDataset, ToolRL/RLLA, BFCL), check one",
+  options: {},
+  subcommands: [TASKS_IMPORT_COMMAND, TASKS_CHECK_COMMAND],
+  examples: [...TASKS_IMPORT_COMMAND.examples, ...TASKS_CHECK_COMMAND.examples],
+};
+
 /** Usage of the tasks command. */
-export const TASKS_USAGE = `usage: reward-mesh tasks import --format <${IMPORT_FORMATS.join("|")}> <in.jsonl|in.json> <out.jsonl> [--answers FILE] [--limit N]
-       reward-mesh tasks check <file.jsonl>`;
+export const TASKS_USAGE = `${usageLine(TASKS_IMPORT_COMMAND)}
+${usageLine(TASKS_CHECK_COMMAND).replace("usage:", "      ")}`;
 
 /** File-system errors that mean bad input (a missing or unwritable path), not a bug. */
 const BAD_PATH_CODES = new Set(["ENOENT", "EACCES", "EISDIR", "ENOTDIR", "EPERM", "EROFS"]);
@@ -34,18 +88,27 @@ export async function runTasks(args: readonly string[], stdout: Writable, stderr
   try {
     switch (sub) {
       case "import":
-        return importCommand(rest, stdout, stderr);
-      case "check":
-        return checkCommand(rest, stdout);
+      case "check": {
+        const spec = sub === "import" ? TASKS_IMPORT_COMMAND : TASKS_CHECK_COMMAND;
+        if (wantsHelp(spec, rest)) {
+          stdout.write(formatHelp(spec));
+          return 0;
+        }
+        return sub === "import" ? importCommand(rest, stdout, stderr) : checkCommand(rest, stdout);
+      }
       case "help":
       case "--help":
-      case "-h":
-        stdout.write(`${TASKS_USAGE}\n`);
+      case "-h": {
+        const topic = TASKS_COMMAND.subcommands!.find((c) => c.name === `tasks ${rest[0]}`);
+        stdout.write(formatHelp(topic ?? TASKS_COMMAND));
         return 0;
+      }
       case undefined:
         throw new UsageError(TASKS_USAGE);
       default:
-        throw new UsageError(`unknown tasks command '${sub}'\n${TASKS_USAGE}`);
+        throw new UsageError(
+          `unknown tasks command '${sub}'${didYouMean(sub, ["import", "check"])}\n${TASKS_USAGE}`,
+        );
     }
   } catch (err) {
     if (!isBadInput(err)) throw err;
@@ -57,12 +120,8 @@ export async function runTasks(args: readonly string[], stdout: Writable, stderr
 }
 
 function importCommand(args: readonly string[], stdout: Writable, stderr: Writable): number {
-  const { values, positionals } = parseArgs({
-    args: [...args],
-    options: { format: { type: "string" }, answers: { type: "string" }, limit: { type: "string" } },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values: flags, positionals } = parseCommand(TASKS_IMPORT_COMMAND, args);
+  const values = flags as { format?: string; answers?: string; limit?: string };
   if (positionals.length !== 2) throw new UsageError(`expected <in> and <out.jsonl>\n${TASKS_USAGE}`);
   const [inPath, outPath] = positionals as [string, string];
   const format = values.format;
@@ -96,7 +155,7 @@ function importCommand(args: readonly string[], stdout: Writable, stderr: Writab
 }
 
 function checkCommand(args: readonly string[], stdout: Writable): number {
-  const { positionals } = parseArgs({ args: [...args], options: {}, allowPositionals: true, strict: true });
+  const { positionals } = parseCommand(TASKS_CHECK_COMMAND, args);
   if (positionals.length !== 1) throw new UsageError(`expected one task file\n${TASKS_USAGE}`);
   const tasks = loadTaskFile(positionals[0]!);
   const domains = new Map<string, number>();
@@ -113,9 +172,5 @@ function isBadInput(err: unknown): err is Error {
   if (err instanceof UsageError || err instanceof TaskFileError || err instanceof TaskImportError)
     return true;
   const code = (err as { code?: unknown } | null)?.code;
-  return (
-    err instanceof Error &&
-    typeof code === "string" &&
-    (code.startsWith("ERR_PARSE_ARGS_") || BAD_PATH_CODES.has(code))
-  );
+  return err instanceof Error && typeof code === "string" && BAD_PATH_CODES.has(code);
 }

@@ -31,13 +31,59 @@ import {
   type TrainingResult,
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
-import { parseFlags, UsageError } from "../io.js";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import { UsageError } from "../io.js";
 import { SERVICES } from "../services.js";
 import { type RunningMesh, startMesh } from "./up.js";
 
+/** The train command's options (parsing and `--help` come from this table; add a flag here). */
+export const TRAIN_COMMAND: CommandSpec = {
+  name: "train",
+  summary: "a training run (the same command again resumes it from its checkpoint)",
+  description:
+    "A training run from a run configuration; the same command again resumes the run from its checkpoint.\n" +
+    "Expects NATS and the run's services (reward-mesh up) unless --with-mesh.",
+  options: {
+    config: {
+      type: "string",
+      value: "run.yaml",
+      required: true,
+      description: "the run configuration (YAML or JSON)",
+    },
+    "with-mesh": {
+      type: "boolean",
+      description: "start NATS (if nothing answers) and exactly the run's services for the run",
+      defaultText: "off: use the mesh at NATS_URL",
+    },
+    steps: {
+      type: "string",
+      value: "N",
+      description: "override the config's steps",
+      defaultText: "the config's",
+    },
+    "run-id": {
+      type: "string",
+      value: "ID",
+      description: "override the config's run id ([A-Za-z0-9_-]+)",
+      defaultText: "the config's",
+    },
+    quiet: { type: "boolean", description: "no progress line per step on stderr", defaultText: "off" },
+  },
+  notes: ["Writes runs/<run id>/: metrics.jsonl, checkpoints, resolved-config.json and report.html."],
+  examples: ["reward-mesh train --config trainer/examples/tool-agent.yaml --with-mesh --steps 20"],
+};
+
 /** Usage of the train command. */
-export const TRAIN_USAGE =
-  "usage: reward-mesh train --config run.yaml [--with-mesh] [--steps N] [--run-id ID] [--quiet]";
+export const TRAIN_USAGE = usageLine(TRAIN_COMMAND);
+
+/** The report command's arguments. */
+export const REPORT_COMMAND: CommandSpec = {
+  name: "report",
+  summary: "write <run dir>/report.html from the run's metrics.jsonl",
+  positionals: [{ name: "<run dir>", description: "a run directory, e.g. runs/demo-1" }],
+  options: {},
+  examples: ["reward-mesh report runs/demo-1"],
+};
 
 /** Services a run needs (those of its components). */
 export function servicesOf(config: RunConfig): string[] {
@@ -199,13 +245,7 @@ export async function runTrain(
   stdout: Writable,
   stderr: Writable & { isTTY?: boolean },
 ): Promise<number> {
-  const { flags, positional } = parseFlags(args, {
-    config: "string",
-    "with-mesh": "boolean",
-    steps: "string",
-    "run-id": "string",
-    quiet: "boolean",
-  });
+  const { values: flags, positionals: positional } = parseCommand(TRAIN_COMMAND, args);
   if (positional.length > 0 || typeof flags["config"] !== "string") throw new UsageError(TRAIN_USAGE);
   let config = loadRunConfig(flags["config"]);
   if (typeof flags["steps"] === "string") {
@@ -253,9 +293,9 @@ export async function runTrain(
 
 /** `reward-mesh report <run dir>`. */
 export function runReport(args: readonly string[], stdout: Writable): number {
-  if (args.length !== 1 || args[0]!.startsWith("-"))
-    throw new UsageError("usage: reward-mesh report <run dir>");
-  const dir = args[0]!;
+  const { positionals } = parseCommand(REPORT_COMMAND, args);
+  if (positionals.length !== 1) throw new UsageError(usageLine(REPORT_COMMAND));
+  const dir = positionals[0]!;
   const metrics = join(dir, "metrics.jsonl");
   // A run that stopped before step 1 has its resolved config but no metrics: its report says so.
   const started = existsSync(join(dir, "resolved-config.json"));

@@ -13,7 +13,8 @@ import type { Writable } from "node:stream";
 import { freePort, type NatsAuthOptions, waitServing } from "@reward-mesh/sdk";
 import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
-import { parseFlags, UsageError } from "../io.js";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import { UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
 import { startMeshNats } from "./mesh-nats.js";
 
@@ -190,18 +191,52 @@ export function printMesh(mesh: RunningMesh, out: Writable): void {
     out.write(`${s.name.padEnd(14)} ${s.address.padEnd(22)} pid ${s.pid}  log ${s.logFile}\n`);
 }
 
+/** The up command's options (parsing and `--help` come from this table; add a flag here). */
+export const UP_COMMAND: CommandSpec = {
+  name: "up",
+  summary: "the whole mesh on this machine (NATS + every service [+ the PyTorch learner])",
+  description:
+    "The whole mesh on this machine: NATS JetStream (started with generated users when nothing answers at\n" +
+    "NATS_URL) and every reward service on a free port; prints the addresses, stops everything on Ctrl-C.",
+  options: {
+    services: {
+      type: "string",
+      value: "a,b,...",
+      description: `the services to start (${SERVICES.map((s) => s.name).join(", ")})`,
+      defaultText: "all",
+    },
+    learner: {
+      type: "string",
+      value: "torch",
+      description: "also start the PyTorch learner (gRPC) for 'train' to use",
+      defaultText: "none: train embeds its own",
+    },
+    model: {
+      type: "string",
+      value: "builtin:tiny|DIR",
+      description: "the torch learner's model (with --learner torch)",
+      defaultText: "builtin:tiny",
+    },
+    device: {
+      type: "string",
+      value: "auto|cpu|cuda",
+      description: "the torch learner's device (with --learner torch)",
+      defaultText: "auto",
+    },
+  },
+  notes: [
+    "Environment: NATS_URL (default nats://127.0.0.1:4222), REWARD_MESH_NATS_STORE, REWARD_MESH_LOG_DIR,\n" +
+      "REWARD_MESH_NATS_AUTH=off (NATS without users, development only), REWARD_MESH_GRPC_* (TLS, tokens).",
+  ],
+  examples: ["reward-mesh up --services length,tool-call"],
+};
+
 /** Usage of the up command. */
-export const UP_USAGE =
-  "usage: reward-mesh up [--services a,b,...] [--learner torch [--model builtin:tiny|DIR] [--device auto|cpu|cuda]]";
+export const UP_USAGE = usageLine(UP_COMMAND);
 
 /** Runs `up` until SIGINT/SIGTERM. */
 export async function runUp(args: readonly string[], config: CliConfig, stdout: Writable): Promise<number> {
-  const { flags, positional } = parseFlags(args, {
-    services: "string",
-    learner: "string",
-    model: "string",
-    device: "string",
-  });
+  const { values: flags, positionals: positional } = parseCommand(UP_COMMAND, args);
   if (positional.length > 0) throw new UsageError(UP_USAGE);
   if (flags["learner"] !== undefined && flags["learner"] !== "torch")
     throw new UsageError(

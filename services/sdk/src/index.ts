@@ -177,3 +177,4 @@ export {
 } from "./telemetry.js";
 export type { RunningWorker, WorkerOptions, WorkerStats } from "./worker.js";
 export { ensureConsumer, startWorker } from "./worker.js";
+export { closestName, didYouMean, editDistance } from "./suggest.js";

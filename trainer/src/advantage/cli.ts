@@ -6,6 +6,7 @@
  * @module
  */
 
+import { didYouMean } from "@reward-mesh/sdk/suggest";
 import { compileUntypedAdvantageConfig, computeAdvantages } from "./engine.js";
 import { AdvantageCliUsageError, isAdvantageError } from "./errors.js";
 import { supportedEstimatorNames } from "./estimators.js";
@@ -48,6 +49,10 @@ estimators: ${supportedEstimatorNames().join(", ")}
   --sgrpo-threshold <x>           success iff value > x (default 0)
   --dynamic-sampling              DAPO: drop groups whose weighted total is constant
   --dynamic-sampling-component <name|index>   … or whose named component is constant
+  -h, --help                      print this help and exit
+
+example:
+  echo '{"groups":[{"rewards":[[1,1],[0,1],[1,0],[0,0]]}],"weights":[1,0.5]}' | reward-mesh advantages --estimator corr_grpo
 `;
 
 type FlagKind = "string" | "number" | "boolean-value" | "switch" | "list" | "names" | "ref";
@@ -58,7 +63,8 @@ interface FlagSpec {
   readonly target: string;
 }
 
-const FLAGS: Readonly<Record<string, FlagSpec>> = {
+/** Every flag, by its name with `--` (the usage above lists each: a test checks it). */
+export const ADVANTAGES_FLAGS: Readonly<Record<string, FlagSpec>> = {
   "--estimator": { kind: "string", target: "estimator" },
   "--weights": { kind: "list", target: "weights" },
   "--components": { kind: "names", target: "components" },
@@ -108,11 +114,11 @@ function parseArgv(argv: readonly string[]): ParsedFlags {
     }
     const eq = arg.indexOf("=");
     const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
-    const spec = Object.hasOwn(FLAGS, name) ? FLAGS[name] : undefined; // not `__proto__` via the prototype
+    const spec = Object.hasOwn(ADVANTAGES_FLAGS, name) ? ADVANTAGES_FLAGS[name] : undefined; // not `__proto__` via the prototype
     if (spec === undefined) {
       throw new AdvantageCliUsageError(
         arg.startsWith("-")
-          ? `unknown flag '${name}' (see --help)`
+          ? `unknown flag '${name}'${didYouMean(name, [...Object.keys(ADVANTAGES_FLAGS), "--help"]) || " (see --help)"}`
           : `unexpected argument '${arg}' (see --help)`,
       );
     }

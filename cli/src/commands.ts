@@ -1,0 +1,81 @@
+/**
+ * The table of `reward-mesh`'s commands: the top-level help, `reward-mesh help <command>`, and the
+ * nearest command suggested for a typo. Each command's own options live in its module's table.
+ * @module
+ */
+import { didYouMean } from "@reward-mesh/sdk";
+import { ADVANTAGES_USAGE } from "@reward-mesh/trainer";
+import { type CommandSpec, formatHelp } from "./args.js";
+import { CHECK_COMMAND } from "./commands/check.js";
+import { DEMO_COMMAND } from "./commands/demo.js";
+import { EXPERIMENT_COMMAND } from "./commands/experiment.js";
+import { SCORE_COMMAND } from "./commands/score.js";
+import { SERVE_COMMAND } from "./commands/serve.js";
+import { TASKS_COMMAND } from "./commands/tasks.js";
+import { REPORT_COMMAND, TRAIN_COMMAND } from "./commands/train.js";
+import { UP_COMMAND } from "./commands/up.js";
+import { UsageError } from "./io.js";
+import { SERVICES } from "./services.js";
+
+/**
+ * `reward-mesh advantages` parses its own flags (trainer/src/advantage/cli.ts, a pure function the
+ * trainer's tests drive) and prints its own help; this entry lists it and answers `help advantages`.
+ */
+export const ADVANTAGES_COMMAND = {
+  name: "advantages",
+  summary: "JSON groups of rewards on stdin -> advantages (+ diagnostics) for any estimator",
+  options: {},
+  examples: [],
+} as const satisfies CommandSpec;
+
+/** Every command, in the order `reward-mesh help` lists them. */
+export const COMMANDS: readonly CommandSpec[] = [
+  SERVE_COMMAND,
+  SCORE_COMMAND,
+  ADVANTAGES_COMMAND,
+  UP_COMMAND,
+  TRAIN_COMMAND,
+  REPORT_COMMAND,
+  CHECK_COMMAND,
+  EXPERIMENT_COMMAND,
+  TASKS_COMMAND,
+  DEMO_COMMAND,
+];
+
+const firstLine = (s: string) => s.split("\n")[0]!;
+
+/** `reward-mesh help`. */
+export const HELP = `reward-mesh — a reward-service mesh for multi-objective GRPO
+
+usage: reward-mesh <command> [options]
+       reward-mesh <command> --help      that command's options, their defaults and an example
+
+commands:
+${COMMANDS.map((c) => `  ${c.name.padEnd(12)} ${firstLine(c.summary)}`).join("\n")}
+
+services: ${SERVICES.map((s) => s.name).join(", ")}
+environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL, OTEL_*
+  NATS credentials: NATS_NKEY_SEED_FILE | NATS_CREDS_FILE | NATS_USER + NATS_PASSWORD | NATS_TOKEN, NATS_TLS_CA_FILE,
+  NATS_TLS_CERT_FILE + NATS_TLS_KEY_FILE, NATS_INBOX_PREFIX; REWARD_MESH_NATS_AUTH=off: up/demo's NATS without users (development)
+gRPC security: REWARD_MESH_GRPC_TLS_CA_FILE, _TLS_CLIENT_CERT_FILE/_KEY_FILE, _TOKEN(_FILE), _INSECURE
+  (clients); <SERVICE>_GRPC_TLS_CERT_FILE/_KEY_FILE, _TLS_CLIENT_CA_FILE, _TOKEN(_FILE), _INSECURE (servers)
+
+example: reward-mesh demo
+`;
+
+/** The command named `name`, or a usage error suggesting the nearest one. */
+export function commandNamed(name: string): CommandSpec {
+  const spec = COMMANDS.find((c) => c.name === name);
+  if (spec) return spec;
+  const hint =
+    didYouMean(
+      name,
+      COMMANDS.map((c) => c.name),
+    ) || " (try 'reward-mesh help')";
+  throw new UsageError(`unknown command '${name}'${hint}`);
+}
+
+/** The help of one command (`advantages` keeps its own). */
+export function helpOf(spec: CommandSpec): string {
+  return spec === ADVANTAGES_COMMAND ? ADVANTAGES_USAGE : formatHelp(spec);
+}
