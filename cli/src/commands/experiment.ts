@@ -12,7 +12,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
-import { createLogger } from "@reward-mesh/sdk";
 import {
   type ExperimentRun,
   loadRunConfig,
@@ -26,12 +25,12 @@ import {
 import type { CliConfig } from "../config.js";
 import { parseFlags, UsageError } from "../io.js";
 import { demoRunDocument } from "./demo.js";
-import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
+import { logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { startMesh } from "./up.js";
 
 /** Usage of the experiment command. */
 export const EXPERIMENT_USAGE =
-  "usage: reward-mesh experiment --estimators a,b,... [--seeds N] [--reward-noise p] [--noise-components svc/comp,...] [--config base.yaml] [--steps N] [--id ID]";
+  "usage: reward-mesh experiment --estimators a,b,... [--seeds N] [--reward-noise p] [--noise-components svc/comp,...] [--config base.yaml] [--steps N] [--id ID] [--log-format human|json]";
 
 /** The run config of one arm of the experiment. */
 export function armConfig(
@@ -99,9 +98,11 @@ export async function runExperiment(
     config: "string",
     steps: "string",
     id: "string",
+    "log-format": "string",
   });
   if (positional.length > 0 || typeof flags["estimators"] !== "string")
     throw new UsageError(EXPERIMENT_USAGE);
+  const logFormat = logFormatOf(flags, cli);
   const arms = flags["estimators"]
     .split(",")
     .map((s) => s.trim())
@@ -146,19 +147,18 @@ export async function runExperiment(
   );
   const tasks = loadRunTasks(base);
   const mesh = await startMesh(cli, { services: servicesOf(base) });
-  const logger = createLogger({ service: "experiment", level: "warn" });
   const runs: ExperimentRun[] = [];
   try {
     for (const { arm, config } of configs) {
-      stderr.write(`\n== ${arm}, seed ${config.seed} (${config.runId})\n`);
+      if (logFormat === "human") stderr.write(`\n== ${arm}, seed ${config.seed} (${config.runId})\n`);
       await trainWithMesh({
         cli,
         config,
         tasks,
         withMesh: false,
         mesh,
-        logger,
-        onStep: progressPrinter(stderr),
+        logFormat,
+        ...(logFormat === "human" ? { onStep: progressPrinter(stderr) } : {}),
       });
       runs.push({
         estimator: arm,
@@ -178,6 +178,10 @@ export async function runExperiment(
     join(dir, "experiment.json"),
     `${JSON.stringify({ id: expId, arms, seeds, noise, noiseComponents, runs: runs.map((r) => ({ estimator: r.estimator, seed: r.seed, steps: r.lines.length })) }, null, 2)}\n`,
   );
-  stdout.write(`experiment ${expId}: ${runs.length} runs\nreport ${out}\n`);
+  stdout.write(
+    logFormat === "json"
+      ? `${JSON.stringify({ id: expId, runs: runs.length, dir, report: out })}\n`
+      : `experiment ${expId}: ${runs.length} runs\nreport ${out}\n`,
+  );
   return 0;
 }
