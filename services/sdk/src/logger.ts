@@ -85,7 +85,9 @@ export function formatHumanLogLine(json: string): string {
     .filter(([k]) => !HUMAN_OMIT.has(k))
     .map(([k, v]) => ` ${k}=${humanValue(v)}`)
     .join("");
-  return `${level.padEnd(5)} ${String(rec["msg"] ?? "")}${fields}\n`;
+  // One line per record: a message that spans lines (an error's log tail, say) keeps them as `\n`.
+  const msg = String(rec["msg"] ?? "").replace(/\r?\n/g, "\\n");
+  return `${level.padEnd(5)} ${msg}${fields}\n`;
 }
 
 /** A pino stream that writes each record as a {@link formatHumanLogLine} line to `fd`. */

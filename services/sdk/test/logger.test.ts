@@ -29,6 +29,11 @@ describe("formatHumanLogLine", () => {
       'warn  policy update skipped step=3 reason="no answer" ok=false err="boom"\n',
     );
     assert.equal(formatHumanLogLine('{"level":50,"msg":"down"}\n'), "error down\n");
+    assert.equal(
+      formatHumanLogLine(JSON.stringify({ level: 40, msg: "two\nlines", why: "a\nb" })),
+      'warn  two\\nlines why="a\\nb"\n',
+      "one line per record",
+    );
   });
 
   it("passes a line that is not JSON through unchanged", () => {
