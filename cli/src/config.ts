@@ -9,6 +9,8 @@ import {
   envString,
   type GrpcClientSecurity,
   loadBusOptions,
+  LOG_FORMATS,
+  type LogFormat,
   loadGrpcClientSecurity,
   processEnv,
 } from "@reward-mesh/sdk";
@@ -39,6 +41,14 @@ export interface CliConfig {
    */
   readonly logDir: string;
   /**
+   * How `train`/`demo`/`experiment` show logs (`REWARD_MESH_LOG_FORMAT`, overridden by `--log-format`):
+   * `human`, progress for people with warnings and errors as readable lines on stderr; `json`, JSON log
+   * records only on stderr and only the result (one JSON object) on stdout. Either way every record
+   * also goes to `<run dir>/logs/trainer.jsonl`.
+   * @default "human"
+   */
+  readonly logFormat: LogFormat;
+  /**
    * The interpreter of the PyTorch learner (`REWARD_MESH_PYTHON`): Debian's, which sees python3-torch.
    * @default "/usr/bin/python3"
    */
@@ -62,6 +72,7 @@ export function loadCliConfig(env = processEnv()): CliConfig {
     natsAuth: envEnum(env, "REWARD_MESH_NATS_AUTH", ["on", "off"], "on"),
     natsAuthDir: envString(env, "REWARD_MESH_NATS_AUTH_DIR", join(dirname(natsStoreDir), "auth")),
     logDir: envString(env, "REWARD_MESH_LOG_DIR", "runs/logs"),
+    logFormat: envEnum(env, "REWARD_MESH_LOG_FORMAT", LOG_FORMATS, "human"),
     python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
     grpc: loadGrpcClientSecurity(env),
     env,

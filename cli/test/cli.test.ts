@@ -318,6 +318,13 @@ describe("reward-mesh experiment", () => {
       );
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /experiment exp1: 4 runs/);
+      assert.doesNotMatch(r.stderr, /^\{/m, "no JSON log line between the progress lines");
+      for (const run of ["exp1-grpo-s1", "exp1-s_grpo-s2"])
+        assert.match(
+          readFileSync(join(dir, "runs", "exp1", run, "logs", "trainer.jsonl"), "utf8"),
+          /"msg":"learner ready"/,
+          `${run} logs to its own logs/trainer.jsonl`,
+        );
       const html = readFileSync(join(dir, "runs", "exp1", "experiment.html"), "utf8");
       assert.match(html, /<tr><th>grpo<\/th>/);
       assert.match(html, /<tr><th>s_grpo<\/th>/);

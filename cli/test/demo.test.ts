@@ -1,10 +1,10 @@
 /** `npm start`'s demo, shortened: every service up, a few training steps through the mesh, a clean stop. */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@reward-mesh/sdk";
@@ -55,6 +55,17 @@ it("reward-mesh demo --steps 4 trains through every service and shuts everything
     assert.match(stdout, /mesh stopped\.$/m);
     const report = stdout.match(/^report (\S+)$/m)?.[1];
     assert.ok(report && existsSync(join(dir, report)), "report written");
+    // Logs stay off the terminal (--log-format human): the run's records are in its logs/trainer.jsonl.
+    const jsonLines = `${stdout}\n${stderr}`.split("\n").filter((l) => l.trimStart().startsWith("{"));
+    assert.deepEqual(jsonLines, [], "no JSON log line between the progress lines");
+    const log = join(dir, dirname(report), "logs", "trainer.jsonl");
+    assert.ok(
+      readFileSync(log, "utf8")
+        .trim()
+        .split("\n")
+        .some((l) => (JSON.parse(l) as { msg?: string }).msg === "learner ready"),
+      `${log} has the run's records`,
+    );
     const natsUp = await new Promise<boolean>((r) => {
       const s = connect(port, "127.0.0.1");
       s.once("connect", () => {

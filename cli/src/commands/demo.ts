@@ -14,7 +14,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Writable } from "node:stream";
-import { createLogger } from "@reward-mesh/sdk";
 import {
   builtinTasks,
   createRng,
@@ -28,7 +27,7 @@ import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { SERVICES } from "../services.js";
-import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
+import { LOG_FORMAT_OPTION, logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { printMesh, startMesh } from "./up.js";
 
 /** Seed documented in the README (the demo's learning figures are for this seed). */
@@ -129,6 +128,7 @@ export const DEMO_COMMAND: CommandSpec = {
       description: "training steps (>= 2)",
       defaultText: `60, or ${TORCH_DEMO_STEPS} with --learner torch`,
     },
+    "log-format": LOG_FORMAT_OPTION,
   },
   examples: ["reward-mesh demo --steps 20"],
 };
@@ -145,6 +145,11 @@ export async function runDemo(
 ): Promise<number> {
   const { values: flags, positionals: positional } = parseCommand(DEMO_COMMAND, args);
   if (positional.length) throw new UsageError(DEMO_USAGE);
+  const logFormat = logFormatOf(flags, cli);
+  // In JSON mode stdout carries only the result: the lines for people are left out.
+  const say = (text: string) => {
+    if (logFormat === "human") out.write(text);
+  };
   const torch = flags["learner"] === "torch";
   if (!torch && flags["learner"] !== "embedded")
     throw new UsageError(`'--learner' must be 'embedded' or 'torch', got '${String(flags["learner"])}'`);
@@ -157,13 +162,11 @@ export async function runDemo(
   const tasks = builtinTasks(config.tasks.sets);
   if (config.learner.kind === "torch" && config.learner.warmup) {
     const n = writeTorchDemoWarmup(config.learner.warmup.file, seed);
-    out.write(
-      `wrote ${n} warm-up examples (format right, arguments random) to ${config.learner.warmup.file}\n`,
-    );
+    say(`wrote ${n} warm-up examples (format right, arguments random) to ${config.learner.warmup.file}\n`);
   }
   // The torch demo needs only the tool-call service; the embedded one shows every service.
   const services = torch ? servicesOf(config) : SERVICES.map((x) => x.name);
-  out.write(
+  say(
     `reward-mesh demo — run ${config.runId}, seed ${seed}\nstarting NATS JetStream and the reward services (${services.join(", ")})...\n`,
   );
   // The demo's code sandbox is bubblewrap (about 15 ms per run here, against about 110 ms for a Docker
@@ -173,24 +176,24 @@ export async function runDemo(
   const mesh = await startMesh(meshCli, { services });
   let result: Awaited<ReturnType<typeof trainWithMesh>>;
   try {
-    printMesh(mesh, out);
-    out.write(
+    if (logFormat === "human") printMesh(mesh, out);
+    say(
       torch
         ? `\nstarting the PyTorch learner (builtin:tiny, a small randomly initialised transformer with a byte-level tokenizer, warmed up for ${config.learner.kind === "torch" ? config.learner.warmup?.steps : 0} supervised steps; not a pretrained LLM) ...\n`
         : `\ntraining the embedded learner (a small tabular softmax policy over task fragments, not an LLM): `,
     );
     const describeRun = `${tasks.length} tasks, G=${config.groupSize}, ${config.promptsPerStep} prompts/step, ${config.steps} steps, estimator ${config.estimator.name}, loss ${config.loss.type}\n`;
-    if (!torch) out.write(describeRun);
+    if (!torch) say(describeRun);
     result = await trainWithMesh({
       cli: meshCli,
       config,
       tasks,
       withMesh: false,
       mesh,
-      logger: createLogger({ service: "demo", level: "warn" }),
-      onStep: progressPrinter(err),
+      logFormat,
+      ...(logFormat === "human" ? { onStep: progressPrinter(err) } : {}),
       ...(torch
-        ? { onLearner: (where: string) => out.write(`learner at ${where}\ntraining: ${describeRun}`) }
+        ? { onLearner: (where: string) => say(`learner at ${where}\ntraining: ${describeRun}`) }
         : {}),
     });
   } finally {
@@ -201,11 +204,37 @@ export async function runDemo(
   const first = lines.slice(0, n);
   const last = lines.slice(-n);
   const comps = Object.keys(lines[0]?.components ?? {});
+  const w0 = avg(first, (l) => l.weightedReward);
+  const w1 = avg(last, (l) => l.weightedReward);
+  const wallSeconds = (performance.now() - t0) / 1000;
+  if (logFormat === "json") {
+    out.write(
+      `${JSON.stringify({
+        runId: config.runId,
+        seed,
+        estimator: config.estimator.name,
+        loss: config.loss.type,
+        steps: lines.length,
+        window: n,
+        weightedReward: { first: w0, last: w1 },
+        components: Object.fromEntries(
+          comps.map((c) => [
+            c,
+            {
+              first: avg(first, (l) => l.components?.[c]?.mean),
+              last: avg(last, (l) => l.components?.[c]?.mean),
+            },
+          ]),
+        ),
+        wallSeconds: Number(wallSeconds.toFixed(1)),
+        report: result.report,
+      })}\n`,
+    );
+    return 0;
+  }
   const row = (name: string, a: number | null, b: number | null) =>
     `${name.padEnd(28)} ${a === null ? "–".padStart(10) : a.toFixed(4).padStart(10)} ${b === null ? "–".padStart(10) : b.toFixed(4).padStart(10)}\n`;
   out.write(`\n${"".padEnd(28)} ${`first ${n}`.padStart(10)} ${`last ${n}`.padStart(10)}\n`);
-  const w0 = avg(first, (l) => l.weightedReward);
-  const w1 = avg(last, (l) => l.weightedReward);
   out.write(row("weighted reward", w0, w1));
   for (const c of comps)
     out.write(
@@ -216,7 +245,7 @@ export async function runDemo(
       ),
     );
   out.write(
-    `\nestimator ${config.estimator.name}, loss ${config.loss.type}, ${lines.length} steps, wall time ${((performance.now() - t0) / 1000).toFixed(1)} s\n` +
+    `\nestimator ${config.estimator.name}, loss ${config.loss.type}, ${lines.length} steps, wall time ${wallSeconds.toFixed(1)} s\n` +
       `weighted reward ${w0?.toFixed(4)} -> ${w1?.toFixed(4)} (${w0 !== null && w1 !== null ? `${w1 - w0 >= 0 ? "+" : ""}${(w1 - w0).toFixed(4)}` : "n/a"})\n` +
       `report ${result.report}\nmesh stopped.\n`,
   );

@@ -12,7 +12,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
-import { createLogger } from "@reward-mesh/sdk";
 import {
   type ExperimentRun,
   loadRunConfig,
@@ -27,7 +26,7 @@ import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { demoRunDocument } from "./demo.js";
-import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
+import { LOG_FORMAT_OPTION, logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { startMesh } from "./up.js";
 
 /** The experiment command's options (parsing and `--help` come from this table; add a flag here). */
@@ -70,6 +69,7 @@ export const EXPERIMENT_COMMAND: CommandSpec = {
       defaultText: "the config's",
     },
     id: { type: "string", value: "ID", description: "the experiment's id", defaultText: "exp-<date>-<time>" },
+    "log-format": LOG_FORMAT_OPTION,
   },
   examples: [
     "reward-mesh experiment --estimators grpo,s_grpo --seeds 2 --reward-noise 0.1 --noise-components tool-call/exact_match",
@@ -140,6 +140,7 @@ export async function runExperiment(
   const { values: flags, positionals: positional } = parseCommand(EXPERIMENT_COMMAND, args);
   if (positional.length > 0 || typeof flags["estimators"] !== "string")
     throw new UsageError(EXPERIMENT_USAGE);
+  const logFormat = logFormatOf(flags, cli);
   const arms = flags["estimators"]
     .split(",")
     .map((s) => s.trim())
@@ -184,19 +185,18 @@ export async function runExperiment(
   );
   const tasks = loadRunTasks(base);
   const mesh = await startMesh(cli, { services: servicesOf(base) });
-  const logger = createLogger({ service: "experiment", level: "warn" });
   const runs: ExperimentRun[] = [];
   try {
     for (const { arm, config } of configs) {
-      stderr.write(`\n== ${arm}, seed ${config.seed} (${config.runId})\n`);
+      if (logFormat === "human") stderr.write(`\n== ${arm}, seed ${config.seed} (${config.runId})\n`);
       await trainWithMesh({
         cli,
         config,
         tasks,
         withMesh: false,
         mesh,
-        logger,
-        onStep: progressPrinter(stderr),
+        logFormat,
+        ...(logFormat === "human" ? { onStep: progressPrinter(stderr) } : {}),
       });
       runs.push({
         estimator: arm,
@@ -216,6 +216,10 @@ export async function runExperiment(
     join(dir, "experiment.json"),
     `${JSON.stringify({ id: expId, arms, seeds, noise, noiseComponents, runs: runs.map((r) => ({ estimator: r.estimator, seed: r.seed, steps: r.lines.length })) }, null, 2)}\n`,
   );
-  stdout.write(`experiment ${expId}: ${runs.length} runs\nreport ${out}\n`);
+  stdout.write(
+    logFormat === "json"
+      ? `${JSON.stringify({ id: expId, runs: runs.length, dir, report: out })}\n`
+      : `experiment ${expId}: ${runs.length} runs\nreport ${out}\n`,
+  );
   return 0;
 }

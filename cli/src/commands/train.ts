@@ -11,7 +11,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
-import { createLogger, type Logger, openBus } from "@reward-mesh/sdk";
+import { createLogger, LOG_FORMATS, type LogFormat, type Logger, openBus } from "@reward-mesh/sdk";
 import {
   checkTorchAvailable,
   createEmbeddedLearner,
@@ -37,6 +37,16 @@ import { SERVICES } from "../services.js";
 import { type RunningMesh, startMesh } from "./up.js";
 
 /** The train command's options (parsing and `--help` come from this table; add a flag here). */
+/** `--log-format`, shared by train, demo and experiment (see {@link logFormatOf}). */
+export const LOG_FORMAT_OPTION = {
+  type: "string",
+  value: "human|json",
+  description:
+    "human: progress and readable warnings on the terminal, every log record in <run dir>/logs/trainer.jsonl; " +
+    "json: JSON log records only on stderr and the result as one JSON object on stdout",
+  defaultText: "REWARD_MESH_LOG_FORMAT, else human",
+} as const;
+
 export const TRAIN_COMMAND: CommandSpec = {
   name: "train",
   summary: "a training run (the same command again resumes it from its checkpoint)",
@@ -68,6 +78,7 @@ export const TRAIN_COMMAND: CommandSpec = {
       defaultText: "the config's",
     },
     quiet: { type: "boolean", description: "no progress line per step on stderr", defaultText: "off" },
+    "log-format": LOG_FORMAT_OPTION,
   },
   notes: ["Writes runs/<run id>/: metrics.jsonl, checkpoints, resolved-config.json and report.html."],
   examples: ["reward-mesh train --config trainer/examples/tool-agent.yaml --with-mesh --steps 20"],
@@ -84,6 +95,20 @@ export const REPORT_COMMAND: CommandSpec = {
   options: {},
   examples: ["reward-mesh report runs/demo-1"],
 };
+
+/** The log format a command runs with: `--log-format` if given, else the CLI configuration's. */
+export function logFormatOf(flags: Readonly<Record<string, string | boolean>>, cli: CliConfig): LogFormat {
+  const v = flags["log-format"];
+  if (v === undefined) return cli.logFormat;
+  if (!(LOG_FORMATS as readonly unknown[]).includes(v))
+    throw new UsageError(`'--log-format' must be one of ${LOG_FORMATS.join(", ")}, got '${String(v)}'`);
+  return v as LogFormat;
+}
+
+/** Where a run's log records go (JSON lines): `<run dir>/logs/trainer.jsonl`. */
+export function runLogFile(config: RunConfig): string {
+  return join(runPaths(config.outputDir, config.runId).dir, "logs", "trainer.jsonl");
+}
 
 /** Services a run needs (those of its components). */
 export function servicesOf(config: RunConfig): string[] {
@@ -177,7 +202,11 @@ export interface TrainWithMeshOptions {
   readonly onStep?: (r: StepReport) => void;
   /** Told where the learner runs once it is ready. */
   readonly onLearner?: (where: string) => void;
-  readonly logger: Logger;
+  /**
+   * How the run's log records reach the console (`human`: warnings and errors as readable lines on
+   * stderr; `json`: every record as a JSON line on stderr); every record also goes to {@link runLogFile}.
+   */
+  readonly logFormat: LogFormat;
   readonly signal?: AbortSignal;
 }
 
@@ -186,10 +215,27 @@ export interface TrainWithMeshOptions {
  * when the run stopped before its first step).
  */
 export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingResult & { report: string }> {
-  let mesh = o.mesh;
-  const ownMesh = !mesh && o.withMesh;
   // The run directory first: a bad run.outputDir is a clear error before anything is started.
   prepareRunDirectory(o.config.outputDir, o.config.runId);
+  const logger = createLogger({
+    service: "trainer",
+    level: "info",
+    format: o.logFormat,
+    file: runLogFile(o.config),
+  });
+  try {
+    return await trainInDirectory(o, logger);
+  } finally {
+    logger.close();
+  }
+}
+
+async function trainInDirectory(
+  o: TrainWithMeshOptions,
+  logger: Logger,
+): Promise<TrainingResult & { report: string }> {
+  let mesh = o.mesh;
+  const ownMesh = !mesh && o.withMesh;
   if (ownMesh)
     mesh = await startMesh(o.cli, {
       services: servicesOf(o.config),
@@ -212,7 +258,7 @@ export async function trainWithMesh(o: TrainWithMeshOptions): Promise<TrainingRe
         tasks: o.tasks,
         bus,
         learner,
-        logger: o.logger,
+        logger,
         ...(o.onStep ? { onStep: o.onStep } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
       });
@@ -247,6 +293,7 @@ export async function runTrain(
 ): Promise<number> {
   const { values: flags, positionals: positional } = parseCommand(TRAIN_COMMAND, args);
   if (positional.length > 0 || typeof flags["config"] !== "string") throw new UsageError(TRAIN_USAGE);
+  const logFormat = logFormatOf(flags, cli);
   let config = loadRunConfig(flags["config"]);
   if (typeof flags["steps"] === "string") {
     const n = Number(flags["steps"]);
@@ -261,7 +308,7 @@ export async function runTrain(
   const tasks = loadRunTasks(config);
   const abort = new AbortController();
   const onSignal = () => {
-    stderr.write("\nstopping (checkpointed; run the same command to resume)...\n");
+    if (logFormat === "human") stderr.write("\nstopping (checkpointed; run the same command to resume)...\n");
     abort.abort();
   };
   process.once("SIGINT", onSignal);
@@ -272,10 +319,26 @@ export async function runTrain(
       config,
       tasks,
       withMesh: flags["with-mesh"] === true,
-      logger: createLogger({ service: "trainer", level: "warn" }),
-      ...(flags["quiet"] ? {} : { onStep: progressPrinter(stderr) }),
+      logFormat,
+      ...(flags["quiet"] || logFormat === "json" ? {} : { onStep: progressPrinter(stderr) }),
       signal: abort.signal,
     });
+    if (logFormat === "json") {
+      stdout.write(
+        `${JSON.stringify({
+          runId: r.runId,
+          stopped: r.stopped,
+          firstStep: r.firstStep,
+          lastStep: r.lastStep,
+          resumedFrom: r.resumedFrom ?? null,
+          dir: r.dir,
+          log: runLogFile(config),
+          metrics: r.report ? join(r.dir, "metrics.jsonl") : null,
+          report: r.report || null,
+        })}\n`,
+      );
+      return 0;
+    }
     stdout.write(
       `${r.stopped ? "stopped" : "finished"} run ${r.runId}: steps ${r.firstStep}..${r.lastStep}${r.resumedFrom ? ` (resumed after step ${r.resumedFrom})` : ""}${r.report ? `\nmetrics ${join(r.dir, "metrics.jsonl")}\nreport  ${r.report}` : ""}\n`,
     );
@@ -283,7 +346,11 @@ export async function runTrain(
   } catch (err) {
     // Stopped during start-up (the mesh was starting): everything started is stopped again.
     if (!abort.signal.aborted || err !== abort.signal.reason) throw err;
-    stdout.write(`stopped run ${config.runId} during start-up\n`);
+    stdout.write(
+      logFormat === "json"
+        ? `${JSON.stringify({ runId: config.runId, stopped: true, startup: true })}\n`
+        : `stopped run ${config.runId} during start-up\n`,
+    );
     return 0;
   } finally {
     process.removeListener("SIGINT", onSignal);

@@ -77,8 +77,8 @@ export {
   toGrpcStatus,
   UnavailableError,
 } from "./errors.js";
-export type { LogFields, Logger, LoggerOptions } from "./logger.js";
-export { createLogger, silentLogger } from "./logger.js";
+export type { ClosableLogger, LogFields, LogFormat, Logger, LoggerOptions } from "./logger.js";
+export { createLogger, formatHumanLogLine, LOG_FORMATS, silentLogger } from "./logger.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";
 export { serveRewardService, startRewardService } from "./runtime.js";
 export {
