@@ -133,6 +133,8 @@ export type { LoadTaskFileOptions, TextTaskDefinition } from "./run/task-file.js
 export { loadTaskFile, TaskFileError, taskFileDomain } from "./run/task-file.js";
 export type { ExperimentRun, MetricsLine, Series } from "./run/report.js";
 export { lineChart, readMetrics, renderExperimentReport, renderRunReport } from "./run/report.js";
+export type { LivePage, LivePageOptions } from "./run/live.js";
+export { liveCharts, livePageHtml, startLivePage } from "./run/live.js";
 export type { TrainerCheckpoint } from "./run/state.js";
 export { prepareRunDirectory, runPaths } from "./run/state.js";
 export type { FragmentTaskDefinition, TaskDefinition } from "./run/tasks.js";
@@ -145,7 +147,7 @@ export {
   taskDomainOf,
   textPromptOf,
 } from "./run/tasks.js";
-export type { StepReport, TrainingOptions, TrainingResult } from "./run/train.js";
+export type { StepGroup, StepReport, TrainingOptions, TrainingResult } from "./run/train.js";
 export { runTraining } from "./run/train.js";
 export type {
   RejectCounts,
