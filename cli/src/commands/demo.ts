@@ -18,14 +18,17 @@ import { createLogger } from "@reward-mesh/sdk";
 import {
   builtinTasks,
   createRng,
+  type LivePage,
   type MetricsLine,
   readMetrics,
   resolveRunConfig,
   runPaths,
+  type StepReport,
   toolCallWarmupExamples,
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { parseFlags, UsageError } from "../io.js";
+import { openLivePage, takeUiFlag } from "../live-ui.js";
 import { SERVICES } from "../services.js";
 import { progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { printMesh, startMesh } from "./up.js";
@@ -103,7 +106,8 @@ const avg = (ls: readonly MetricsLine[], f: (l: MetricsLine) => number | null | 
 };
 
 /** Usage of the demo command. */
-export const DEMO_USAGE = "usage: reward-mesh demo [--learner embedded|torch] [--seed N] [--steps N]";
+export const DEMO_USAGE =
+  "usage: reward-mesh demo [--learner embedded|torch] [--seed N] [--steps N] [--ui [PORT]]";
 
 /** Runs the demo; returns the exit code. */
 export async function runDemo(
@@ -112,7 +116,8 @@ export async function runDemo(
   out: Writable,
   err: Writable & { isTTY?: boolean },
 ): Promise<number> {
-  const { flags, positional } = parseFlags(args, { seed: "string", steps: "string", learner: "string" });
+  const { rest, ui } = takeUiFlag(args);
+  const { flags, positional } = parseFlags(rest, { seed: "string", steps: "string", learner: "string" });
   if (positional.length) throw new UsageError(DEMO_USAGE);
   const torch = flags["learner"] === "torch";
   if (flags["learner"] !== undefined && !torch && flags["learner"] !== "embedded")
@@ -140,8 +145,11 @@ export async function runDemo(
   const meshCli: CliConfig = { ...cli, env: { SANDBOX_BACKEND: "bwrap", ...cli.env } };
   servicesOf(config); // every service the run needs is available
   const mesh = await startMesh(meshCli, { services });
+  let live: LivePage | undefined;
   let result: Awaited<ReturnType<typeof trainWithMesh>>;
   try {
+    // The live page (--ui), before the first step; closed with the mesh.
+    if (ui !== undefined) live = await openLivePage(config, ui, out);
     printMesh(mesh, out);
     out.write(
       torch
@@ -150,6 +158,7 @@ export async function runDemo(
     );
     const describeRun = `${tasks.length} tasks, G=${config.groupSize}, ${config.promptsPerStep} prompts/step, ${config.steps} steps, estimator ${config.estimator.name}, loss ${config.loss.type}\n`;
     if (!torch) out.write(describeRun);
+    const progress = progressPrinter(err);
     result = await trainWithMesh({
       cli: meshCli,
       config,
@@ -157,12 +166,19 @@ export async function runDemo(
       withMesh: false,
       mesh,
       logger: createLogger({ service: "demo", level: "warn" }),
-      onStep: progressPrinter(err),
+      onStep: live
+        ? (s: StepReport) => {
+            progress(s);
+            live?.push(s);
+          }
+        : progress,
       ...(torch
         ? { onLearner: (where: string) => out.write(`learner at ${where}\ntraining: ${describeRun}`) }
         : {}),
     });
+    live?.finish(`finished after step ${result.lastStep}`);
   } finally {
+    await live?.close();
     await mesh.stop();
   }
   const lines = readMetrics(runPaths(config.outputDir, config.runId).metrics);

@@ -32,12 +32,13 @@ import {
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { parseFlags, UsageError } from "../io.js";
+import { openLivePage, takeUiFlag } from "../live-ui.js";
 import { SERVICES } from "../services.js";
 import { type RunningMesh, startMesh } from "./up.js";
 
 /** Usage of the train command. */
 export const TRAIN_USAGE =
-  "usage: reward-mesh train --config run.yaml [--with-mesh] [--steps N] [--run-id ID] [--quiet]";
+  "usage: reward-mesh train --config run.yaml [--with-mesh] [--steps N] [--run-id ID] [--quiet] [--ui [PORT]]";
 
 /** Services a run needs (those of its components). */
 export function servicesOf(config: RunConfig): string[] {
@@ -199,7 +200,8 @@ export async function runTrain(
   stdout: Writable,
   stderr: Writable & { isTTY?: boolean },
 ): Promise<number> {
-  const { flags, positional } = parseFlags(args, {
+  const { rest, ui } = takeUiFlag(args);
+  const { flags, positional } = parseFlags(rest, {
     config: "string",
     "with-mesh": "boolean",
     steps: "string",
@@ -226,6 +228,9 @@ export async function runTrain(
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  // The live page (--ui) lives as long as this command: closed in `finally` however the run ends.
+  const live = ui === undefined ? undefined : await openLivePage(config, ui, stderr);
+  const progress = flags["quiet"] ? undefined : progressPrinter(stderr);
   try {
     const r = await trainWithMesh({
       cli,
@@ -233,9 +238,17 @@ export async function runTrain(
       tasks,
       withMesh: flags["with-mesh"] === true,
       logger: createLogger({ service: "trainer", level: "warn" }),
-      ...(flags["quiet"] ? {} : { onStep: progressPrinter(stderr) }),
+      ...(progress || live
+        ? {
+            onStep: (s: StepReport) => {
+              progress?.(s);
+              live?.push(s);
+            },
+          }
+        : {}),
       signal: abort.signal,
     });
+    live?.finish(`${r.stopped ? "stopped" : "finished"} after step ${r.lastStep}`);
     stdout.write(
       `${r.stopped ? "stopped" : "finished"} run ${r.runId}: steps ${r.firstStep}..${r.lastStep}${r.resumedFrom ? ` (resumed after step ${r.resumedFrom})` : ""}${r.report ? `\nmetrics ${join(r.dir, "metrics.jsonl")}\nreport  ${r.report}` : ""}\n`,
     );
@@ -246,6 +259,7 @@ export async function runTrain(
     stdout.write(`stopped run ${config.runId} during start-up\n`);
     return 0;
   } finally {
+    await live?.close();
     process.removeListener("SIGINT", onSignal);
     process.removeListener("SIGTERM", onSignal);
   }

@@ -1,0 +1,49 @@
+/**
+ * `--ui [port]` of `reward-mesh train` and `reward-mesh demo`: the run's live page (trainer's
+ * `startLivePage`) on 127.0.0.1, its address printed at start, stopped with the run.
+ * @module
+ */
+import type { Writable } from "node:stream";
+import { type LivePage, type RunConfig, runPaths, startLivePage } from "@reward-mesh/trainer";
+import { UsageError } from "./io.js";
+
+/**
+ * Takes `--ui`, `--ui <port>` or `--ui=<port>` out of `args` (the flag's value is optional, which the
+ * commands' flag parser has no kind for). `ui` is the port (0: any free one), or undefined without the flag.
+ */
+export function takeUiFlag(args: readonly string[]): { rest: string[]; ui: number | undefined } {
+  const rest: string[] = [];
+  let ui: number | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    let value: string | undefined;
+    if (a === "--ui") {
+      const next = args[i + 1];
+      if (next !== undefined && /^\d+$/.test(next)) {
+        value = next;
+        i++;
+      } else value = "0";
+    } else if (a.startsWith("--ui=")) value = a.slice("--ui=".length);
+    else {
+      rest.push(a);
+      continue;
+    }
+    const port = Number(value);
+    if (!/^\d+$/.test(value) || port > 65535)
+      throw new UsageError(`'--ui' takes a port number 0-65535 (0 or none: any free port), got '${value}'`);
+    ui = port;
+  }
+  return { rest, ui };
+}
+
+/** Starts the live page of `config`'s run on `port` and prints `live page: <url>` on `out`. */
+export async function openLivePage(config: RunConfig, port: number, out: Writable): Promise<LivePage> {
+  const live = await startLivePage({
+    runId: config.runId,
+    steps: config.steps,
+    port,
+    metricsFile: runPaths(config.outputDir, config.runId).metrics,
+  });
+  out.write(`live page: ${live.url}\n`);
+  return live;
+}
