@@ -194,6 +194,7 @@ it("the live page in headless Chromium: loads, shows a new step without reload, 
   });
   t.after(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.setDefaultTimeout(15_000); // a step that never shows fails in 15 s, not the default 30 s
   const problems: string[] = [];
   page.on("console", (m) => {
     if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
@@ -229,12 +230,14 @@ it("the live page in headless Chromium: loads, shows a new step without reload, 
   assert.ok(!(await page.content()).includes("NaN"), "no NaN on the page");
 
   // A new step arrives: it shows without a reload (a marker set on the document survives).
-  // (Page-side code as strings: the tests compile without the DOM library.)
+  // (Page-side code as strings: the tests compile without the DOM library. Waits are locators, not
+  // waitForFunction, whose polling evals a string, which the page's CSP rightly refuses.)
   await page.evaluate("window.marker = 42");
   live.push(stepReport(2, 4));
   await page.waitForSelector('#latest[data-step="2"]');
   await page.waitForSelector('#steps tr[data-step="2"]');
-  await page.waitForFunction('document.querySelector("#charts").textContent.includes("step 2")');
+  // The charts are redrawn with step 2 (the heatmap's cells have one title per step).
+  await page.locator("#charts title", { hasText: /^step 2: / }).waitFor({ state: "attached" });
   assert.equal(await page.evaluate("window.marker"), 42, "same document");
   assert.equal(loads, 1, "loaded once");
   assert.equal(await page.locator("#steps tr[data-step]").count(), 2);
@@ -248,7 +251,7 @@ it("the live page in headless Chromium: loads, shows a new step without reload, 
   assert.ok(statSync(shot).size > 10_000, "a screenshot with something on it");
 
   live.finish("finished at step 3");
-  await page.waitForFunction('document.querySelector("#state").textContent.startsWith("run over")');
+  await page.locator("#state", { hasText: /^run over/ }).waitFor();
   assert.deepEqual(problems, [], "no console errors or warnings, no failed or external requests");
   console.log(
     `live page browser test: ${((performance.now() - t0) / 1000).toFixed(2)} s; screenshot ${shot}`,
