@@ -236,7 +236,7 @@ const CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-
 figure{display:inline-block;margin:8px 12px 8px 0;vertical-align:top}figcaption{font-weight:600;margin-bottom:4px}
 svg text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.legend span{margin-right:12px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f6f6f6}td.l{text-align:left}
-.empty{color:#888}.num{font-variant-numeric:tabular-nums}.dropped{color:#999}`;
+.empty{color:#888}.num{font-variant-numeric:tabular-nums}.dropped{color:#999}.wide{overflow-x:auto}`;
 
 /** The page's script: follows `/events`, renders the status, the last steps and groups, swaps the charts. */
 const SCRIPT = `"use strict";
@@ -342,9 +342,9 @@ export function livePageHtml(runId: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,"><style>${CSS}</style></head><body>
 <h1>${title}</h1>
 <p id="status"><b id="latest" data-step="0">connecting…</b> · <span id="state">connecting</span></p>
-<h2>Last steps</h2><table id="steps"></table>
+<h2>Last steps</h2><div class="wide"><table id="steps"></table></div>
 <div id="charts"></div>
-<h2>Last groups</h2><p id="groups-empty" class="empty">no group yet</p><table id="groups"></table>
+<h2>Last groups</h2><p id="groups-empty" class="empty">no group yet</p><div class="wide"><table id="groups"></table></div>
 <script>${SCRIPT}</script>
 </body></html>
 `;
