@@ -37,13 +37,26 @@ export function takeUiFlag(args: readonly string[]): { rest: string[]; ui: numbe
 }
 
 /** Starts the live page of `config`'s run on `port` and prints `live page: <url>` on `out`. */
-export async function openLivePage(config: RunConfig, port: number, out: Writable): Promise<LivePage> {
-  const live = await startLivePage({
-    runId: config.runId,
-    steps: config.steps,
-    port,
-    metricsFile: runPaths(config.outputDir, config.runId).metrics,
-  });
+export async function openLivePage(
+  config: Pick<RunConfig, "runId" | "steps" | "outputDir">,
+  port: number,
+  out: Writable,
+): Promise<LivePage> {
+  let live: LivePage;
+  try {
+    live = await startLivePage({
+      runId: config.runId,
+      steps: config.steps,
+      port,
+      metricsFile: runPaths(config.outputDir, config.runId).metrics,
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE")
+      throw new UsageError(
+        `'--ui ${port}': port ${port} is in use on 127.0.0.1 ('--ui' alone picks a free port)`,
+      );
+    throw err;
+  }
   out.write(`live page: ${live.url}\n`);
   return live;
 }
