@@ -178,6 +178,8 @@ export async function runDemo(
     });
     live?.finish(`finished after step ${result.lastStep}`);
   } finally {
+    // An error or a stop during start-up: open pages say so rather than try to reconnect (no-op after a finish).
+    live?.finish("the run ended early (see the command's output)");
     await live?.close();
     await mesh.stop();
   }

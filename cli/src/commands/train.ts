@@ -259,6 +259,8 @@ export async function runTrain(
     stdout.write(`stopped run ${config.runId} during start-up\n`);
     return 0;
   } finally {
+    // An error or a stop during start-up: open pages say so rather than try to reconnect (no-op after a finish).
+    live?.finish("the run ended early (see the command's output)");
     await live?.close();
     process.removeListener("SIGINT", onSignal);
     process.removeListener("SIGTERM", onSignal);
