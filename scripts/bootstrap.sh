@@ -11,16 +11,20 @@
 #     PyTorch learner's Debian packages python3-torch, python3-grpcio, python3-protobuf, python3-numpy,
 #     libopenblas0-pthread (an optimised BLAS for torch), and
 #     protobuf-compiler + protobuf-compiler-grpc + libprotobuf-dev for its generated stubs (the drift check)
+#   * with --with-browser (what `npm test` passes): Debian's `chromium`, the headless browser the live
+#     page's test drives through playwright-core (which downloads no browser of its own)
 # Elsewhere (not root, no apt) it prints exactly what to install and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_docker=0
 with_torch=0
+with_browser=0
 for arg in "$@"; do
   case "$arg" in
     --with-docker) with_docker=1 ;;
     --with-torch) with_torch=1 ;;
-    *) echo "bootstrap: unknown argument '$arg' (known: --with-docker, --with-torch)" >&2; exit 2 ;;
+    --with-browser) with_browser=1 ;;
+    *) echo "bootstrap: unknown argument '$arg' (known: --with-docker, --with-torch, --with-browser)" >&2; exit 2 ;;
   esac
 done
 
@@ -51,6 +55,10 @@ if [ "$with_torch" = 1 ]; then
     missing+=(libopenblas0-pthread)
 fi
 
+if [ "$with_browser" = 1 ]; then
+  have chromium || missing+=(chromium)
+fi
+
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing ${missing[*]} with apt-get" >&2
@@ -62,6 +70,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "  Debian/Ubuntu:  sudo apt-get install -y ${missing[*]}" >&2
     echo "  other systems:  install nats-server >= 2.9 (https://docs.nats.io) and bubblewrap (bwrap), and put them on PATH;" >&2
     echo "                  for the PyTorch learner: Python 3 with torch, grpcio, protobuf (point REWARD_MESH_PYTHON at it)" >&2
+    echo "                  for the live page's browser test: Chromium (point REWARD_MESH_CHROMIUM at it)" >&2
     exit 1
   fi
 fi

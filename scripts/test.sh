@@ -12,6 +12,6 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-bash scripts/bootstrap.sh --with-docker --with-torch
+bash scripts/bootstrap.sh --with-docker --with-torch --with-browser
 npm run check
 node scripts/run-tests.mjs "$@"

@@ -42,11 +42,11 @@ function runBin(
   });
 }
 
-it("reward-mesh demo --steps 4 trains through every service and shuts everything down", async () => {
+it("reward-mesh demo --steps 4 --ui trains through every service and shuts everything down", async () => {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "rm-demo-"));
   try {
-    const { code, stdout, stderr } = await runBin(["demo", "--steps", "4"], dir, port, 180_000);
+    const { code, stdout, stderr } = await runBin(["demo", "--steps", "4", "--ui"], dir, port, 180_000);
     assert.equal(code, 0, `${stdout}\n${stderr}`);
     for (const s of ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency"])
       assert.match(stdout, new RegExp(`^${s}\\s+127\\.0\\.0\\.1:\\d+`, "m"));
@@ -66,15 +66,19 @@ it("reward-mesh demo --steps 4 trains through every service and shuts everything
         .some((l) => (JSON.parse(l) as { msg?: string }).msg === "learner ready"),
       `${log} has the run's records`,
     );
-    const natsUp = await new Promise<boolean>((r) => {
-      const s = connect(port, "127.0.0.1");
-      s.once("connect", () => {
-        s.destroy();
-        r(true);
+    const portOpen = (p: number) =>
+      new Promise<boolean>((r) => {
+        const s = connect(p, "127.0.0.1");
+        s.once("connect", () => {
+          s.destroy();
+          r(true);
+        });
+        s.once("error", () => r(false));
       });
-      s.once("error", () => r(false));
-    });
-    assert.equal(natsUp, false, "the NATS the demo started is stopped");
+    assert.equal(await portOpen(port), false, "the NATS the demo started is stopped");
+    const ui = stdout.match(/^live page: http:\/\/127\.0\.0\.1:(\d+)\/$/m)?.[1];
+    assert.ok(ui, `the live page's address is printed: ${stdout}`);
+    assert.equal(await portOpen(Number(ui)), false, "the live page stopped with the demo");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -160,6 +160,27 @@ describe("reward-mesh train: SIGTERM", () => {
     assert.ok(existsSync(pending), "the interrupted step is still journalled");
   });
 
+  it("--ui serves the live page while the run goes on and stops it with the run on SIGTERM", async () => {
+    const t = startTrainer(
+      ["--config", writeConfig("ui", runDoc("ui", join(dir, "runs"), 120_000)), "--quiet", "--ui"],
+      { NATS_URL: nats.url },
+    );
+    await until(t, () => /live page: http:\/\/127\.0\.0\.1:\d+\//.test(t.output()), 60_000, "live page");
+    const url = /live page: (http:\/\/127\.0\.0\.1:(\d+)\/)/.exec(t.output())!;
+    const page = await fetch(url[1]!);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /reward-mesh run ui \(live\)/);
+    await until(
+      t,
+      () => existsSync(join(dir, "runs", "ui", "pending-step.json")),
+      60_000,
+      "step in progress",
+    );
+    const { code } = await terminate(t, 15_000);
+    assert.equal(code, 0, t.output());
+    assert.equal(await portOpen(Number(url[2])), false, "the live page stopped with the run");
+  });
+
   it("during start-up (--with-mesh starting NATS and the services) stops and stops what it started", async () => {
     const port = await freePort();
     const logs = join(dir, "logs");

@@ -145,6 +145,8 @@ export {
   runNotice,
   seriesStyle,
 } from "./run/report.js";
+export type { LivePage, LivePageOptions } from "./run/live.js";
+export { liveCharts, livePageHtml, startLivePage } from "./run/live.js";
 export type { TrainerCheckpoint } from "./run/state.js";
 export { prepareRunDirectory, runPaths } from "./run/state.js";
 export type { FragmentTaskDefinition, TaskDefinition } from "./run/tasks.js";
@@ -157,7 +159,7 @@ export {
   taskDomainOf,
   textPromptOf,
 } from "./run/tasks.js";
-export type { StepReport, TrainingOptions, TrainingResult } from "./run/train.js";
+export type { StepGroup, StepReport, TrainingOptions, TrainingResult } from "./run/train.js";
 export { runTraining } from "./run/train.js";
 export type {
   RejectCounts,

@@ -32,6 +32,7 @@ import {
   renderRunReport,
   resolveRunConfig,
   runTraining,
+  type StepReport,
 } from "../src/index.js";
 
 let nats: LocalNats;
@@ -77,11 +78,34 @@ describe("training through the mesh", () => {
   it("learns: the weighted reward of the last steps is above the first (fixed seed)", async () => {
     const config = resolveRunConfig(doc("e2e", 16));
     const learner = createEmbeddedLearner({ seed: config.seed });
+    const reports: StepReport[] = [];
     try {
-      const r = await runTraining({ config, tasks: builtinTasks(["custom"]), bus, learner });
+      const r = await runTraining({
+        config,
+        tasks: builtinTasks(["custom"]),
+        bus,
+        learner,
+        onStep: (s) => reports.push(s),
+      });
       assert.equal(r.lastStep, 16);
     } finally {
       await learner.close();
+    }
+    // Each step reports its groups to listeners (the live page's "last groups").
+    assert.deepEqual(
+      reports.map((s) => s.step),
+      Array.from({ length: 16 }, (_, i) => i + 1),
+    );
+    const g = reports[0]!.groups!;
+    assert.deepEqual(
+      g.map((x) => x.groupId),
+      ["s1-p0", "s1-p1"],
+    );
+    for (const x of g) {
+      assert.equal(x.domain, "custom");
+      assert.ok(x.taskId.length > 0);
+      assert.equal(x.weightedRewards.length, 8);
+      assert.equal(x.advantages.length, 8);
     }
     const lines = readMetrics(join(dir, "e2e", "metrics.jsonl"));
     assert.deepEqual(

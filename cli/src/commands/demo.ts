@@ -17,15 +17,18 @@ import type { Writable } from "node:stream";
 import {
   builtinTasks,
   createRng,
+  type LivePage,
   type MetricsLine,
   readMetrics,
   resolveRunConfig,
   runPaths,
+  type StepReport,
   toolCallWarmupExamples,
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
+import { openLivePage, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { SERVICES } from "../services.js";
 import { LOG_FORMAT_OPTION, logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { printMesh, startMesh } from "./up.js";
@@ -129,6 +132,7 @@ export const DEMO_COMMAND: CommandSpec = {
       defaultText: `60, or ${TORCH_DEMO_STEPS} with --learner torch`,
     },
     "log-format": LOG_FORMAT_OPTION,
+    ui: UI_OPTION,
   },
   examples: ["reward-mesh demo --steps 20"],
 };
@@ -143,7 +147,8 @@ export async function runDemo(
   out: Writable,
   err: Writable & { isTTY?: boolean },
 ): Promise<number> {
-  const { values: flags, positionals: positional } = parseCommand(DEMO_COMMAND, args);
+  const { rest, ui } = takeUiFlag(args);
+  const { values: flags, positionals: positional } = parseCommand(DEMO_COMMAND, rest);
   if (positional.length) throw new UsageError(DEMO_USAGE);
   const logFormat = logFormatOf(flags, cli);
   // In JSON mode stdout carries only the result: the lines for people are left out.
@@ -174,8 +179,11 @@ export async function runDemo(
   const meshCli: CliConfig = { ...cli, env: { SANDBOX_BACKEND: "bwrap", ...cli.env } };
   servicesOf(config); // every service the run needs is available
   const mesh = await startMesh(meshCli, { services });
+  let live: LivePage | undefined;
   let result: Awaited<ReturnType<typeof trainWithMesh>>;
   try {
+    // The live page (--ui), before the first step; closed with the mesh.
+    if (ui !== undefined) live = await openLivePage(config, ui, logFormat === "human" ? out : err, logFormat);
     if (logFormat === "human") printMesh(mesh, out);
     say(
       torch
@@ -184,6 +192,7 @@ export async function runDemo(
     );
     const describeRun = `${tasks.length} tasks, G=${config.groupSize}, ${config.promptsPerStep} prompts/step, ${config.steps} steps, estimator ${config.estimator.name}, loss ${config.loss.type}\n`;
     if (!torch) say(describeRun);
+    const progress = logFormat === "human" ? progressPrinter(err) : undefined;
     result = await trainWithMesh({
       cli: meshCli,
       config,
@@ -191,12 +200,23 @@ export async function runDemo(
       withMesh: false,
       mesh,
       logFormat,
-      ...(logFormat === "human" ? { onStep: progressPrinter(err) } : {}),
+      ...(progress || live
+        ? {
+            onStep: (s: StepReport) => {
+              progress?.(s);
+              live?.push(s);
+            },
+          }
+        : {}),
       ...(torch
         ? { onLearner: (where: string) => say(`learner at ${where}\ntraining: ${describeRun}`) }
         : {}),
     });
+    live?.finish(`finished after step ${result.lastStep}`);
   } finally {
+    // An error or a stop during start-up: open pages say so rather than try to reconnect (no-op after a finish).
+    live?.finish("the run ended early (see the command's output)");
+    await live?.close();
     await mesh.stop();
   }
   const lines = readMetrics(runPaths(config.outputDir, config.runId).metrics);

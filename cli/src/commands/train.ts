@@ -33,6 +33,7 @@ import {
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
+import { openLivePage, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { SERVICES } from "../services.js";
 import { type RunningMesh, startMesh } from "./up.js";
 
@@ -79,6 +80,7 @@ export const TRAIN_COMMAND: CommandSpec = {
     },
     quiet: { type: "boolean", description: "no progress line per step on stderr", defaultText: "off" },
     "log-format": LOG_FORMAT_OPTION,
+    ui: UI_OPTION,
   },
   notes: ["Writes runs/<run id>/: metrics.jsonl, checkpoints, resolved-config.json and report.html."],
   examples: ["reward-mesh train --config trainer/examples/tool-agent.yaml --with-mesh --steps 20"],
@@ -291,7 +293,8 @@ export async function runTrain(
   stdout: Writable,
   stderr: Writable & { isTTY?: boolean },
 ): Promise<number> {
-  const { values: flags, positionals: positional } = parseCommand(TRAIN_COMMAND, args);
+  const { rest, ui } = takeUiFlag(args);
+  const { values: flags, positionals: positional } = parseCommand(TRAIN_COMMAND, rest);
   if (positional.length > 0 || typeof flags["config"] !== "string") throw new UsageError(TRAIN_USAGE);
   const logFormat = logFormatOf(flags, cli);
   let config = loadRunConfig(flags["config"]);
@@ -313,6 +316,9 @@ export async function runTrain(
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  // The live page (--ui) lives as long as this command: closed in `finally` however the run ends.
+  const live = ui === undefined ? undefined : await openLivePage(config, ui, stderr, logFormat);
+  const progress = flags["quiet"] || logFormat === "json" ? undefined : progressPrinter(stderr);
   try {
     const r = await trainWithMesh({
       cli,
@@ -320,9 +326,17 @@ export async function runTrain(
       tasks,
       withMesh: flags["with-mesh"] === true,
       logFormat,
-      ...(flags["quiet"] || logFormat === "json" ? {} : { onStep: progressPrinter(stderr) }),
+      ...(progress || live
+        ? {
+            onStep: (s: StepReport) => {
+              progress?.(s);
+              live?.push(s);
+            },
+          }
+        : {}),
       signal: abort.signal,
     });
+    live?.finish(`${r.stopped ? "stopped" : "finished"} after step ${r.lastStep}`);
     if (logFormat === "json") {
       stdout.write(
         `${JSON.stringify({
@@ -353,6 +367,9 @@ export async function runTrain(
     );
     return 0;
   } finally {
+    // An error or a stop during start-up: open pages say so rather than try to reconnect (no-op after a finish).
+    live?.finish("the run ended early (see the command's output)");
+    await live?.close();
     process.removeListener("SIGINT", onSignal);
     process.removeListener("SIGTERM", onSignal);
   }

@@ -59,11 +59,27 @@ import {
 } from "./tasks.js";
 import { createResultValidator, describeRunServices } from "./validation.js";
 
+/** One group of a step as progress listeners see it (the live page's "last groups"). */
+export interface StepGroup {
+  readonly groupId: string;
+  readonly taskId: string;
+  readonly domain: string;
+  /** False when dynamic sampling dropped the group (no signal). */
+  readonly kept: boolean;
+  readonly degenerate: boolean;
+  readonly imputed: boolean;
+  /** Per rollout, in index order. */
+  readonly weightedRewards: readonly number[];
+  readonly advantages: readonly number[];
+}
+
 /** What one step reports to progress listeners. */
 export interface StepReport {
   readonly step: number;
   readonly steps: number;
   readonly metrics: Record<string, unknown>;
+  /** The step's groups that reached the engine (dropped incomplete groups are counted in the metrics). */
+  readonly groups?: readonly StepGroup[];
 }
 
 /** Options of {@link runTraining}. */
@@ -370,8 +386,27 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       removeIfExists(paths.pending);
       assembler.markApplied(step);
       await publishAdvantages(bus, config, step, train.policyVersion, prepared, result, metrics);
+      const journalled = pending;
       pending = undefined;
-      o.onStep?.({ step, steps: config.steps, metrics });
+      o.onStep?.({
+        step,
+        steps: config.steps,
+        metrics,
+        groups: prepared.map((g, gi): StepGroup => {
+          const id = g.source.group.groupId;
+          const r = result.groups[gi]!;
+          return {
+            groupId: id,
+            taskId: journalled.groups.find((x) => x.groupId === id)!.taskId,
+            domain: domainByGroup.get(id)!,
+            kept: r.kept,
+            degenerate: r.degenerate,
+            imputed: g.imputed,
+            weightedRewards: g.rewards.map((row) => weightedTotal(row, config.components)),
+            advantages: [...r.advantages],
+          };
+        }),
+      });
     }
   } finally {
     await assembler.close();
