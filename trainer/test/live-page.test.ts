@@ -236,8 +236,8 @@ it("the live page in headless Chromium: loads, shows a new step without reload, 
   live.push(stepReport(2, 4));
   await page.waitForSelector('#latest[data-step="2"]');
   await page.waitForSelector('#steps tr[data-step="2"]');
-  // The charts are redrawn with step 2 (the heatmap's cells have one title per step).
-  await page.locator("#charts title", { hasText: /^step 2: / }).waitFor({ state: "attached" });
+  // The charts are redrawn with step 2 (every point and heatmap cell has a title "<series> · step N: <value>").
+  await page.locator("#charts title", { hasText: / · step 2: / }).first().waitFor({ state: "attached" });
   assert.equal(await page.evaluate("window.marker"), 42, "same document");
   assert.equal(loads, 1, "loaded once");
   assert.equal(await page.locator("#steps tr[data-step]").count(), 2);
