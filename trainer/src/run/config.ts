@@ -6,12 +6,14 @@
  * @module
  */
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Ajv } from "ajv";
 import { parse as parseYaml } from "yaml";
-import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
+import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
 import { showValue } from "../advantage/errors.js";
 import { resolveEstimatorName } from "../advantage/estimators.js";
-import { type LossType, LossTypes } from "../learner/types.js";
+import type { LossType } from "../learner/types.js";
 import { BUILTIN_TASK_SETS, builtinTasks } from "./builtin-tasks.js";
 import { loadTaskFile } from "./task-file.js";
 import type { TaskDefinition } from "./tasks.js";
@@ -177,110 +179,419 @@ function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function checkKeys(o: Obj, path: string, allowed: readonly string[]): void {
-  for (const k of Object.keys(o)) {
-    if (!allowed.includes(k)) {
-      const where = path === "" ? k : `${path}.${k}`;
-      throw new RunConfigError(where, `is not a known key (known: ${allowed.join(", ")})`);
-    }
-  }
-}
+/** The published schema (`trainer/schema/run-config.schema.json`): the source of every structural check. */
+const SCHEMA = JSON.parse(
+  readFileSync(fileURLToPath(new URL("../../schema/run-config.schema.json", import.meta.url)), "utf8"),
+) as Obj;
+const validateSchema = new Ajv({
+  allErrors: true, // the message is picked below, in the order the keys are read
+  verbose: true, // each error carries its schema node and value
+  strict: true,
+  strictRequired: false,
+  allowUnionTypes: true,
+}).compile(SCHEMA);
 
 const keyOf = (path: string, k: string) => (path === "" ? k : `${path}.${k}`);
 
-function num(
-  o: Obj,
-  path: string,
-  k: string,
-  def: number,
-  min: number,
-  max = Number.POSITIVE_INFINITY,
-  integer = false,
-): number {
-  const v = o[k];
-  if (v === undefined || v === null) return def;
-  if (
-    typeof v !== "number" ||
-    !Number.isFinite(v) ||
-    v < min ||
-    v > max ||
-    (integer && !Number.isInteger(v))
-  ) {
-    const what = integer ? "an integer" : "a number";
-    const range = max === Number.POSITIVE_INFINITY ? `>= ${min}` : `in [${min}, ${max}]`;
-    throw new RunConfigError(keyOf(path, k), `must be ${what} ${range}, got ${showValue(v)}`);
+/** Mappings in which a known key set to null means "absent" (the default), with their known keys; null elsewhere is a value. */
+const NULL_IS_ABSENT: Readonly<Record<string, readonly string[]>> = (() => {
+  const props = (node: unknown) => Object.keys(((node as Obj)["properties"] as Obj | undefined) ?? {});
+  const p = SCHEMA["properties"] as Record<string, Obj>;
+  const alt = (k: string, i: number) => (p[k]!["anyOf"] as Obj[])[i];
+  const torch = (SCHEMA["definitions"] as Record<string, Obj>)["torchLearner"]!;
+  return {
+    "": props(SCHEMA),
+    ...Object.fromEntries(
+      ["run", "tasks", "loss", "optim", "groups", "rewardNoise", "generation", "validation"].map((k) => [
+        k,
+        props(p[k]),
+      ]),
+    ),
+    estimator: props(alt("estimator", 1)),
+    sgrpo: props(alt("sgrpo", 2)),
+    dynamicSampling: props(alt("dynamicSampling", 1)),
+    learner: props(torch).concat("address"),
+    "learner.warmup": props((torch["properties"] as Obj)["warmup"]),
+  };
+})();
+/** Keys whose null is checked as a value (an error), not read as absent. */
+const NULL_IS_VALUE = new Set(["components", "estimator", "learner.gradientCheckpointing"]);
+
+/** `doc` with the null-valued keys of its mappings removed (shallow copies; the input is not changed). */
+function withoutNulls(doc: Obj): Obj {
+  // Only known keys: an unknown key set to null is still reported as unknown.
+  const strip = (o: Obj, path: string, known: readonly string[]): Obj =>
+    Object.fromEntries(
+      Object.entries(o).filter(
+        ([k, v]) => v !== null || !known.includes(k) || NULL_IS_VALUE.has(keyOf(path, k)),
+      ),
+    );
+  const out = strip(doc, "", NULL_IS_ABSENT[""]!);
+  for (const [path, known] of Object.entries(NULL_IS_ABSENT)) {
+    if (path === "") continue;
+    const parts = path.split(".");
+    let parent: unknown = out;
+    for (const k of parts.slice(0, -1)) parent = isObj(parent) ? parent[k] : undefined;
+    const last = parts[parts.length - 1]!;
+    const v = isObj(parent) ? parent[last] : undefined;
+    if (isObj(parent) && isObj(v)) parent[last] = strip(v, path, known);
   }
-  return v;
+  const comps = out["components"];
+  if (Array.isArray(comps))
+    out["components"] = comps.map((c) =>
+      isObj(c) && !Object.hasOwn(c, "preset") // {preset: null} is reported as it always was
+        ? strip(c, "", ["service", "component", "weight"])
+        : c,
+    );
+  return out;
 }
 
-function str(o: Obj, path: string, k: string, def: string, pattern?: RegExp): string {
-  const v = o[k];
-  if (v === undefined || v === null) return def;
-  if (typeof v !== "string" || v === "")
-    throw new RunConfigError(keyOf(path, k), `must be a non-empty string, got ${showValue(v)}`);
-  if (pattern && !pattern.test(v))
-    throw new RunConfigError(keyOf(path, k), `must match ${pattern}, got ${showValue(v)}`);
-  return v;
+interface SchemaError {
+  readonly keyword: string;
+  readonly instancePath: string;
+  readonly schemaPath: string;
+  readonly params: Record<string, unknown>;
+  readonly parentSchema?: Obj;
+  readonly data?: unknown;
+  /** The key, for an error of `propertyNames`. */
+  readonly propertyName?: string;
 }
 
-function oneOf<T extends string>(o: Obj, path: string, k: string, choices: readonly T[], def: T): T {
-  const v = str(o, path, k, def);
-  if (!(choices as readonly string[]).includes(v)) {
-    throw new RunConfigError(keyOf(path, k), `must be one of ${choices.join(", ")}, got ${showValue(v)}`);
+/** The dotted key of a JSON pointer into `doc` (`/components/0/service` → `components[0].service`). */
+function dotted(doc: unknown, pointer: string): string {
+  let key = "";
+  let node: unknown = doc;
+  for (const raw of pointer.split("/").slice(1)) {
+    const part = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    key = Array.isArray(node) ? `${key}[${part}]` : keyOf(key, part);
+    node = isObj(node) || Array.isArray(node) ? (node as Obj)[part] : undefined;
   }
-  return v as T;
+  return key;
 }
 
-function obj(o: Obj, path: string, k: string): Obj {
-  const v = o[k];
-  if (v === undefined || v === null) return {};
-  if (!isObj(v)) throw new RunConfigError(keyOf(path, k), `must be a mapping, got ${showValue(v)}`);
-  return v;
+function valueAt(doc: unknown, pointer: string): unknown {
+  let node: unknown = doc;
+  for (const raw of pointer.split("/").slice(1))
+    node =
+      isObj(node) || Array.isArray(node)
+        ? (node as Obj)[raw.replace(/~1/g, "/").replace(/~0/g, "~")]
+        : undefined;
+  return node;
 }
 
 const TOKEN = /^[A-Za-z0-9_-]+$/;
+const LEARNER_KINDS = ["embedded", "grpc", "torch"] as const;
 
-function components(o: Obj): ComponentConfig[] {
-  const v = o["components"];
-  if (v === undefined)
-    throw new RunConfigError(
-      "components",
-      "is required (a preset name, or a list of {service, component, weight})",
+function unknownPreset(key: string, name: unknown): RunConfigError {
+  return new RunConfigError(
+    key,
+    `unknown preset ${showValue(name)} (known: ${Object.keys(COMPONENT_PRESETS).join(", ")})`,
+  );
+}
+
+function unknownEstimator(name: string): RunConfigError {
+  try {
+    resolveEstimatorName(name);
+  } catch (err) {
+    return new RunConfigError("estimator.name", err instanceof Error ? err.message : String(err), {
+      cause: err,
+    });
+  }
+  return new RunConfigError("estimator.name", `unknown advantage estimator ${showValue(name)}`);
+}
+
+/**
+ * For each mapping of the schema that has alternatives (`anyOf`): the message when the value fits none
+ * of them as a whole, or the schema paths of the alternative whose errors count (the one picked by the
+ * value's shape, as the validator always read it; `>`: counts only for keys below this mapping).
+ */
+function alternative(pointer: string, v: unknown): RunConfigError | readonly string[] | undefined {
+  if (pointer === "/components") {
+    if (typeof v === "string") return unknownPreset("components[0]", v);
+    if (Array.isArray(v) && v.length > 0) return ["#/properties/components/anyOf/1"];
+    return new RunConfigError("components", "must be a preset name or a non-empty list");
+  }
+  const item = /^\/components\/(\d+)$/.exec(pointer);
+  if (item) {
+    const key = `components[${item[1]}]`;
+    if (typeof v === "string") return unknownPreset(key, v);
+    if (isObj(v) && typeof v["preset"] === "string")
+      return ["#/anyOf/1", "#/definitions/componentItem/anyOf/1", ">#/definitions/preset"];
+    // ("#/anyOf/…": ajv names the paths of a shared definition from that definition)
+    if (isObj(v)) return ["#/anyOf/2", "#/definitions/componentItem/anyOf/2"];
+    return new RunConfigError(
+      key,
+      `must be a preset name or {service, component, weight}, got ${showValue(v)}`,
     );
-  const presetList = (name: string, key: string) => {
-    const p = Object.hasOwn(COMPONENT_PRESETS, name) ? COMPONENT_PRESETS[name] : undefined;
-    if (!p)
-      throw new RunConfigError(
-        key,
-        `unknown preset ${showValue(name)} (known: ${Object.keys(COMPONENT_PRESETS).join(", ")})`,
+  }
+  if (pointer === "/estimator") {
+    if (typeof v === "string") return unknownEstimator(v);
+    if (isObj(v)) return ["#/properties/estimator/anyOf/1", ">#/properties/estimator/definitions/name"];
+    return new RunConfigError("estimator", `must be a name or {name, options}, got ${showValue(v)}`);
+  }
+  if (pointer === "/sgrpo") {
+    if (isObj(v)) return ["#/properties/sgrpo/anyOf/2"];
+    return new RunConfigError("sgrpo", `must be a mapping, got ${showValue(v)}`);
+  }
+  if (pointer === "/dynamicSampling") {
+    if (isObj(v)) return ["#/properties/dynamicSampling/anyOf/1"];
+    return new RunConfigError("dynamicSampling", `must be true, false or {component}, got ${showValue(v)}`);
+  }
+  if (pointer === "/learner") {
+    if (typeof v === "string")
+      return new RunConfigError(
+        "learner",
+        `must be 'embedded', 'torch', 'grpc://host:port' or {kind, ...}, got ${showValue(v)}`,
       );
-    return p;
-  };
-  const items: unknown[] = typeof v === "string" ? [v] : Array.isArray(v) ? v : [];
-  if (items.length === 0) throw new RunConfigError("components", "must be a preset name or a non-empty list");
-  const out: ComponentConfig[] = [];
-  items.forEach((item, i) => {
-    const key = `components[${i}]`;
-    if (typeof item === "string") out.push(...presetList(item, key));
-    else if (isObj(item) && typeof item["preset"] === "string") {
-      checkKeys(item, key, ["preset"]);
-      out.push(...presetList(item["preset"], `${key}.preset`));
-    } else if (isObj(item)) {
-      checkKeys(item, key, ["service", "component", "weight"]);
-      out.push({
-        service: str(item, key, "service", "", TOKEN),
-        component: str(item, key, "component", "", TOKEN),
-        weight: num(item, key, "weight", 1, Number.NEGATIVE_INFINITY),
-      });
-      if (!item["service"]) throw new RunConfigError(`${key}.service`, "is required");
-      if (!item["component"]) throw new RunConfigError(`${key}.component`, "is required");
-    } else {
-      throw new RunConfigError(
-        key,
-        `must be a preset name or {service, component, weight}, got ${showValue(item)}`,
+    if (!isObj(v)) return new RunConfigError("learner", `must be a name or a mapping, got ${showValue(v)}`);
+    const kind = v["kind"] ?? "embedded";
+    if (typeof kind !== "string" || kind === "")
+      return new RunConfigError("learner.kind", `must be a non-empty string, got ${showValue(kind)}`);
+    if (kind === "embedded") return ["#/properties/learner/anyOf/3"];
+    if (kind === "grpc") return ["#/properties/learner/anyOf/4"];
+    if (kind === "torch") return ["#/definitions/torchLearner"];
+    return new RunConfigError(
+      "learner.kind",
+      `must be one of ${LEARNER_KINDS.join(", ")}, got ${showValue(kind)}`,
+    );
+  }
+  return undefined;
+}
+
+/** What each required key's message adds. */
+const REQUIRED: Readonly<Record<string, string>> = {
+  components: "is required (a preset name, or a list of {service, component, weight})",
+  "sgrpo.p": "is required (label-flip probability in [0, 0.5))",
+  "learner.address": "is required (host:port)",
+  "learner.warmup.file": "is required (JSONL of {prompt, response})",
+  "tasks.path": "is required with source 'jsonl' (a file of rewardmesh.v1.Task lines)",
+};
+
+/** The message of one schema error, in the words the trainer has always used for that key. */
+function message(doc: Obj, e: SchemaError): RunConfigError {
+  const key = dotted(doc, e.instancePath);
+  const s = e.parentSchema ?? {};
+  const v = e.data;
+  const top = e.instancePath.split("/").slice(0, 3).join("/");
+  if (e.keyword === "additionalProperties") {
+    const known = Object.keys((s["properties"] as Obj | undefined) ?? {});
+    return new RunConfigError(
+      keyOf(key, String(e.params["additionalProperty"])),
+      `is not a known key (known: ${known.join(", ")})`,
+    );
+  }
+  if (e.keyword === "required") {
+    const k = keyOf(key, String(e.params["missingProperty"]));
+    return new RunConfigError(k, REQUIRED[k.replace(/\[\d+\]/g, "")] ?? "is required");
+  }
+  if (e.schemaPath === "#/properties/tasks/else/not")
+    return new RunConfigError("tasks.path", "is only read with source 'jsonl'");
+  if (e.schemaPath.startsWith("#/properties/services/propertyNames"))
+    return new RunConfigError(
+      `services.${e.propertyName ?? String(e.params["propertyName"])}`,
+      "is not a valid service name",
+    );
+  if (e.instancePath.startsWith("/services/"))
+    return new RunConfigError(dotted(doc, top.split("/").slice(0, 3).join("/")), "must be a list of domains");
+  if (top === "/tasks/sets") {
+    const sets = valueAt(doc, top);
+    if (Array.isArray(sets) && sets.length > 0 && sets.every((x) => typeof x === "string" && TOKEN.test(x))) {
+      const i = sets.findIndex((x) => !Object.hasOwn(BUILTIN_TASK_SETS, x));
+      return new RunConfigError(
+        `tasks.sets[${i}]`,
+        `unknown task set '${sets[i]}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`,
       );
     }
-  });
+    return new RunConfigError("tasks.sets", `must be a non-empty list of set names, got ${showValue(sets)}`);
+  }
+  if (top === "/generation/stop")
+    return new RunConfigError(
+      "generation.stop",
+      `must be a list of non-empty strings, got ${showValue(valueAt(doc, top))}`,
+    );
+  if (top === "/rewardNoise/components")
+    return new RunConfigError(
+      "rewardNoise.components",
+      "must be a list of component names (service/component)",
+    );
+  if (e.schemaPath.startsWith("#/definitions/preset")) return unknownPreset(key, v);
+  if (e.schemaPath.startsWith("#/properties/estimator/definitions/name") && typeof v === "string" && v !== "")
+    return unknownEstimator(v);
+  const type = Array.isArray(s["type"]) ? (s["type"] as string[])[0] : s["type"];
+  if (type === "object")
+    return new RunConfigError(
+      key === "" ? "(root)" : key,
+      key === "" ? "must be a mapping" : `must be a mapping, got ${showValue(v)}`,
+    );
+  if (type === "number" || type === "integer") {
+    const min = (s["minimum"] as number | undefined) ?? Number.NEGATIVE_INFINITY;
+    const max = s["maximum"] as number | undefined;
+    const range = max === undefined ? `>= ${min}` : `in [${min}, ${max}]`;
+    return new RunConfigError(
+      key,
+      `must be ${type === "integer" ? "an integer" : "a number"} ${range}, got ${showValue(v)}`,
+    );
+  }
+  if (type === "boolean") return new RunConfigError(key, `must be true or false, got ${showValue(v)}`);
+  if (type === "string") {
+    if (typeof v !== "string" || v === "")
+      return new RunConfigError(key, `must be a non-empty string, got ${showValue(v)}`);
+    if (e.keyword === "enum")
+      return new RunConfigError(
+        key,
+        `must be one of ${(s["enum"] as string[]).join(", ")}, got ${showValue(v)}`,
+      );
+    if (e.keyword === "pattern")
+      return new RunConfigError(key, `must match /${String(s["pattern"])}/, got ${showValue(v)}`);
+  }
+  // Not reached for this schema; still a message that names the key.
+  return new RunConfigError(key === "" ? "(root)" : key, `is not valid: ${e.keyword}`);
+}
+
+/**
+ * The order in which the validator has always read the keys (so a document with several problems gets
+ * the same first message): `?m` is the spelling of mapping `m`'s keys (and its being a mapping), any
+ * other entry a key and everything below it. Relations between components, services and rewardNoise
+ * are checked at `learner` (see {@link resolveRunConfig}).
+ */
+const READ_ORDER = [
+  "?",
+  "?run",
+  "?tasks",
+  "tasks.source",
+  "tasks.path",
+  "tasks.sets",
+  "estimator",
+  "sgrpo",
+  "dynamicSampling",
+  "?loss",
+  "loss.type",
+  "?optim",
+  "?groups",
+  "?rewardNoise",
+  "rewardNoise.components",
+  "?validation",
+  "services",
+  "components",
+  "learner",
+  "?generation",
+  "generation.stop",
+  "run.id",
+  "run.seed",
+  "run.outputDir",
+  "generation.temperature",
+  "generation.topP",
+  "generation.maxNewTokens",
+  "groupSize",
+  "promptsPerStep",
+  "steps",
+  "loss.epsLow",
+  "loss.epsHigh",
+  "loss.dualClipC",
+  "loss.klBeta",
+  "loss.maxCompletionLength",
+  "optim.lr",
+  "optim.epochs",
+  "optim.maxGradNorm",
+  "groups.deadlineMs",
+  "groups.missing",
+  "rewardNoise.p",
+  "checkpointEvery",
+  "validation.describeTimeoutMs",
+  "validation.logIntervalMs",
+] as const;
+const CROSS_KEY_RANK = READ_ORDER.indexOf("learner");
+
+function readRank(e: SchemaError, err: RunConfigError): number {
+  const mapping =
+    e.keyword === "additionalProperties"
+      ? e.instancePath
+      : e.keyword === "type" && e.parentSchema?.["type"] === "object"
+        ? e.instancePath
+        : undefined;
+  const entry = mapping === undefined ? undefined : `?${mapping.slice(1).replace(/\//g, ".")}`;
+  const i = entry === undefined ? -1 : READ_ORDER.indexOf(entry as never);
+  if (i >= 0) return i;
+  const key = err.key.replace(/\[\d+\]/g, "");
+  const j = READ_ORDER.findIndex((k) => key === k || key.startsWith(`${k}.`) || key.startsWith(`${k}[`));
+  return j >= 0 ? j : READ_ORDER.length;
+}
+
+/**
+ * Checks `doc` (nulls already read as absent) against the schema: the first problem, in the validator's
+ * reading order, as the message the trainer has always given for that key, with its place in that order.
+ */
+function checkSchema(doc: Obj): { error: RunConfigError; rank: number } | null {
+  if (validateSchema(doc)) return null;
+  const errors = (validateSchema.errors ?? []) as SchemaError[];
+  let best: { error: RunConfigError; rank: number; at: number; tier: number } | null = null;
+  const services = Object.keys(isObj(doc["services"]) ? doc["services"] : {});
+  const consider = (e: SchemaError, error: RunConfigError) => {
+    // Within one key: the items of a list and the entries of services one after the other; within
+    // each, its unknown keys (or bad name) first, then its values, then what is missing.
+    const item = /^components\[(\d+)\]/.exec(error.key);
+    const service = /^services\.(.*)$/s.exec(error.key);
+    const at = item ? Number(item[1]) : service ? services.indexOf(service[1]!) : -1;
+    const tier =
+      e.keyword === "additionalProperties" || e.keyword === "propertyNames" || e.propertyName !== undefined
+        ? 0
+        : e.keyword === "required" ||
+            e.schemaPath === "#/properties/tasks/else/not" ||
+            (error.key === "estimator.name" && e.keyword === "enum")
+          ? 2
+          : 1;
+    const rank = readRank(e, error);
+    const before =
+      !best ||
+      rank < best.rank ||
+      (rank === best.rank && (at < best.at || (at === best.at && tier < best.tier)));
+    if (before) best = { error, rank, at, tier };
+  };
+  for (const e of errors) {
+    if (e.keyword === "if") continue; // the condition of tasks.path, reported as then/else
+    // The innermost mapping with alternatives that holds this error decides whether it counts.
+    let counts = true;
+    const parts = e.instancePath.split("/");
+    for (let n = parts.length; n >= 1; n--) {
+      const pointer = parts.slice(0, n).join("/");
+      const alt = alternative(pointer, valueAt(doc, pointer));
+      if (alt === undefined) continue;
+      if (alt instanceof RunConfigError) {
+        if (e.keyword === "anyOf" && e.instancePath === pointer) consider(e, alt);
+        counts = false;
+      } else
+        counts =
+          e.keyword !== "anyOf" &&
+          alt.some((p) =>
+            // ">": a definition the alternative shares with others counts only below this mapping
+            p.startsWith(">")
+              ? e.instancePath !== pointer && e.schemaPath.startsWith(p.slice(1))
+              : e.schemaPath.startsWith(p),
+          );
+      break;
+    }
+    if (counts) consider(e, message(doc, e));
+  }
+  if (best) return best;
+  const e = errors[0]!;
+  return {
+    error: new RunConfigError(dotted(doc, e.instancePath) || "(root)", `is not valid (${e.schemaPath})`),
+    rank: 0,
+  };
+}
+
+function expandComponents(v: unknown): ComponentConfig[] {
+  const items = typeof v === "string" ? [v] : (v as unknown[]);
+  const out: ComponentConfig[] = [];
+  for (const item of items) {
+    if (typeof item === "string") out.push(...COMPONENT_PRESETS[item]!);
+    else if (typeof (item as Obj)["preset"] === "string")
+      out.push(...COMPONENT_PRESETS[(item as { preset: string }).preset]!);
+    else {
+      const c = item as { service: string; component: string; weight?: number };
+      out.push({ service: c.service, component: c.component, weight: c.weight ?? 1 });
+    }
+  }
   const seen = new Set<string>();
   for (const c of out) {
     const id = `${c.service}/${c.component}`;
@@ -290,138 +601,24 @@ function components(o: Obj): ComponentConfig[] {
   return out;
 }
 
-/** Validates a parsed YAML/JSON document into a {@link RunConfig}. */
-export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfig {
-  if (!isObj(doc)) throw new RunConfigError("(root)", "must be a mapping");
-  checkKeys(doc, "", [
-    "run",
-    "tasks",
-    "groupSize",
-    "promptsPerStep",
-    "steps",
-    "components",
-    "services",
-    "estimator",
-    "sgrpo",
-    "dynamicSampling",
-    "loss",
-    "optim",
-    "learner",
-    "groups",
-    "rewardNoise",
-    "checkpointEvery",
-    "generation",
-    "validation",
-  ]);
-  const run = obj(doc, "", "run");
-  checkKeys(run, "run", ["id", "seed", "outputDir"]);
-  const tasks = obj(doc, "", "tasks");
-  checkKeys(tasks, "tasks", ["source", "sets", "path"]);
-  const source = oneOf(tasks, "tasks", "source", ["builtin", "jsonl"] as const, "builtin");
-  const taskPath = tasks["path"] === undefined ? undefined : str(tasks, "tasks", "path", "");
-  if (source === "jsonl" && taskPath === undefined)
-    throw new RunConfigError(
-      "tasks.path",
-      "is required with source 'jsonl' (a file of rewardmesh.v1.Task lines)",
-    );
-  if (source === "builtin" && taskPath !== undefined)
-    throw new RunConfigError("tasks.path", "is only read with source 'jsonl'");
-  const sets = tasks["sets"] ?? ["code", "tool_call", "agent"];
-  if (
-    !Array.isArray(sets) ||
-    sets.length === 0 ||
-    !sets.every((s) => typeof s === "string" && TOKEN.test(s))
-  ) {
-    throw new RunConfigError("tasks.sets", `must be a non-empty list of set names, got ${showValue(sets)}`);
-  }
-  (sets as string[]).forEach((name, i) => {
-    if (!Object.hasOwn(BUILTIN_TASK_SETS, name)) {
-      throw new RunConfigError(
-        `tasks.sets[${i}]`,
-        `unknown task set '${name}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`,
-      );
-    }
-  });
-
-  const est = doc["estimator"];
-  let estimator: RunConfig["estimator"];
-  if (typeof est === "string" || est === undefined)
-    estimator = { name: est ?? "grpo_covariance_coefficient", options: {} };
-  else if (isObj(est)) {
-    checkKeys(est, "estimator", ["name", "options"]);
-    estimator = {
-      name: str(est, "estimator", "name", "grpo_covariance_coefficient"),
-      options: obj(est, "estimator", "options"),
-    };
-  } else throw new RunConfigError("estimator", `must be a name or {name, options}, got ${showValue(est)}`);
-  try {
-    estimator = { ...estimator, name: resolveEstimatorName(estimator.name) };
-  } catch (err) {
-    throw new RunConfigError("estimator.name", err instanceof Error ? err.message : String(err), {
-      cause: err,
-    });
-  }
-
-  let sgrpo: RunConfig["sgrpo"] = null;
-  if (doc["sgrpo"] !== undefined && doc["sgrpo"] !== null && doc["sgrpo"] !== false) {
-    const s = obj(doc, "", "sgrpo");
-    checkKeys(s, "sgrpo", ["p", "component", "successThreshold", "variant"]);
-    sgrpo = {
-      p: num(s, "sgrpo", "p", Number.NaN, 0, 0.4999999),
-      ...(s["component"] !== undefined ? { component: str(s, "sgrpo", "component", "") } : {}),
-      ...(s["successThreshold"] !== undefined
-        ? { successThreshold: num(s, "sgrpo", "successThreshold", 0, Number.NEGATIVE_INFINITY) }
-        : {}),
-      ...(s["variant"] !== undefined
-        ? { variant: oneOf(s, "sgrpo", "variant", ["code", "dr_grpo"], "code") }
-        : {}),
-    };
-    if (Number.isNaN(sgrpo.p))
-      throw new RunConfigError("sgrpo.p", "is required (label-flip probability in [0, 0.5))");
-  }
-  let dynamicSampling: RunConfig["dynamicSampling"] = null;
-  const ds = doc["dynamicSampling"];
-  if (ds === true) dynamicSampling = {};
-  else if (isObj(ds)) {
-    checkKeys(ds, "dynamicSampling", ["component"]);
-    dynamicSampling =
-      ds["component"] === undefined ? {} : { component: str(ds, "dynamicSampling", "component", "") };
-  } else if (ds !== undefined && ds !== false && ds !== null) {
-    throw new RunConfigError("dynamicSampling", `must be true, false or {component}, got ${showValue(ds)}`);
-  }
-
-  const loss = obj(doc, "", "loss");
-  checkKeys(loss, "loss", ["type", "epsLow", "epsHigh", "dualClipC", "klBeta", "maxCompletionLength"]);
-  const lossType = oneOf(loss, "loss", "type", LossTypes, "dapo");
-  const optim = obj(doc, "", "optim");
-  checkKeys(optim, "optim", ["lr", "epochs", "maxGradNorm"]);
-  const groups = obj(doc, "", "groups");
-  checkKeys(groups, "groups", ["deadlineMs", "missing"]);
-  const noise = obj(doc, "", "rewardNoise");
-  checkKeys(noise, "rewardNoise", ["p", "components"]);
-  const noiseComponents = noise["components"] ?? [];
-  if (!Array.isArray(noiseComponents) || !noiseComponents.every((c) => typeof c === "string")) {
-    throw new RunConfigError(
-      "rewardNoise.components",
-      "must be a list of component names (service/component)",
-    );
-  }
-
-  const validation = obj(doc, "", "validation");
-  checkKeys(validation, "validation", ["describeTimeoutMs", "logIntervalMs"]);
-
-  const serviceDomains: Record<string, readonly string[]> = { ...DEFAULT_SERVICE_DOMAINS };
-  const svc = obj(doc, "", "services");
-  for (const [name, domains] of Object.entries(svc)) {
-    // `__proto__` would replace the mapping's prototype instead of naming a service.
-    if (!TOKEN.test(name) || name === "__proto__")
-      throw new RunConfigError(`services.${name}`, "is not a valid service name");
-    if (!Array.isArray(domains) || !domains.every((d) => typeof d === "string" && TOKEN.test(d))) {
-      throw new RunConfigError(`services.${name}`, "must be a list of domains");
-    }
-    serviceDomains[name] = domains as string[];
-  }
-  const comps = components(doc);
+/**
+ * Validates a parsed YAML/JSON document into a {@link RunConfig}: the schema checks every key's type,
+ * bounds and spelling; what follows checks what a schema cannot (relations between keys, the
+ * estimator's options) and fills the defaults.
+ */
+export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfig {
+  if (!isObj(raw)) throw new RunConfigError("(root)", "must be a mapping");
+  const doc = withoutNulls(raw);
+  const problem = checkSchema(doc);
+  // Relations between components, services and rewardNoise were always checked before the learner and
+  // the scalar keys: a problem there still comes first (the keys they read are valid when it is reached).
+  if (problem && problem.rank < CROSS_KEY_RANK) throw problem.error;
+  const comps = expandComponents(doc["components"]);
+  const serviceDomains: Record<string, readonly string[]> = {
+    ...DEFAULT_SERVICE_DOMAINS,
+    ...((doc["services"] ?? {}) as Record<string, string[]>),
+  };
+  const noiseComponents = (((doc["rewardNoise"] ?? {}) as Obj)["components"] ?? []) as string[];
   for (const [i, c] of comps.entries()) {
     if (!Object.hasOwn(serviceDomains, c.service)) {
       throw new RunConfigError(
@@ -430,7 +627,7 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
       );
     }
   }
-  for (const [i, n] of (noiseComponents as string[]).entries()) {
+  for (const [i, n] of noiseComponents.entries()) {
     if (!comps.some((c) => `${c.service}/${c.component}` === n)) {
       throw new RunConfigError(
         `rewardNoise.components[${i}]`,
@@ -438,31 +635,51 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
       );
     }
   }
+  if (problem) throw problem.error;
+  const sub = (k: string) => (doc[k] ?? {}) as Obj;
+  const run = sub("run");
+  const tasks = sub("tasks");
+  const source = (tasks["source"] ?? "builtin") as "builtin" | "jsonl";
+  const taskPath = tasks["path"] as string | undefined;
+  const sets = (tasks["sets"] ?? ["code", "tool_call", "agent"]) as string[];
 
-  const learner = learnerConfig(doc["learner"]);
-  const gen = obj(doc, "", "generation");
-  checkKeys(gen, "generation", ["temperature", "topP", "maxNewTokens", "stop"]);
-  const stop = gen["stop"] ?? [];
-  if (!Array.isArray(stop) || !stop.every((x) => typeof x === "string" && x !== ""))
-    throw new RunConfigError(
-      "generation.stop",
-      `must be a list of non-empty strings, got ${showValue(stop)}`,
-    );
+  const est = doc["estimator"] as string | { name?: string; options?: Obj } | undefined;
+  let estimator: RunConfig["estimator"] =
+    typeof est === "object"
+      ? { name: est.name ?? "grpo_covariance_coefficient", options: est.options ?? {} }
+      : { name: est ?? "grpo_covariance_coefficient", options: {} };
+  estimator = { ...estimator, name: resolveEstimatorName(estimator.name) };
+
+  const s = doc["sgrpo"];
+  const sgrpo: RunConfig["sgrpo"] = isObj(s) ? (s as unknown as NonNullable<RunConfig["sgrpo"]>) : null;
+  const ds = doc["dynamicSampling"];
+  const dynamicSampling: RunConfig["dynamicSampling"] =
+    ds === true ? {} : isObj(ds) ? (ds as { component?: string }) : null;
+
+  const loss = sub("loss");
+  const lossType = (loss["type"] ?? "dapo") as LossType;
+  const optim = sub("optim");
+  const groups = sub("groups");
+  const noise = sub("rewardNoise");
+  const validation = sub("validation");
+
+  const gen = sub("generation");
+  const n = (o: Obj, k: string, def: number) => (o[k] ?? def) as number;
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
   const resolved: RunConfig = {
-    runId: str(run, "run", "id", `run-${stamp}`, TOKEN),
-    seed: num(run, "run", "seed", 1, 0, 2 ** 31 - 1, true),
-    outputDir: str(run, "run", "outputDir", "runs"),
-    tasks: { source, sets: sets as string[], ...(taskPath !== undefined ? { path: taskPath } : {}) },
+    runId: (run["id"] ?? `run-${stamp}`) as string,
+    seed: n(run, "seed", 1),
+    outputDir: (run["outputDir"] ?? "runs") as string,
+    tasks: { source, sets, ...(taskPath !== undefined ? { path: taskPath } : {}) },
     generation: {
-      temperature: num(gen, "generation", "temperature", 1, 1e-6),
-      topP: num(gen, "generation", "topP", 1, 1e-6, 1),
-      maxNewTokens: num(gen, "generation", "maxNewTokens", 64, 1, 4096, true),
-      stop: stop as string[],
+      temperature: n(gen, "temperature", 1),
+      topP: n(gen, "topP", 1),
+      maxNewTokens: n(gen, "maxNewTokens", 64),
+      stop: (gen["stop"] ?? []) as string[],
     },
-    groupSize: num(doc, "", "groupSize", 8, 2, 1024, true),
-    promptsPerStep: num(doc, "", "promptsPerStep", 4, 1, 4096, true),
-    steps: num(doc, "", "steps", 20, 1, 1_000_000, true),
+    groupSize: n(doc, "groupSize", 8),
+    promptsPerStep: n(doc, "promptsPerStep", 4),
+    steps: n(doc, "steps", 20),
     components: comps,
     serviceDomains,
     estimator,
@@ -470,30 +687,27 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
     dynamicSampling,
     loss: {
       type: lossType,
-      epsLow: num(loss, "loss", "epsLow", 0.2, 0, 1),
-      epsHigh: num(loss, "loss", "epsHigh", lossType === "dapo" ? 0.28 : lossType === "cispo" ? 5 : 0.2, 0),
-      dualClipC: num(loss, "loss", "dualClipC", 0, 0),
-      klBeta: num(loss, "loss", "klBeta", 0, 0),
-      maxCompletionLength: num(loss, "loss", "maxCompletionLength", 16, 1, 1_000_000, true),
+      epsLow: n(loss, "epsLow", 0.2),
+      epsHigh: n(loss, "epsHigh", lossType === "dapo" ? 0.28 : lossType === "cispo" ? 5 : 0.2),
+      dualClipC: n(loss, "dualClipC", 0),
+      klBeta: n(loss, "klBeta", 0),
+      maxCompletionLength: n(loss, "maxCompletionLength", 16),
     },
     optim: {
-      lr: num(optim, "optim", "lr", 0.5, 0),
-      epochs: num(optim, "optim", "epochs", 1, 1, 100, true),
-      maxGradNorm: num(optim, "optim", "maxGradNorm", 10, 0),
+      lr: n(optim, "lr", 0.5),
+      epochs: n(optim, "epochs", 1),
+      maxGradNorm: n(optim, "maxGradNorm", 10),
     },
-    learner,
+    learner: learnerConfig(doc["learner"]),
     groups: {
-      deadlineMs: num(groups, "groups", "deadlineMs", 60_000, 100),
-      missing: oneOf(groups, "groups", "missing", ["drop", "impute"], "drop"),
+      deadlineMs: n(groups, "deadlineMs", 60_000),
+      missing: (groups["missing"] ?? "drop") as "drop" | "impute",
     },
-    rewardNoise: {
-      p: num(noise, "rewardNoise", "p", 0, 0, 0.4999999),
-      components: noiseComponents as string[],
-    },
-    checkpointEvery: num(doc, "", "checkpointEvery", 1, 1, 1_000_000, true),
+    rewardNoise: { p: n(noise, "p", 0), components: noiseComponents },
+    checkpointEvery: n(doc, "checkpointEvery", 1),
     validation: {
-      describeTimeoutMs: num(validation, "validation", "describeTimeoutMs", 10_000, 100, 600_000),
-      logIntervalMs: num(validation, "validation", "logIntervalMs", 10_000, 0),
+      describeTimeoutMs: n(validation, "describeTimeoutMs", 10_000),
+      logIntervalMs: n(validation, "logIntervalMs", 10_000),
     },
   };
   compileAdvantage(resolved); // options are validated now, not at the first step
@@ -502,70 +716,29 @@ export function resolveRunConfig(doc: unknown, now: Date = new Date()): RunConfi
 
 const GRPC_ADDRESS = /^grpc:\/\/([^/\s]+:\d+)$/;
 
-/** `learner`: `embedded`, `torch`, `grpc://host:port`, or a mapping with `kind`. */
+/** `learner` (already checked by the schema): `embedded`, `torch`, `grpc://host:port`, or a mapping with `kind`. */
 function learnerConfig(v: unknown): LearnerConfig {
   if (v === undefined || v === null || v === "embedded") return { kind: "embedded" };
-  if (typeof v === "string") {
-    const m = GRPC_ADDRESS.exec(v);
-    if (m) return { kind: "grpc", address: m[1]! };
-    if (v === "torch") return torchLearner({});
-    throw new RunConfigError(
-      "learner",
-      `must be 'embedded', 'torch', 'grpc://host:port' or {kind, ...}, got ${showValue(v)}`,
-    );
-  }
-  if (!isObj(v)) throw new RunConfigError("learner", `must be a name or a mapping, got ${showValue(v)}`);
-  const kind = oneOf(v, "learner", "kind", ["embedded", "grpc", "torch"] as const, "embedded");
-  if (kind === "embedded") {
-    checkKeys(v, "learner", ["kind"]);
-    return { kind };
-  }
-  if (kind === "grpc") {
-    checkKeys(v, "learner", ["kind", "address"]);
-    const address = str(v, "learner", "address", "", /^[^/\s]+:\d+$/);
-    if (!address) throw new RunConfigError("learner.address", "is required (host:port)");
-    return { kind, address };
-  }
-  return torchLearner(v);
+  if (v === "torch") return torchLearner({});
+  if (typeof v === "string") return { kind: "grpc", address: GRPC_ADDRESS.exec(v)![1]! };
+  const o = v as Obj;
+  if (o["kind"] === "grpc") return { kind: "grpc", address: o["address"] as string };
+  if (o["kind"] === "torch") return torchLearner(o);
+  return { kind: "embedded" };
 }
 
 function torchLearner(v: Obj): TorchLearnerConfig {
-  checkKeys(v, "learner", [
-    "kind",
-    "model",
-    "device",
-    "dtype",
-    "microBatchSize",
-    "gradientCheckpointing",
-    "loraRank",
-    "threads",
-    "warmup",
-  ]);
-  const g = v["gradientCheckpointing"];
-  if (g !== undefined && typeof g !== "boolean")
-    throw new RunConfigError("learner.gradientCheckpointing", `must be true or false, got ${showValue(g)}`);
-  let warmup: TorchLearnerConfig["warmup"] = null;
-  if (v["warmup"] !== undefined && v["warmup"] !== null) {
-    const w = obj(v, "learner", "warmup");
-    checkKeys(w, "learner.warmup", ["file", "steps", "lr"]);
-    const file = str(w, "learner.warmup", "file", "");
-    if (!file) throw new RunConfigError("learner.warmup.file", "is required (JSONL of {prompt, response})");
-    warmup = {
-      file,
-      steps: num(w, "learner.warmup", "steps", 200, 1, 1_000_000, true),
-      lr: num(w, "learner.warmup", "lr", 3e-3, 0),
-    };
-  }
+  const w = v["warmup"] as { file: string; steps?: number; lr?: number } | undefined;
   return {
     kind: "torch",
-    model: str(v, "learner", "model", "builtin:tiny"),
-    device: str(v, "learner", "device", "auto", /^(auto|cpu|cuda(:\d+)?)$/),
-    dtype: oneOf(v, "learner", "dtype", ["auto", "float32", "float64", "bfloat16"] as const, "auto"),
-    microBatchSize: num(v, "learner", "microBatchSize", 0, 0, 1_000_000, true),
-    gradientCheckpointing: g === true,
-    loraRank: num(v, "learner", "loraRank", 0, 0, 4096, true),
-    threads: num(v, "learner", "threads", 0, 0, 1024, true),
-    warmup,
+    model: (v["model"] ?? "builtin:tiny") as string,
+    device: (v["device"] ?? "auto") as string,
+    dtype: (v["dtype"] ?? "auto") as string,
+    microBatchSize: (v["microBatchSize"] ?? 0) as number,
+    gradientCheckpointing: v["gradientCheckpointing"] === true,
+    loraRank: (v["loraRank"] ?? 0) as number,
+    threads: (v["threads"] ?? 0) as number,
+    warmup: w ? { file: w.file, steps: w.steps ?? 200, lr: w.lr ?? 3e-3 } : null,
   };
 }
 
