@@ -4,7 +4,7 @@
  * @module
  */
 import type { Writable } from "node:stream";
-import { type LivePage, type RunConfig, runPaths, startLivePage } from "@reward-mesh/trainer";
+import { type LivePage, type RunConfig, runPaths, type StepReport, startLivePage } from "@reward-mesh/trainer";
 import { UsageError } from "./io.js";
 
 /** `--ui` in the option tables of train and demo (help only: {@link takeUiFlag} parses it first). */
@@ -75,4 +75,18 @@ export async function openLivePage(
       : `live page: ${live.url}\n`,
   );
   return live;
+}
+
+/** `runTraining`'s `onStep` for the progress printer and the live page, when there is either. */
+export function stepSinks(
+  progress: ((s: StepReport) => void) | undefined,
+  live: LivePage | undefined,
+): { onStep?: (s: StepReport) => void } {
+  if (!progress && !live) return {};
+  return {
+    onStep: (s) => {
+      progress?.(s);
+      live?.push(s);
+    },
+  };
 }

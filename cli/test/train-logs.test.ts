@@ -12,8 +12,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createLengthService } from "@reward-mesh/length";
-import { defineRewardService, type RunningService, silentLogger, startRewardService } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats, testRuntimeOptions } from "@reward-mesh/sdk/testing";
+import { type RunningService, silentLogger, startRewardService } from "@reward-mesh/sdk";
+import { type LocalNats, neverScoringService, startTestNats, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
@@ -63,13 +63,11 @@ before(async () => {
   // each step logs the warning "no complete group this step: policy update skipped".
   const length = createLengthService({ maxLength: 100, cacheLength: 10, penaltyFactor: 1 });
   svc = await startRewardService(
-    defineRewardService({
+    neverScoringService({
       name: length.name,
       version: length.version,
       domains: length.domains,
       components: length.components,
-      score: (_r, { signal }) =>
-        new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
     }),
     testRuntimeOptions(nats.url),
     silentLogger,

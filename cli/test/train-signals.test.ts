@@ -13,13 +13,12 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createLengthService } from "@reward-mesh/length";
 import {
-  defineRewardService,
   freePort,
   type RunningService,
   silentLogger,
   startRewardService,
 } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats, testRuntimeOptions } from "@reward-mesh/sdk/testing";
+import { type LocalNats, neverScoringService, startTestNats, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
@@ -130,13 +129,11 @@ describe("reward-mesh train: SIGTERM", () => {
     // scoring: a step waits for its rewards.
     const length = createLengthService({ maxLength: 100, cacheLength: 10, penaltyFactor: 1 });
     svc = await startRewardService(
-      defineRewardService({
+      neverScoringService({
         name: length.name,
         version: length.version,
         domains: length.domains,
         components: length.components,
-        score: (_r, { signal }) =>
-          new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
       }),
       testRuntimeOptions(nats.url),
       silentLogger,

@@ -15,7 +15,6 @@ import { createLengthService } from "@reward-mesh/length";
 import { AdvantageBatchSchema } from "@reward-mesh/proto";
 import { createToolCallService } from "@reward-mesh/tool-call";
 import {
-  defineRewardService,
   type MeshBus,
   openBus,
   readStream,
@@ -24,7 +23,13 @@ import {
   Streams,
   startRewardService,
 } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
+import {
+  type LocalNats,
+  neverScoringService,
+  startTestNats,
+  testBusOptions,
+  testRuntimeOptions,
+} from "@reward-mesh/sdk/testing";
 import {
   builtinTasks,
   createEmbeddedLearner,
@@ -171,13 +176,11 @@ describe("training through the mesh", () => {
   it("a service that never returns results: groups are dropped at the deadline (or imputed) and the run goes on", async (t) => {
     // "ghost" scores the custom domain and answers Describe, but its scoring never finishes.
     const ghost = await startRewardService(
-      defineRewardService({
+      neverScoringService({
         name: "ghost",
         version: "1.0.0",
         domains: ["custom"],
         components: [{ name: "x", description: "never computed", min: 0, max: 1 }],
-        score: (_r, { signal }) =>
-          new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
       }),
       testRuntimeOptions(nats.url),
       silentLogger,

@@ -13,14 +13,19 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { createLengthService, LENGTH_SERVICE_VERSION } from "@reward-mesh/length";
 import { ComponentStatus, RewardResultSchema } from "@reward-mesh/proto";
 import {
-  defineRewardService,
   type MeshBus,
   openBus,
   type RunningService,
   silentLogger,
   startRewardService,
 } from "@reward-mesh/sdk";
-import { type LocalNats, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
+import {
+  type LocalNats,
+  neverScoringService,
+  startTestNats,
+  testBusOptions,
+  testRuntimeOptions,
+} from "@reward-mesh/sdk/testing";
 import {
   builtinTasks,
   createEmbeddedLearner,
@@ -192,13 +197,11 @@ describe("forged results on the bus", () => {
   it("a slot with only a rejected result is missing: the group is dropped at the deadline", async () => {
     // `stall` answers Describe but never finishes scoring: the only results are the forged ones.
     const stall = await startRewardService(
-      defineRewardService({
+      neverScoringService({
         name: "stall",
         version: "1.0.0",
         domains: ["custom"],
         components: [{ name: "x", description: "never computed", min: 0, max: 1 }],
-        score: (_r, { signal }) =>
-          new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
       }),
       testRuntimeOptions(nats.url),
       silentLogger,

@@ -22,13 +22,12 @@ import {
   readMetrics,
   resolveRunConfig,
   runPaths,
-  type StepReport,
   toolCallWarmupExamples,
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
-import { openLivePage, takeUiFlag, UI_OPTION } from "../live-ui.js";
+import { openLivePage, stepSinks, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { SERVICES } from "../services.js";
 import { LOG_FORMAT_OPTION, logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { printMesh, startMesh } from "./up.js";
@@ -200,14 +199,7 @@ export async function runDemo(
       withMesh: false,
       mesh,
       logFormat,
-      ...(progress || live
-        ? {
-            onStep: (s: StepReport) => {
-              progress?.(s);
-              live?.push(s);
-            },
-          }
-        : {}),
+      ...stepSinks(progress, live),
       ...(torch
         ? { onLearner: (where: string) => say(`learner at ${where}\ntraining: ${describeRun}`) }
         : {}),

@@ -33,7 +33,7 @@ import {
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
-import { openLivePage, takeUiFlag, UI_OPTION } from "../live-ui.js";
+import { openLivePage, stepSinks, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { SERVICES } from "../services.js";
 import { type RunningMesh, startMesh } from "./up.js";
 
@@ -326,14 +326,7 @@ export async function runTrain(
       tasks,
       withMesh: flags["with-mesh"] === true,
       logFormat,
-      ...(progress || live
-        ? {
-            onStep: (s: StepReport) => {
-              progress?.(s);
-              live?.push(s);
-            },
-          }
-        : {}),
+      ...stepSinks(progress, live),
       signal: abort.signal,
     });
     live?.finish(`${r.stopped ? "stopped" : "finished"} after step ${r.lastStep}`);

@@ -15,6 +15,7 @@ import { waitServing } from "../health-client.js";
 import { freePort } from "../net.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
 import { type MeshAuth, type ServiceIdentity, writeMeshAuth } from "../nats-accounts.js";
+import { defineRewardService, type RewardServiceDefinition, type RewardServiceSpec } from "../service.js";
 
 export type { LocalNats };
 export type { StoredMessage } from "../stream-reader.js";
@@ -84,6 +85,18 @@ export async function startSecuredTestNats(services: readonly ServiceIdentity[])
 let counter = 0;
 
 /** A valid rollout with sensible defaults; override any field. */
+/**
+ * A reward service that answers Describe and consumes its domains but never finishes scoring: every
+ * scoring waits until it is aborted. For tests of deadlines, stops and missing results.
+ */
+export function neverScoringService(spec: Omit<RewardServiceSpec, "score">): RewardServiceDefinition {
+  return defineRewardService({
+    ...spec,
+    score: (_r, { signal }) =>
+      new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+  });
+}
+
 export function makeRollout(init: Omit<MessageInitShape<typeof RolloutSchema>, "$typeName"> = {}): Rollout {
   counter++;
   return create(RolloutSchema, {
