@@ -8,7 +8,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const roots = ["proto", "services", "trainer", "cli", "bench", "scripts", "test"];
+const roots = ["proto", "services", "trainer", "cli", "bench", "scripts", "test", "images", "helm"];
 const files = [];
 function walk(dir) {
   let entries;
