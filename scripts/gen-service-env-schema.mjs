@@ -99,6 +99,13 @@ const runtime = (port) => ({
     default: port,
     description: "Port of the gRPC server (0 = any free port).",
   },
+  HEALTH_PORT: {
+    type: "integer",
+    minimum: 0,
+    maximum: 65535,
+    description:
+      "A second, plaintext port on GRPC_HOST serving only grpc.health.v1.Health (the main port's statuses), for Kubernetes gRPC probes, which cannot speak TLS (0 = any free port; unset = none; must differ from GRPC_PORT). Plaintext is allowed there on any host: it carries only serving status.",
+  },
   CONCURRENCY: {
     type: "integer",
     minimum: 1,

@@ -201,7 +201,10 @@ export function loadNatsAuthOptions(env: Env = processEnv()): NatsAuthOptions {
     );
   }
   if (o["inboxPrefix"] !== undefined && !/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(o["inboxPrefix"])) {
-    throw new ConfigError(E.inboxPrefix, `must be a NATS subject without wildcards, got '${o["inboxPrefix"]}'`);
+    throw new ConfigError(
+      E.inboxPrefix,
+      `must be a NATS subject without wildcards, got '${o["inboxPrefix"]}'`,
+    );
   }
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as NatsAuthOptions;
 }
@@ -462,6 +465,14 @@ export interface ServiceRuntimeOptions {
    * @default plaintext, refused on a non-loopback `grpcHost`
    */
   readonly grpcSecurity?: GrpcServerSecurity;
+  /**
+   * `<PREFIX>_HEALTH_PORT`: a second gRPC port on `grpcHost` that serves only `grpc.health.v1.Health`,
+   * in plaintext, for Kubernetes' native gRPC probes (which cannot speak TLS). It shares the main
+   * server's status map (NOT_SERVING while draining shows on both) and carries nothing but serving
+   * status, so plaintext is allowed there on any host. 0 = any free port (logged at start).
+   * @default undefined — no health port
+   */
+  readonly healthPort?: number;
 }
 
 /** Reads {@link ServiceRuntimeOptions} for the service whose env prefix is `prefix` (e.g. `LENGTH`). */
@@ -476,9 +487,18 @@ export function loadServiceRuntimeOptions(
   if (nakBackoffMaxMs < nakBackoffMs) {
     throw new ConfigError(k("NAK_BACKOFF_MAX_MS"), `must be >= ${k("NAK_BACKOFF_MS")} (${nakBackoffMs})`);
   }
+  const grpcPort = envInt(env, k("GRPC_PORT"), defaultPort, 0, 65_535);
+  const healthPort =
+    raw(env, k("HEALTH_PORT")) === undefined ? undefined : envInt(env, k("HEALTH_PORT"), 0, 0, 65_535);
+  if (healthPort !== undefined && healthPort !== 0 && healthPort === grpcPort) {
+    throw new ConfigError(
+      k("HEALTH_PORT"),
+      `must differ from ${k("GRPC_PORT")} (${grpcPort}): the health port is a second, plaintext port`,
+    );
+  }
   return {
     grpcHost: envString(env, k("GRPC_HOST"), "127.0.0.1"),
-    grpcPort: envInt(env, k("GRPC_PORT"), defaultPort, 0, 65_535),
+    grpcPort,
     concurrency: envInt(env, k("CONCURRENCY"), 8, 1, 4096),
     workerEnabled: envBool(env, k("WORKER"), true),
     ackWaitMs: envInt(env, k("ACK_WAIT_MS"), 30_000, 100),
@@ -493,5 +513,6 @@ export function loadServiceRuntimeOptions(
     ),
     bus: loadBusOptions(env),
     grpcSecurity: loadGrpcServerSecurity(prefix, env),
+    ...(healthPort !== undefined ? { healthPort } : {}),
   };
 }

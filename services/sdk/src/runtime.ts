@@ -46,6 +46,7 @@ export async function startRewardService(
     limiter,
     logger,
     ...(options.grpcSecurity ? { security: options.grpcSecurity } : {}),
+    ...(options.healthPort !== undefined ? { healthPort: options.healthPort } : {}),
     ...(extras.extraServices ? { extraServices: extras.extraServices } : {}),
   });
   let worker: RunningWorker | undefined;
@@ -101,6 +102,7 @@ export async function serveRewardService(
   logger.info(
     {
       address: running.grpc.address,
+      ...(running.grpc.healthAddress ? { healthAddress: running.grpc.healthAddress } : {}),
       worker: options.workerEnabled,
       concurrency: options.concurrency,
       version: def.version,

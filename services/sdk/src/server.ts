@@ -75,6 +75,12 @@ export interface GrpcServicesOptions {
    * @default plaintext, refused on a non-loopback `host`
    */
   readonly security?: GrpcServerSecurity;
+  /**
+   * Also serve `grpc.health.v1.Health` — and nothing else — in plaintext on this port of `host` (0 = any
+   * free port), for probes that cannot speak TLS (Kubernetes' gRPC probes). It reports the same statuses
+   * as the main port (one status map) and closes with it. @default no health port
+   */
+  readonly healthPort?: number;
 }
 
 /** Options of {@link startGrpcServer}. */
@@ -90,6 +96,8 @@ export interface GrpcServerOptions {
   readonly extraServices?: readonly HostedService[];
   /** @default plaintext, refused on a non-loopback `host` */
   readonly security?: GrpcServerSecurity;
+  /** A plaintext health-only port (see {@link GrpcServicesOptions.healthPort}). @default none */
+  readonly healthPort?: number;
 }
 
 /** A running gRPC server. */
@@ -99,8 +107,59 @@ export interface RunningGrpcServer {
   /** `host:port` clients can dial. */
   readonly address: string;
   readonly health: HealthState;
-  /** Marks NOT_SERVING, lets calls finish for up to `graceMs`, then forces shutdown. */
+  /** The bound plaintext health-only port, when one was asked for. */
+  readonly healthPort?: number;
+  /** `host:port` of the health-only port, when there is one. */
+  readonly healthAddress?: string;
+  /** Marks NOT_SERVING, lets calls finish for up to `graceMs`, then forces shutdown (both ports). */
   close(graceMs?: number): Promise<void>;
+}
+
+function bindServer(server: grpc.Server, address: string, credentials: grpc.ServerCredentials) {
+  return new Promise<number>((resolve, reject) =>
+    server.bindAsync(address, credentials, (err, p) => (err ? reject(err) : resolve(p))),
+  ).catch((err: unknown) => {
+    server.forceShutdown();
+    throw err;
+  });
+}
+
+function shutdownServer(server: grpc.Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    timer.unref();
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * A second grpc-js server on `host:port` hosting only `grpc.health.v1.Health` over `healthState` (the
+ * main server's own state object, so both report the same statuses). Plaintext whatever the host:
+ * Kubernetes' native gRPC probes cannot speak TLS, and this port carries nothing but serving status —
+ * no scoring, no reflection, no other service (their calls are UNIMPLEMENTED here).
+ */
+async function startHealthOnlyServer(
+  host: string,
+  port: number,
+  healthState: HealthState,
+  logger: Logger,
+): Promise<{ port: number; server: grpc.Server }> {
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": 64 * 1024,
+    "grpc.max_send_message_length": 1024 * 1024,
+  });
+  const h = grpcService(health.Health, healthState.impl, logger);
+  server.addService(createGrpcServiceDefinition(h.descriptor), h.handlers);
+  const bindHost = host.includes(":") ? `[${host}]` : host;
+  const bound = await bindServer(server, `${bindHost}:${port}`, grpc.ServerCredentials.createInsecure());
+  logger.info({ port: bound, host, security: "plaintext (health only)" }, "gRPC health port listening");
+  return { port: bound, server };
 }
 
 /** The RewardService handler object for `def`. */
@@ -211,14 +270,16 @@ export async function startGrpcServices(
   }
   for (const s of all) server.addService(createGrpcServiceDefinition(s.descriptor), s.handlers);
   const bindHost = host.includes(":") ? `[${host}]` : host;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${bindHost}:${options.port ?? 0}`, credentials, (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  ).catch((err: unknown) => {
-    server.forceShutdown();
-    throw err;
-  });
+  const port = await bindServer(server, `${bindHost}:${options.port ?? 0}`, credentials);
+  let healthOnly: { port: number; server: grpc.Server } | undefined;
+  if (options.healthPort !== undefined) {
+    try {
+      healthOnly = await startHealthOnlyServer(host, options.healthPort, healthState, logger);
+    } catch (err) {
+      server.forceShutdown();
+      throw err;
+    }
+  }
   healthState.setAll(HealthStatus.SERVING);
   const dialHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : bindHost;
   logger.info(
@@ -234,19 +295,13 @@ export async function startGrpcServices(
     port,
     address: `${dialHost}:${port}`,
     health: healthState,
+    ...(healthOnly ? { healthPort: healthOnly.port, healthAddress: `${dialHost}:${healthOnly.port}` } : {}),
     async close(graceMs = 5_000) {
       healthState.setAll(HealthStatus.NOT_SERVING);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        timer.unref();
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      await Promise.all([
+        shutdownServer(server, graceMs),
+        ...(healthOnly ? [shutdownServer(healthOnly.server, graceMs)] : []),
+      ]);
     },
   };
 }
@@ -267,6 +322,7 @@ export function startGrpcServer(
       port: options.port ?? 0,
       logger: options.logger,
       ...(options.security ? { security: options.security } : {}),
+      ...(options.healthPort !== undefined ? { healthPort: options.healthPort } : {}),
       // The bus's limit on the rollout, plus the ScoreRequest envelope (a tag and a length): gRPC and the
       // bus accept the same rollouts.
       maxMessageBytes: MAX_MESSAGE_BYTES + 16,
