@@ -9,6 +9,7 @@ import { type CommandSpec, formatHelp } from "./args.js";
 import { CHECK_COMMAND } from "./commands/check.js";
 import { DEMO_COMMAND } from "./commands/demo.js";
 import { EXPERIMENT_COMMAND } from "./commands/experiment.js";
+import { PROVISION_COMMAND } from "./commands/provision.js";
 import { SCORE_COMMAND } from "./commands/score.js";
 import { SERVE_COMMAND } from "./commands/serve.js";
 import { TASKS_COMMAND } from "./commands/tasks.js";
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   SCORE_COMMAND,
   ADVANTAGES_COMMAND,
   UP_COMMAND,
+  PROVISION_COMMAND,
   TRAIN_COMMAND,
   REPORT_COMMAND,
   CHECK_COMMAND,

@@ -9,6 +9,7 @@ import { ADVANTAGES_COMMAND, commandNamed, HELP, helpOf } from "./commands.js";
 import { runCheck } from "./commands/check.js";
 import { runDemo } from "./commands/demo.js";
 import { runExperiment } from "./commands/experiment.js";
+import { runProvision } from "./commands/provision.js";
 import { runScore } from "./commands/score.js";
 import { runServe } from "./commands/serve.js";
 import { runTasks, TASKS_COMMAND } from "./commands/tasks.js";
@@ -51,6 +52,8 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case "up":
       return runUp(args, config, process.stdout);
+    case "provision":
+      return runProvision(args, config, process.stdout, process.stderr);
     case "train":
       return runTrain(args, config, process.stdout, process.stderr);
     case "report":

@@ -21,7 +21,7 @@ import {
   type NatsAuthOptions,
   NatsAuthRefusedError,
   natsAuthEnv,
-  openBus,
+  provisionMeshStreams,
   type ServiceIdentity,
   startNatsServer,
   writeMeshAuth,
@@ -94,9 +94,10 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
   const nats = await startNatsServer({ host, port, storeDir, configFile: auth.configFile, auth: auth.admin });
   try {
     // Only the admin may create streams: provision them before any service or trainer connects.
-    await (
-      await openBus({ ...config.bus, natsUrl: nats.url, auth: auth.admin }, "reward-mesh-provision")
-    ).close();
+    await provisionMeshStreams(
+      { ...config.bus, natsUrl: nats.url, auth: auth.admin },
+      "reward-mesh-provision",
+    );
   } catch (err) {
     await nats.stop();
     throw err;

@@ -41,7 +41,7 @@ import {
   RolloutSchema,
 } from "@reward-mesh/proto";
 import type { BusOptions, NatsAuthOptions } from "./config.js";
-import { InvalidArgumentError, UnavailableError } from "./errors.js";
+import { InvalidArgumentError, MeshError, UnavailableError } from "./errors.js";
 import { isAuthorizationError, isPermissionViolation, natsConnectionOptions } from "./nats-auth.js";
 import {
   checkSubjectToken,
@@ -63,7 +63,11 @@ export const INSTANCE_HEADER = "Mesh-Instance";
  * {@link UnavailableError} if unreachable or if the server refuses the credentials, and `ConfigError`
  * naming the variable if a key file is bad.
  */
-export async function connectBus(natsUrl: string, name: string, auth?: NatsAuthOptions): Promise<NatsConnection> {
+export async function connectBus(
+  natsUrl: string,
+  name: string,
+  auth?: NatsAuthOptions,
+): Promise<NatsConnection> {
   const credentials = natsConnectionOptions(auth);
   try {
     return await connect({
@@ -157,6 +161,101 @@ export async function ensureStreams(jsm: JetStreamManager, o: BusOptions): Promi
         if (!isPermissionViolation(err)) throw err;
       }
     }
+  }
+}
+
+/** The NATS user may not create or update the mesh streams: it is not the mesh's admin. */
+export class NotStreamAdminError extends MeshError {
+  override readonly name = "NotStreamAdminError";
+  readonly retryable = false;
+}
+
+/** One stream as {@link provisionStreams} left it (from `jsm.streams.info`/`add`/`update`). */
+export interface ProvisionedStream {
+  readonly name: string;
+  /** Whether it was created now or already existed and was updated to the settings. */
+  readonly action: "created" | "updated";
+  readonly subjects: readonly string[];
+  readonly replicas: number;
+  readonly storage: string;
+  readonly maxAgeSeconds: number;
+  readonly maxBytes: number;
+  readonly duplicateWindowMs: number;
+  readonly messages: number;
+}
+
+function provisioned(
+  info: Awaited<ReturnType<JetStreamManager["streams"]["info"]>>,
+  action: ProvisionedStream["action"],
+): ProvisionedStream {
+  const c = info.config;
+  return {
+    name: c.name,
+    action,
+    subjects: c.subjects ?? [],
+    replicas: c.num_replicas,
+    storage: String(c.storage),
+    maxAgeSeconds: Math.round(c.max_age / 1e9),
+    maxBytes: c.max_bytes,
+    duplicateWindowMs: Math.round((c.duplicate_window ?? 0) / 1e6),
+    messages: info.state.messages,
+  };
+}
+
+/**
+ * Creates each mesh stream that is missing and updates each existing one to `o`'s settings (subjects,
+ * max age, max bytes, duplicate window, replicas), unconditionally — unlike {@link ensureStreams}, which
+ * every process calls and which leaves provisioned settings alone when its user may not change them.
+ * This is what `reward-mesh provision` (a Helm hook Job) and `reward-mesh up` rely on: a user that may
+ * not create or update streams gets a {@link NotStreamAdminError} saying it must be the mesh's admin.
+ */
+export async function provisionStreams(jsm: JetStreamManager, o: BusOptions): Promise<ProvisionedStream[]> {
+  const out: ProvisionedStream[] = [];
+  const notAdmin = (name: string, err: unknown) =>
+    new NotStreamAdminError(
+      `this NATS user may not create or update stream ${name} (${err instanceof Error ? err.message : String(err)}): provisioning the streams needs the mesh's admin user — set the NATS_* credential variables to the admin's (e.g. NATS_NKEY_SEED_FILE=<auth dir>/admin.nk)`,
+      { cause: err },
+    );
+  for (const name of Object.values(Streams)) {
+    const want = streamConfig(name, o);
+    let current: Awaited<ReturnType<typeof jsm.streams.info>> | undefined;
+    try {
+      current = await jsm.streams.info(name);
+    } catch (err) {
+      if (isPermissionViolation(err)) throw notAdmin(name, err);
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+    }
+    try {
+      if (!current) {
+        try {
+          out.push(provisioned(await jsm.streams.add(want), "created"));
+          continue;
+        } catch (err) {
+          // 10058: the name is taken with another config (another provisioner won the race): update it.
+          if (!(err instanceof JetStreamApiError && err.code === 10058)) throw err;
+          current = await jsm.streams.info(name);
+        }
+      }
+      const { name: _, storage: __, ...settings } = want;
+      out.push(provisioned(await jsm.streams.update(name, { ...current.config, ...settings }), "updated"));
+    } catch (err) {
+      if (isPermissionViolation(err)) throw notAdmin(name, err);
+      throw err;
+    }
+  }
+  return out;
+}
+
+/**
+ * Connects to `o.natsUrl` with `o.auth`, runs {@link provisionStreams} and closes: one attempt of
+ * `reward-mesh provision` (which retries it while NATS is not ready).
+ */
+export async function provisionMeshStreams(o: BusOptions, name: string): Promise<ProvisionedStream[]> {
+  const nc = await connectBus(o.natsUrl, name, o.auth);
+  try {
+    return await provisionStreams(await jetstreamManager(nc), o);
+  } finally {
+    await nc.close();
   }
 }
 

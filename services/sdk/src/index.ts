@@ -91,13 +91,16 @@ export {
 } from "./validate.js";
 
 // ---- mesh plumbing (trainer, CLI, tests, benchmarks) ----
-export type { MeshBus } from "./bus.js";
+export type { MeshBus, ProvisionedStream } from "./bus.js";
 export {
   busMessageLimit,
   connectBus,
   ensureStreams,
   INSTANCE_HEADER,
+  NotStreamAdminError,
   openBus,
+  provisionMeshStreams,
+  provisionStreams,
   publishDeadLetter,
   publishReward,
   publishRollout,
