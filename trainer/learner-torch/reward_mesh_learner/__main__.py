@@ -2,7 +2,8 @@
 
 Builds (or restores) the policy, optionally warms it up with supervised steps, serves the Learner and
 Health services, prints one JSON line ``{"event": "listening", "address": "HOST:PORT", ...info}`` to
-stdout once bound, and stops gracefully (5 s grace) on SIGTERM / SIGINT, exiting 0. Bad arguments
+stdout once bound (with ``"healthAddress"`` when ``--health-port`` / ``LEARNER_HEALTH_PORT`` adds the
+plaintext health-only port for Kubernetes probes), and stops gracefully (5 s grace) on SIGTERM / SIGINT, exiting 0. Bad arguments
 exit 2 with a message on stderr, as do wrong gRPC security settings (TLS, mutual TLS, bearer token:
 see `security.py`) and plaintext on a non-loopback ``--host`` without ``--insecure``.
 """
@@ -16,7 +17,7 @@ import threading
 from dataclasses import replace
 
 from .errors import CheckpointError, PolicyLoadError, WarmupError
-from .security import SecurityConfigError, check_bind, load_server_security
+from .security import SecurityConfigError, check_bind, load_health_port, load_server_security
 
 EXIT_USAGE = 2
 
@@ -27,6 +28,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="serve the Learner and Health gRPC services")
     s.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1; any other address needs TLS or --insecure)")
     s.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default 0)")
+    s.add_argument(
+        "--health-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also serve grpc.health.v1.Health only, in plaintext, on this port of --host, for Kubernetes gRPC probes "
+        "(which cannot speak TLS); 0 picks a free one; falls back to LEARNER_HEALTH_PORT (default: none)",
+    )
     s.add_argument("--model", default=None, help="builtin:tiny (default), builtin:small, or a local Hugging Face model directory")
     s.add_argument("--device", default="auto", help="auto (default: cuda when available), cpu, cuda, cuda:N")
     s.add_argument("--dtype", default="auto", choices=["auto", "float32", "float64", "bfloat16", "float16"], help="parameter dtype (auto: float32 for builtin models and on the CPU, bfloat16 for HF models on CUDA)")
@@ -122,15 +131,17 @@ def security_from(a: argparse.Namespace):
     return security
 
 
-def serve_until_signalled(learner, host: str, port: int, security=None) -> int:
+def serve_until_signalled(learner, host: str, port: int, security=None, health_port=None) -> int:
     """Serves, prints the listening line, waits for SIGTERM/SIGINT, stops gracefully; returns 0."""
     from .server import serve
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    running = serve(learner, host, port, security=security)
+    running = serve(learner, host, port, security=security, health_port=health_port)
     line = {"event": "listening", "address": running.address, "pid": os.getpid(), "security": running.security, **learner.info().as_dict()}
+    if running.health_address is not None:
+        line["healthAddress"] = running.health_address
     print(json.dumps(line), flush=True)
     while not stop.wait(timeout=1.0):
         pass
@@ -145,6 +156,7 @@ def main(argv=None) -> int:
     check_args(p, a)
     try:
         security = security_from(a)  # before loading a model: a wrong setting fails at once
+        health_port = load_health_port(a.health_port, os.environ, a.port)
     except SecurityConfigError as e:
         print(f"torch-learner: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -164,7 +176,7 @@ def main(argv=None) -> int:
         print(f"torch-learner: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return serve_until_signalled(learner, a.host, a.port, security)
+        return serve_until_signalled(learner, a.host, a.port, security, health_port)
     except OSError as e:
         print(f"torch-learner: {e}", file=sys.stderr)
         return 1

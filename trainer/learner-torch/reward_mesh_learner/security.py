@@ -191,6 +191,33 @@ def load_server_security(
     return ServerSecurity(cert_chain=cert, private_key=key, client_ca=ca, token=_token(token_file, environ), insecure=insecure_on)
 
 
+#: Variable of the plaintext health-only port (as `<PREFIX>_HEALTH_PORT` of the reward services).
+HEALTH_PORT_ENV = "LEARNER_HEALTH_PORT"
+
+
+def load_health_port(flag_value: Optional[int], environ: Mapping[str, str], port: int) -> Optional[int]:
+    """The plaintext health-only port: `--health-port`, else `LEARNER_HEALTH_PORT`, else None (no such port).
+
+    0 picks a free port. It must differ from the main `port` (unless both are 0). Plaintext there is
+    allowed on any host: the port serves only `grpc.health.v1.Health` (Kubernetes' gRPC probes cannot
+    speak TLS), never the learner. Raises SecurityConfigError naming the setting.
+    """
+    if flag_value is not None:
+        key, value = "--health-port", flag_value
+    else:
+        raw = environ.get(HEALTH_PORT_ENV, "").strip()
+        if not raw:
+            return None
+        if not re.fullmatch(r"-?\d+", raw):
+            raise SecurityConfigError(HEALTH_PORT_ENV, f"must be an integer, got '{raw}'")
+        key, value = HEALTH_PORT_ENV, int(raw)
+    if not 0 <= value <= 65535:
+        raise SecurityConfigError(key, f"must be in [0, 65535], got {value}")
+    if value != 0 and value == port:
+        raise SecurityConfigError(key, f"must differ from the gRPC port ({port}): the health port is a second, plaintext port")
+    return value
+
+
 def check_bind(host: str, security: ServerSecurity) -> None:
     """Refuses plaintext on a non-loopback host unless explicitly allowed (SecurityConfigError)."""
     if security.tls or security.insecure or is_loopback_host(host):

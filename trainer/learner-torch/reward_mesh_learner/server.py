@@ -155,28 +155,78 @@ class HealthServicer(health_pb2_grpc.HealthServicer):
                 return
 
 
-class RunningServer:
-    """A started server: `address` (`host:port`), `port`, and `stop(grace)`."""
+def _target(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
-    def __init__(self, server: grpc.Server, health: HealthServicer, host: str, port: int, security: str = "plaintext (loopback only)"):
+
+class RunningServer:
+    """A started server: `address` (`host:port`), `port`, and `stop(grace)`; with a health-only port,
+    `health_port` and `health_address` too (else None)."""
+
+    def __init__(
+        self,
+        server: grpc.Server,
+        health: HealthServicer,
+        host: str,
+        port: int,
+        security: str = "plaintext (loopback only)",
+        health_server: Optional[grpc.Server] = None,
+        health_port: Optional[int] = None,
+    ):
         self.server = server
         self.health = health
         self.port = port
         #: The transport, for logs: "TLS", "mutual TLS, bearer token", ...
         self.security = security
-        self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.address = _target(host, port)
+        self.health_server = health_server
+        self.health_port = health_port
+        self.health_address = _target(host, health_port) if health_port is not None else None
 
     def stop(self, grace: float = 5.0) -> None:
-        """Marks NOT_SERVING, lets calls finish for up to `grace` seconds, then stops."""
+        """Marks NOT_SERVING (on both ports), lets calls finish for up to `grace` seconds, then stops."""
         self.health.shutdown()
-        self.server.stop(grace).wait()
+        done = [self.server.stop(grace)]
+        if self.health_server is not None:
+            done.append(self.health_server.stop(grace))
+        for d in done:
+            d.wait()
 
 
-def serve(learner, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8, security: Optional[ServerSecurity] = None) -> RunningServer:
+def _start_health_only(health: HealthServicer, host: str, port: int) -> "tuple[grpc.Server, int]":
+    """A second server on `host:port` with only `grpc.health.v1.Health` — the main server's servicer, so
+    the same status — in plaintext whatever the host: Kubernetes' gRPC probes cannot speak TLS, and this
+    port carries nothing but serving status (the Learner service is UNIMPLEMENTED there)."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="learner-health"),
+        options=[("grpc.max_receive_message_length", 64 * 1024)],
+    )
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    target = _target(host, port)
+    try:
+        bound = server.add_insecure_port(target)
+    except RuntimeError as e:
+        raise OSError(f"cannot bind the health port {target}: {e}") from e
+    if bound == 0:
+        raise OSError(f"cannot bind the health port {target}")
+    server.start()
+    return server, bound
+
+
+def serve(
+    learner,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_workers: int = 8,
+    security: Optional[ServerSecurity] = None,
+    health_port: Optional[int] = None,
+) -> RunningServer:
     """Starts the Learner and Health services on `host:port` (0 = a free port).
 
     `security` (default: plaintext, loopback only) gives TLS, mutual TLS and the bearer token; plaintext on a
     non-loopback host without `security.insecure` raises `SecurityConfigError` before anything binds.
+    `health_port` (0 = a free port; None = none) adds a plaintext port on `host` serving only Health, with
+    the same status (for Kubernetes' gRPC probes); it stops with the server.
     """
     security = security or ServerSecurity()
     check_bind(host, security)
@@ -191,12 +241,15 @@ def serve(learner, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8,
     learner_pb2_grpc.add_LearnerServicer_to_server(LearnerServicer(learner), server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    target = _target(host, port)
     try:
         bound = server.add_secure_port(target, server_credentials(security)) if security.tls else server.add_insecure_port(target)
     except RuntimeError as e:
         raise OSError(f"cannot bind {target}: {e}") from e
     if bound == 0:
         raise OSError(f"cannot bind {target}")
+    health_server, bound_health = (None, None)
+    if health_port is not None:
+        health_server, bound_health = _start_health_only(health, host, health_port)
     server.start()
-    return RunningServer(server, health, host, bound, security.describe())
+    return RunningServer(server, health, host, bound, security.describe(), health_server, bound_health)
