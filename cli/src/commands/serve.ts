@@ -16,7 +16,8 @@ export const SERVE_COMMAND: CommandSpec = {
   options: {},
   notes: [
     "Its settings come from the environment: <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, NATS_URL,\n" +
-      "<SERVICE>_GRPC_TLS_* / _TOKEN / _INSECURE, LOG_LEVEL, OTEL_* (see the service's README).",
+      "<SERVICE>_GRPC_TLS_* / _TOKEN / _INSECURE, <SERVICE>_HEALTH_PORT (a plaintext health-only port for\n" +
+      "Kubernetes gRPC probes), LOG_LEVEL, OTEL_* (see the service's README).",
   ],
   examples: ["LENGTH_GRPC_PORT=50061 reward-mesh serve length"],
 };

@@ -8,6 +8,7 @@ import { hostname } from "node:os";
 import type { ServiceRuntimeOptions } from "./config.js";
 import { openBus } from "./bus.js";
 import { type DescribeResponder, startDescribeResponder } from "./describe.js";
+import { HealthStatus } from "./health.js";
 import { createLimiter } from "./limiter.js";
 import type { Logger } from "./logger.js";
 import { type HostedService, type RunningGrpcServer, startGrpcServer } from "./server.js";
@@ -19,7 +20,7 @@ export interface RunningService {
   readonly grpc: RunningGrpcServer;
   /** Undefined when the worker is disabled. */
   readonly worker: RunningWorker | undefined;
-  /** Stops the worker (drain), then the gRPC server, then the NATS connection. */
+  /** Reports NOT_SERVING, stops the worker (drain), then the gRPC server, then the NATS connection. */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -79,6 +80,9 @@ export async function startRewardService(
     grpc: grpcServer,
     worker,
     async close(graceMs = 10_000) {
+      // NOT_SERVING from the start of the drain (on the health-only port too: one status map), so that
+      // probes and balancers stop sending new work while the worker finishes what it holds.
+      grpcServer.health.setAll(HealthStatus.NOT_SERVING);
       describer?.stop();
       await worker?.stop(graceMs);
       await grpcServer.close(graceMs);
