@@ -5,7 +5,7 @@
  * late NATS comes up, and gives up at `--timeout` naming the URL and the last error.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import {
@@ -27,25 +27,33 @@ interface Result {
   readonly ms: number;
 }
 
-/** Runs `reward-mesh provision` with `env` on top of this environment without its NATS_* credentials. */
-function provision(args: string[], env: Record<string, string>): Promise<Result> {
+/** Starts `reward-mesh provision` with `env` on top of this environment without its NATS_* credentials. */
+function startProvision(
+  args: string[],
+  env: Record<string, string>,
+): { stderr: () => string; done: Promise<Result> } {
   const blank = Object.fromEntries(Object.values(NatsAuthEnv).map((k) => [k, ""]));
   const t0 = Date.now();
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, "provision", ...args],
-      { env: { ...process.env, ...blank, LOG_LEVEL: "silent", ...env }, timeout: 60_000 },
-      (err, stdout, stderr) =>
-        resolve({
-          code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
-          stdout,
-          stderr,
-          ms: Date.now() - t0,
-        }),
-    );
+  const child = spawn(process.execPath, [bin, "provision", ...args], {
+    env: { ...process.env, ...blank, LOG_LEVEL: "silent", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: 60_000,
   });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const done = new Promise<Result>((resolve) =>
+    child.once("close", (code) => resolve({ code: code ?? 1, stdout, stderr, ms: Date.now() - t0 })),
+  );
+  return { stderr: () => stderr, done };
 }
+
+const provision = (args: string[], env: Record<string, string>) => startProvision(args, env).done;
 
 interface Line {
   name: string;
@@ -156,11 +164,14 @@ describe("reward-mesh provision", () => {
   describe("waiting for NATS", () => {
     it("keeps polling until a late server comes up", async () => {
       const port = await freePort();
-      const running = provision(["--timeout", "60"], { NATS_URL: `nats://127.0.0.1:${port}` });
-      await new Promise((r) => setTimeout(r, 1_500));
+      const running = startProvision(["--timeout", "60"], { NATS_URL: `nats://127.0.0.1:${port}` });
+      // Start the server only once provision has found nothing there and is polling.
+      const deadline = Date.now() + 30_000;
+      while (!running.stderr().includes("is not ready") && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       const nats = await startNatsServer({ port });
       try {
-        const r = await running;
+        const r = await running.done;
         assert.equal(r.code, 0, r.stderr);
         assert.match(r.stderr, /is not ready .*retrying for up to 60s/);
         assert.equal(lines(r.stdout).length, Object.values(Streams).length);
