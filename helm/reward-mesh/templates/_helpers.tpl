@@ -355,3 +355,27 @@ imagePullSecrets:
 {{- end -}}
 {{- toJson (concat $names .Values.grpc.tls.extraDnsNames) -}}
 {{- end -}}
+
+{{/* ---- NetworkPolicy pieces ---- */}}
+{{/* DNS egress, shared by every policy. */}}
+{{- define "rm.np.dns" -}}
+- ports:
+    {{- range .Values.networkPolicy.dnsPorts }}
+    - {protocol: UDP, port: {{ . }}}
+    - {protocol: TCP, port: {{ . }}}
+    {{- end }}
+{{- end -}}
+{{- define "rm.np.toNats" -}}
+{{- if .Values.nats.enabled }}
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "rm.selectorLabels" (dict "root" . "component" "nats") | nindent 10 }}
+  ports:
+    - {protocol: TCP, port: {{ .Values.nats.port }}}
+{{- else }}
+# An external NATS: its port anywhere (narrow it with networkPolicy.extraEgress + your own policy).
+- ports:
+    - {protocol: TCP, port: {{ .Values.nats.external.port }}}
+{{- end }}
+{{- end -}}
