@@ -80,7 +80,12 @@ export async function helm(args: readonly string[]): Promise<HelmResult> {
 
 /** A rendered Kubernetes object (loosely typed: tests walk it). */
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are arbitrary YAML
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; [k: string]: any }; [k: string]: any };
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; [k: string]: any };
+  [k: string]: any;
+};
 
 /** Options of {@link renderChart}. */
 export interface RenderOptions {
