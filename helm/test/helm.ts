@@ -176,3 +176,18 @@ export function envVar(c: any, name: string): any {
   // biome-ignore lint/suspicious/noExplicitAny: see K8sObject
   return (c.env ?? []).find((e: any) => e.name === name);
 }
+
+/** Every user line of nats.conf: `{user: "<u>", password: $<VAR>, permissions: <json>}`. */
+export function natsUsers(conf: string): Map<string, { passwordVar: string; permissions: unknown }> {
+  const users = new Map<string, { passwordVar: string; permissions: unknown }>();
+  for (const m of conf.matchAll(
+    /^\s*\{user: "([^"]+)", password: \$([A-Z0-9_]+), permissions: (\{.*\})\}$/gm,
+  ))
+    users.set(m[1]!, { passwordVar: m[2]!, permissions: JSON.parse(m[3]!) });
+  return users;
+}
+
+/** The rendered nats.conf. */
+export function natsConf(objs: readonly K8sObject[], fullname = "rm-reward-mesh"): string {
+  return find(objs, "ConfigMap", `${fullname}-nats-config`)["data"]["nats.conf"] as string;
+}

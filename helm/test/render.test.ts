@@ -24,25 +24,16 @@ import {
   envVar,
   find,
   helm,
-  type K8sObject,
+  natsConf,
+  natsUsers,
   podSpec,
   renderChart,
   workloads,
-} from "./helm.ts";
-import { validateAll, validateObject } from "./validate.ts";
+} from "./helm.js";
+import { validateAll, validateObject } from "./validate.js";
 
 const FULL = "rm-reward-mesh";
 const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency"];
-
-/** Every user line of nats.conf: `{user: "<u>", password: $<VAR>, permissions: <json>}`. */
-export function natsUsers(conf: string): Map<string, { passwordVar: string; permissions: unknown }> {
-  const users = new Map<string, { passwordVar: string; permissions: unknown }>();
-  for (const m of conf.matchAll(
-    /^\s*\{user: "([^"]+)", password: \$([A-Z0-9_]+), permissions: (\{.*\})\}$/gm,
-  ))
-    users.set(m[1]!, { passwordVar: m[2]!, permissions: JSON.parse(m[3]!) });
-  return users;
-}
 
 /** nats-accounts.ts's permissions in nats-server's form (as writeMeshAuth writes them). */
 function asServerPermissions(p: NatsPermissions): unknown {
@@ -51,10 +42,6 @@ function asServerPermissions(p: NatsPermissions): unknown {
     subscribe: { allow: [...p.subscribe] },
     ...(p.allowResponses ? { allow_responses: true } : {}),
   };
-}
-
-export function natsConf(objs: readonly K8sObject[]): string {
-  return find(objs, "ConfigMap", `${FULL}-nats-config`)["data"]["nats.conf"] as string;
 }
 
 describe("helm lint", () => {

@@ -10,7 +10,7 @@ import { Job } from "kubernetes-models/batch/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
-import type { K8sObject } from "./helm.ts";
+import type { K8sObject } from "./helm.js";
 
 type Model = new (data: never) => { validate(): void };
 

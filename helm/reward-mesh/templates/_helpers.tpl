@@ -379,3 +379,27 @@ imagePullSecrets:
     - {protocol: TCP, port: {{ .Values.nats.external.port }}}
 {{- end }}
 {{- end -}}
+
+{{/* A service block with every optional key defaulted (a new service needs only enabled, port, healthPort,
+domains). `dig` keeps a key that is set, false included. Returns JSON. */}}
+{{- define "rm.service" -}}
+{{- $s := . -}}
+{{- $out := dict
+  "enabled" $s.enabled "port" (int $s.port) "healthPort" (int $s.healthPort) "domains" $s.domains
+  "image" (dict "repository" (dig "image" "repository" "" $s) "tag" (dig "image" "tag" "" $s) "digest" (dig "image" "digest" "" $s))
+  "envPrefix" (dig "envPrefix" "" $s)
+  "args" (dig "args" list $s)
+  "env" (dig "env" dict $s)
+  "replicas" (int (dig "replicas" 1 $s))
+  "resources" (dig "resources" dict $s)
+  "autoscaling" (dict "enabled" (dig "autoscaling" "enabled" true $s) "maxReplicas" (int (dig "autoscaling" "maxReplicas" 4 $s)) "targetCPUUtilizationPercentage" (int (dig "autoscaling" "targetCPUUtilizationPercentage" 80 $s)))
+  "keda" (dict "lagThreshold" (int (dig "keda" "lagThreshold" 100 $s)) "minReplicaCount" (int (dig "keda" "minReplicaCount" 1 $s)) "maxReplicaCount" (int (dig "keda" "maxReplicaCount" 8 $s)))
+  "pdb" (dict "enabled" (dig "pdb" "enabled" true $s))
+  "sandbox" (dict "enabled" (dig "sandbox" "enabled" false $s) "mode" (dig "sandbox" "mode" "bwrap" $s) "runtimeClassName" (dig "sandbox" "runtimeClassName" "gvisor" $s) "seccompLocalhostProfile" (dig "sandbox" "seccompLocalhostProfile" "" $s) "tmpSizeLimit" (dig "sandbox" "tmpSizeLimit" "1Gi" $s))
+  "nodeSelector" (dig "nodeSelector" dict $s)
+  "tolerations" (dig "tolerations" list $s)
+  "affinity" (dig "affinity" dict $s)
+  "podAnnotations" (dig "podAnnotations" dict $s)
+-}}
+{{- toJson $out -}}
+{{- end -}}
