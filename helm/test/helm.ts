@@ -78,13 +78,16 @@ export async function helm(args: readonly string[]): Promise<HelmResult> {
   }
 }
 
-/** A rendered Kubernetes object (loosely typed: tests walk it). */
+/** Any value of a rendered manifest (arbitrary YAML; tests walk it). */
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are arbitrary YAML
+export type Any = any;
+
+/** A rendered Kubernetes object (loosely typed: tests walk it). */
 export type K8sObject = {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; [k: string]: any };
-  [k: string]: any;
+  metadata: { name: string; [k: string]: Any };
+  [k: string]: Any;
 };
 
 /** Options of {@link renderChart}. */
@@ -151,16 +154,13 @@ export function find(objs: readonly K8sObject[], kind: string, name: string): K8
 }
 
 /** The pod spec of a workload (Deployment, StatefulSet, Job, Pod). */
-// biome-ignore lint/suspicious/noExplicitAny: see K8sObject
-export function podSpec(o: K8sObject): any {
+export function podSpec(o: K8sObject): Any {
   return o.kind === "Pod" ? o["spec"] : o["spec"].template.spec;
 }
 
 /** The container `name` of a workload's pod (throws when absent). */
-// biome-ignore lint/suspicious/noExplicitAny: see K8sObject
-export function container(o: K8sObject, name: string): any {
-  // biome-ignore lint/suspicious/noExplicitAny: see K8sObject
-  const c = podSpec(o).containers.find((x: any) => x.name === name);
+export function container(o: K8sObject, name: string): Any {
+  const c = podSpec(o).containers.find((x: Any) => x.name === name);
   if (c === undefined) throw new Error(`${o.kind}/${o.metadata.name} has no container ${name}`);
   return c;
 }
@@ -171,10 +171,8 @@ export function workloads(objs: readonly K8sObject[]): K8sObject[] {
 }
 
 /** The env entry `name` of a container. */
-// biome-ignore lint/suspicious/noExplicitAny: see K8sObject
-export function envVar(c: any, name: string): any {
-  // biome-ignore lint/suspicious/noExplicitAny: see K8sObject
-  return (c.env ?? []).find((e: any) => e.name === name);
+export function envVar(c: Any, name: string): Any {
+  return (c.env ?? []).find((e: Any) => e.name === name);
 }
 
 /** Every user line of nats.conf: `{user: "<u>", password: $<VAR>, permissions: <json>}`. */

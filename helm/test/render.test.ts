@@ -19,6 +19,7 @@ import {
 } from "@reward-mesh/sdk";
 import { parse as parseYaml } from "yaml";
 import {
+  type Any,
   chartDir,
   container,
   envVar,
@@ -98,8 +99,7 @@ describe("defaults", async () => {
       assert.deepEqual(c.args, ["serve", name]);
       const svc = find(objs, "Service", `${FULL}-${name}`);
       assert.deepEqual(
-        // biome-ignore lint/suspicious/noExplicitAny: manifest
-        svc["spec"].ports.map((p: any) => p.name),
+        svc["spec"].ports.map((p: Any) => p.name),
         ["grpc", "health"],
       );
       find(objs, "PodDisruptionBudget", `${FULL}-${name}`);
@@ -151,8 +151,7 @@ describe("defaults", async () => {
       assert.equal(spec.securityContext.seccompProfile.type, "RuntimeDefault", where);
       assert.equal(spec.hostNetwork ?? false, false, where);
       assert.equal(spec.hostPID ?? false, false, where);
-      // biome-ignore lint/suspicious/noExplicitAny: manifest
-      const tmp = spec.volumes.find((v: any) => v.name === "tmp");
+      const tmp = spec.volumes.find((v: Any) => v.name === "tmp");
       assert.ok(tmp?.emptyDir, `${where}: /tmp emptyDir`);
       for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
         const sc = c.securityContext;
@@ -163,9 +162,8 @@ describe("defaults", async () => {
         assert.equal(sc.readOnlyRootFilesystem, true, cw);
         assert.equal(sc.privileged, false, cw);
         assert.deepEqual(sc.capabilities, { drop: ["ALL"] }, cw);
-        // biome-ignore lint/suspicious/noExplicitAny: manifest
         assert.ok(
-          c.volumeMounts.some((m: any) => m.name === "tmp" && m.mountPath === "/tmp"),
+          c.volumeMounts.some((m: Any) => m.name === "tmp" && m.mountPath === "/tmp"),
           cw,
         );
         // bwrap needs user namespaces: only the sandboxed services leave seccomp unconfined.
@@ -205,8 +203,7 @@ describe("defaults", async () => {
         assert.equal(envVar(c, "NATS_INBOX_PREFIX")?.value, inboxPrefixOf(want));
         assert.equal(envVar(c, "NATS_URL")?.value, `nats://${FULL}-nats.mesh.svc.cluster.local:4222`);
         // No other user's password anywhere in its environment.
-        // biome-ignore lint/suspicious/noExplicitAny: manifest
-        const keys = (c.env as any[]).flatMap((e) =>
+        const keys = (c.env as Any[]).flatMap((e) =>
           e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.key] : [],
         );
         assert.deepEqual(
@@ -251,10 +248,13 @@ describe("defaults", async () => {
     // The NATS container gets each referenced password from the Secret.
     const nats = container(find(objs, "StatefulSet", `${FULL}-nats`), "nats");
     for (const [user, { passwordVar }] of users)
-      assert.deepEqual(envVar(nats, passwordVar)?.valueFrom.secretKeyRef, {
+      assert.deepEqual(envVar(nats, `RAW_${passwordVar}`)?.valueFrom.secretKeyRef, {
         name: `${FULL}-nats-auth`,
         key: user,
       });
+    // Quoted, so nats-server reads any password as a string (it parses a variable's value).
+    for (const { passwordVar } of users.values())
+      assert.equal(envVar(nats, passwordVar)?.value, `"$(RAW_${passwordVar})"`);
   });
 
   it("NATS: a StatefulSet running nats-server --config, JetStream on a PVC, monitoring 8222", () => {
@@ -263,11 +263,9 @@ describe("defaults", async () => {
     const c = container(sts, "nats");
     assert.deepEqual(c.command, ["nats-server", "--config", "/etc/nats/nats.conf"]);
     assert.equal(c.args, undefined);
-    // biome-ignore lint/suspicious/noExplicitAny: manifest
-    assert.ok(c.ports.some((p: any) => p.containerPort === 8222));
+    assert.ok(c.ports.some((p: Any) => p.containerPort === 8222));
     assert.equal(sts["spec"].volumeClaimTemplates[0].metadata.name, "data");
-    // biome-ignore lint/suspicious/noExplicitAny: manifest
-    assert.ok(c.volumeMounts.some((m: any) => m.name === "data" && m.mountPath === "/data"));
+    assert.ok(c.volumeMounts.some((m: Any) => m.name === "data" && m.mountPath === "/data"));
   });
 
   it("generated Secrets: one password per user, a gRPC CA + certificate for every Service name, a token", () => {
@@ -301,11 +299,9 @@ describe("defaults", async () => {
   it("NetworkPolicies: services egress only DNS + NATS, NATS ingress only from the release", () => {
     const svc = find(objs, "NetworkPolicy", `${FULL}-services`);
     assert.deepEqual(svc["spec"].policyTypes, ["Ingress", "Egress"]);
-    // biome-ignore lint/suspicious/noExplicitAny: manifest
-    const egressPorts = svc["spec"].egress.flatMap((r: any) => r.ports.map((p: any) => p.port));
+    const egressPorts = svc["spec"].egress.flatMap((r: Any) => r.ports.map((p: Any) => p.port));
     assert.deepEqual([...new Set(egressPorts)].sort(), [4222, 53]);
-    // biome-ignore lint/suspicious/noExplicitAny: manifest
-    for (const rule of svc["spec"].ingress as any[])
+    for (const rule of svc["spec"].ingress as Any[])
       assert.deepEqual(rule.from, [
         {
           podSelector: {
@@ -314,8 +310,7 @@ describe("defaults", async () => {
         },
       ]);
     const nats = find(objs, "NetworkPolicy", `${FULL}-nats`);
-    // biome-ignore lint/suspicious/noExplicitAny: manifest
-    for (const rule of nats["spec"].ingress as any[])
+    for (const rule of nats["spec"].ingress as Any[])
       assert.ok(rule.from?.[0]?.podSelector, "only pods of the release");
     const clients = find(objs, "NetworkPolicy", `${FULL}-clients`);
     assert.deepEqual(clients["spec"].ingress, []);
@@ -329,8 +324,7 @@ describe("defaults", async () => {
     assert.equal(envVar(c, "SCORE_ADDR")?.value, `${FULL}-length.mesh.svc.cluster.local:50061`);
     assert.equal(envVar(c, "REWARD_MESH_GRPC_TLS_CA_FILE")?.value, "/etc/reward-mesh/grpc-ca/ca.crt");
     assert.equal(envVar(c, "REWARD_MESH_GRPC_TOKEN_FILE")?.value, "/etc/reward-mesh/grpc-token/token");
-    // biome-ignore lint/suspicious/noExplicitAny: manifest
-    const ca = podSpec(pod).volumes.find((v: any) => v.name === "grpc-ca");
+    const ca = podSpec(pod).volumes.find((v: Any) => v.name === "grpc-ca");
     assert.deepEqual(ca.secret.items, [{ key: "ca.crt", path: "ca.crt" }]);
     assert.equal(envVar(c, "NATS_USER"), undefined);
   });

@@ -8,12 +8,13 @@ import { describe, it } from "node:test";
 import { consumerName, servicePermissions, serviceUser } from "@reward-mesh/sdk";
 import { parse as parseYaml } from "yaml";
 import {
+  type Any,
   container,
   envVar,
   find,
+  type K8sObject,
   natsConf,
   natsUsers,
-  type K8sObject,
   podSpec,
   renderChart,
   renderChartRaw,
@@ -23,9 +24,6 @@ import {
 import { validateAll } from "./validate.js";
 
 const FULL = "rm-reward-mesh";
-
-// biome-ignore lint/suspicious/noExplicitAny: rendered manifests are arbitrary YAML
-type Any = any;
 
 function has(objs: readonly K8sObject[], kind: string, name: string): boolean {
   return objs.some((o) => o.kind === kind && o.metadata.name === name);
