@@ -102,5 +102,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes(
   const valuesText = readFileSync(join(chartDir, "values.yaml"), "utf8");
   const readmePath = join(chartDir, "README.md");
   writeFileSync(readmePath, withTable(readFileSync(readmePath, "utf8"), valuesTable(valuesText)));
-  console.log(`wrote the values table of ${readmePath}`);
+  process.stdout.write(`wrote the values table of ${readmePath}\n`);
 }
