@@ -29,6 +29,7 @@ import {
   natsUsers,
   podSpec,
   renderChart,
+  repoRoot,
   workloads,
 } from "./helm.js";
 import { validateAll, validateObject } from "./validate.js";
@@ -137,6 +138,26 @@ describe("defaults", async () => {
       assert.deepEqual(v.domains, [...def.domains], `${entry.name}.domains`);
       const c = container(find(objs, "Deployment", `${FULL}-${entry.name}`), "service");
       assert.ok(envVar(c, `${entry.envPrefix}_GRPC_PORT`), `${entry.name}: prefix ${entry.envPrefix}`);
+    }
+  });
+
+  it("set on each service only variables its loader reads (services/sdk/schema/service-env.schema.json)", () => {
+    const schema = JSON.parse(
+      readFileSync(`${repoRoot}/services/sdk/schema/service-env.schema.json`, "utf8"),
+    );
+    // The chart's own: the plaintext health port (the images' contract), pod identity, OpenTelemetry.
+    const chartOwn = (prefix: string, name: string) =>
+      name === `${prefix}_HEALTH_PORT` ||
+      ["HOME", "POD_NAME", "POD_NAMESPACE"].includes(name) ||
+      name.startsWith("OTEL_");
+    for (const entry of SERVICES) {
+      const known = new Set(Object.keys(schema.definitions[entry.name].properties));
+      const c = container(find(objs, "Deployment", `${FULL}-${entry.name}`), "service");
+      for (const e of c.env as Any[])
+        assert.ok(
+          known.has(e.name) || chartOwn(entry.envPrefix, e.name),
+          `${entry.name}: ${e.name} is read by nothing`,
+        );
     }
   });
 
