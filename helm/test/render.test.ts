@@ -25,6 +25,7 @@ import {
   envVar,
   find,
   helm,
+  type K8sObject,
   natsConf,
   natsUsers,
   podSpec,
@@ -44,6 +45,43 @@ function asServerPermissions(p: NatsPermissions): unknown {
     subscribe: { allow: [...p.subscribe] },
     ...(p.allowResponses ? { allow_responses: true } : {}),
   };
+}
+
+/** Asserts every pod and container of `objs` is hardened (the sandboxed services may only loosen seccomp). */
+function assertHardened(objs: readonly K8sObject[]): void {
+  const sandboxed = new Set([`${FULL}-code-exec`, `${FULL}-efficiency`]);
+  for (const w of workloads(objs)) {
+    const spec = podSpec(w);
+    const where = `${w.kind}/${w.metadata.name}`;
+    assert.equal(spec.automountServiceAccountToken, false, where);
+    assert.equal(spec.securityContext.runAsNonRoot, true, where);
+    assert.equal(spec.securityContext.runAsUser, 65532, where);
+    assert.equal(spec.securityContext.seccompProfile.type, "RuntimeDefault", where);
+    assert.equal(spec.hostNetwork ?? false, false, where);
+    assert.equal(spec.hostPID ?? false, false, where);
+    const tmp = spec.volumes.find((v: Any) => v.name === "tmp");
+    assert.ok(tmp?.emptyDir, `${where}: /tmp emptyDir`);
+    for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+      const sc = c.securityContext;
+      const cw = `${where} container ${c.name}`;
+      assert.equal(sc.runAsNonRoot, true, cw);
+      assert.equal(sc.runAsUser, 65532, cw);
+      assert.equal(sc.allowPrivilegeEscalation, false, cw);
+      assert.equal(sc.readOnlyRootFilesystem, true, cw);
+      assert.equal(sc.privileged, false, cw);
+      assert.deepEqual(sc.capabilities, { drop: ["ALL"] }, cw);
+      assert.ok(
+        c.volumeMounts.some((m: Any) => m.name === "tmp" && m.mountPath === "/tmp"),
+        cw,
+      );
+      // bwrap needs user namespaces: only the sandboxed services leave seccomp unconfined.
+      assert.equal(
+        sc.seccompProfile.type,
+        sandboxed.has(w.metadata.name) ? "Unconfined" : "RuntimeDefault",
+        cw,
+      );
+    }
+  }
 }
 
 describe("helm lint", () => {
@@ -162,39 +200,20 @@ describe("defaults", async () => {
   });
 
   it("harden every container: non-root 65532, read-only root with a /tmp emptyDir, no capabilities, RuntimeDefault seccomp, no SA token", () => {
-    const sandboxed = new Set([`${FULL}-code-exec`, `${FULL}-efficiency`]);
-    for (const w of workloads(objs)) {
-      const spec = podSpec(w);
-      const where = `${w.kind}/${w.metadata.name}`;
-      assert.equal(spec.automountServiceAccountToken, false, where);
-      assert.equal(spec.securityContext.runAsNonRoot, true, where);
-      assert.equal(spec.securityContext.runAsUser, 65532, where);
-      assert.equal(spec.securityContext.seccompProfile.type, "RuntimeDefault", where);
-      assert.equal(spec.hostNetwork ?? false, false, where);
-      assert.equal(spec.hostPID ?? false, false, where);
-      const tmp = spec.volumes.find((v: Any) => v.name === "tmp");
-      assert.ok(tmp?.emptyDir, `${where}: /tmp emptyDir`);
-      for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
-        const sc = c.securityContext;
-        const cw = `${where} container ${c.name}`;
-        assert.equal(sc.runAsNonRoot, true, cw);
-        assert.equal(sc.runAsUser, 65532, cw);
-        assert.equal(sc.allowPrivilegeEscalation, false, cw);
-        assert.equal(sc.readOnlyRootFilesystem, true, cw);
-        assert.equal(sc.privileged, false, cw);
-        assert.deepEqual(sc.capabilities, { drop: ["ALL"] }, cw);
-        assert.ok(
-          c.volumeMounts.some((m: Any) => m.name === "tmp" && m.mountPath === "/tmp"),
-          cw,
-        );
-        // bwrap needs user namespaces: only the sandboxed services leave seccomp unconfined.
-        assert.equal(
-          sc.seccompProfile.type,
-          sandboxed.has(w.metadata.name) ? "Unconfined" : "RuntimeDefault",
-          cw,
-        );
-      }
-    }
+    assertHardened(objs);
+  });
+
+  it("stay hardened with every optional part on (learner, KEDA, 3 NATS servers, mTLS, OTel, trainer Deployment)", async () => {
+    assertHardened(
+      await renderChart({
+        learner: { enabled: true, persistence: { enabled: true } },
+        keda: { enabled: true },
+        nats: { replicas: 3 },
+        grpc: { tls: { mtls: { enabled: true } } },
+        otel: { endpoint: "http://otel:4318" },
+        trainer: { kind: "Deployment", persistence: { enabled: true } },
+      }),
+    );
   });
 
   it("give every pod only its own NATS user, password (from the Secret) and inbox prefix", () => {
