@@ -360,6 +360,19 @@ describe("sandbox modes", async () => {
     });
   });
 
+  it("services.<name>.env overrides the sandbox backend (e.g. docker) without a duplicate variable", async () => {
+    const objs = await renderChart({
+      services: {
+        "code-exec": { env: { SANDBOX_BACKEND: "docker", SANDBOX_DOCKER_HOST: "tcp://dind:2376" } },
+      },
+    });
+    const c = container(find(objs, "Deployment", `${FULL}-code-exec`), "service");
+    assert.deepEqual(
+      c.env.filter((e: Any) => e.name === "SANDBOX_BACKEND").map((e: Any) => e.value),
+      ["docker"],
+    );
+  });
+
   it("runtimeClass: a gVisor pod keeps RuntimeDefault and no AppArmor override", () => {
     validateAll(gvisor);
     const d = find(gvisor, "Deployment", `${FULL}-code-exec`);
