@@ -4,12 +4,13 @@
  * (`node --import tsx helm/test/values-doc.ts --write` rewrites it).
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { resolveRunConfig } from "@reward-mesh/trainer";
 import { parse as parseYaml } from "yaml";
-import { chartDir, find, renderChart, repoRoot } from "./helm.js";
+import { chartDir, find, helm, renderChart, repoRoot } from "./helm.js";
 import { validateAll } from "./validate.js";
 import { coverageProblems, paramDocs, valuesTable, withTable } from "./values-doc.js";
 
@@ -53,6 +54,53 @@ describe("chart docs", () => {
     for (const values of [{}, { learner: { enabled: true } }]) {
       const objs = await renderChart(values);
       resolveRunConfig(parseYaml(find(objs, "ConfigMap", "rm-reward-mesh-trainer")["data"]["run.yaml"]));
+    }
+  });
+
+  it("NOTES.txt renders (defaults, learner + mTLS, external NATS, plaintext)", async () => {
+    // helm renders NOTES only on install; a copy of the chart renders it as a template instead.
+    const dir = mkdtempSync(join(tmpdir(), "rm-helm-notes-"));
+    try {
+      const chart = join(dir, "reward-mesh");
+      cpSync(chartDir, chart, { recursive: true });
+      const notes = readFileSync(join(chart, "templates", "NOTES.txt"), "utf8");
+      rmSync(join(chart, "templates", "NOTES.txt"));
+      writeFileSync(
+        join(chart, "templates", "_notes.tpl"),
+        `{{- define "rm.notes" -}}\n${notes}{{- end -}}\n`,
+      );
+      writeFileSync(
+        join(chart, "templates", "zz-notes.yaml"),
+        'notes: |\n  {{- include "rm.notes" . | nindent 2 }}\n',
+      );
+      const cases: [string[], RegExp][] = [
+        [[], /helm test rm -n mesh/],
+        [
+          ["--set", "learner.enabled=true,grpc.tls.mtls.enabled=true"],
+          /Learner: {3}rm-reward-mesh-learner:50051 \(1 x nvidia\.com\/gpu\)/,
+        ],
+        [
+          ["--set", "nats.enabled=false,nats.external.url=nats://n:4222,nats.external.existingSecret=s"],
+          /NATS: {6}nats:\/\/n:4222/,
+        ],
+        [["--set", "grpc.tls.enabled=false"], /WARNING: grpc\.tls\.enabled=false/],
+      ];
+      for (const [args, want] of cases) {
+        const r = await helm([
+          "template",
+          "rm",
+          chart,
+          "-n",
+          "mesh",
+          "--show-only",
+          "templates/zz-notes.yaml",
+          ...args,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, want);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
