@@ -7,7 +7,7 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -118,21 +118,26 @@ export async function renderChart(values: unknown = {}, opts: RenderOptions = {}
 }
 
 /** `helm template` without throwing: for tests of rejected values. */
-export function renderChartRaw(values: unknown = {}, opts: RenderOptions = {}): Promise<HelmResult> {
-  return helm([
-    "template",
-    opts.release ?? "rm",
-    chartDir,
-    "--namespace",
-    opts.namespace ?? "mesh",
-    "--kube-version",
-    "1.30.0",
-    "--api-versions",
-    "keda.sh/v1alpha1",
-    "-f",
-    valuesFile(values),
-    ...(opts.args ?? []),
-  ]);
+export async function renderChartRaw(values: unknown = {}, opts: RenderOptions = {}): Promise<HelmResult> {
+  const file = valuesFile(values);
+  try {
+    return await helm([
+      "template",
+      opts.release ?? "rm",
+      chartDir,
+      "--namespace",
+      opts.namespace ?? "mesh",
+      "--kube-version",
+      "1.30.0",
+      "--api-versions",
+      "keda.sh/v1alpha1",
+      "-f",
+      file,
+      ...(opts.args ?? []),
+    ]);
+  } finally {
+    rmSync(file, { force: true });
+  }
 }
 
 /** Parses a multi-document YAML stream into objects (empty documents dropped). */
