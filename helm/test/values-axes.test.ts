@@ -402,6 +402,33 @@ describe("trainer kind", async () => {
   });
 });
 
+describe("NATS passwords from an existing Secret", async () => {
+  const objs = await renderChart({ nats: { auth: { existingSecret: "my-nats-users" } } });
+  it("nothing generated; the server and every client read the existing Secret", () => {
+    assert.ok(!has(objs, "Secret", `${FULL}-nats-auth`));
+    const nats = container(find(objs, "StatefulSet", `${FULL}-nats`), "nats");
+    assert.equal(envVar(nats, "RAW_NATS_PASSWORD_TRAINER").valueFrom.secretKeyRef.name, "my-nats-users");
+    const c = container(find(objs, "Deployment", `${FULL}-ast`), "service");
+    assert.deepEqual(envVar(c, "NATS_PASSWORD").valueFrom.secretKeyRef, {
+      name: "my-nats-users",
+      key: "service-ast",
+    });
+  });
+});
+
+describe("guards", () => {
+  it("a health port equal to the gRPC port is refused", async () => {
+    const r = await renderChartRaw({ services: { length: { healthPort: 50061 } } });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /services\.length: healthPort must differ from port/);
+  });
+  it("Kubernetes older than 1.27 (no GA gRPC probes) is refused", async () => {
+    const r = await renderChartRaw({}, { args: ["--kube-version", "1.26.0"] });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /requires kubeVersion: >=1\.27\.0-0/);
+  });
+});
+
 describe("the schema rejects", () => {
   const cases: [string, unknown, RegExp][] = [
     [
