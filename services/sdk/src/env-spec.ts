@@ -57,7 +57,7 @@ export type EnvValues<S extends EnvSpec> = {
     : EnvValue<S[K]> | undefined;
 };
 
-/** An environment: `process.env` or a plain object in tests. */
+/** An environment: the process's or a plain object in tests. */
 type RawEnv = Readonly<Record<string, string | undefined>>;
 
 /** Values a boolean variable takes (the loader also takes them in upper case). */
