@@ -396,6 +396,39 @@ export function loadGrpcServerSecurity(prefix: string, env: Env = processEnv()):
   };
 }
 
+/** The variables {@link loadGrpcClientSecurity} reads (every gRPC client of the process). */
+export const GRPC_CLIENT_SECURITY_ENV = defineEnv({
+  REWARD_MESH_GRPC_TLS_CA_FILE: {
+    type: "file",
+    description: "PEM CA bundle the servers' certificates must chain to (turns TLS on).",
+  },
+  REWARD_MESH_GRPC_TLS_CLIENT_CERT_FILE: {
+    type: "file",
+    description: "PEM certificate of this client, for mutual TLS (with TLS_CLIENT_KEY_FILE).",
+  },
+  REWARD_MESH_GRPC_TLS_CLIENT_KEY_FILE: {
+    type: "file",
+    description: "PEM private key of this client (with TLS_CLIENT_CERT_FILE).",
+  },
+  REWARD_MESH_GRPC_TLS_SERVER_NAME: {
+    type: "string",
+    description: "Name checked against server certificates instead of the dialled host.",
+  },
+  REWARD_MESH_GRPC_INSECURE: {
+    type: "boolean",
+    default: false,
+    description: "Plaintext to non-loopback addresses, explicitly allowed.",
+  },
+  REWARD_MESH_GRPC_TOKEN: {
+    type: "string",
+    description: "Bearer token sent with every call (at least 16 visible characters).",
+  },
+  REWARD_MESH_GRPC_TOKEN_FILE: {
+    type: "file",
+    description: "A file holding the bearer token (instead of TOKEN).",
+  },
+});
+
 /**
  * Reads how this process's gRPC clients connect (one setting for every server they dial):
  *
@@ -411,12 +444,15 @@ export function loadGrpcServerSecurity(prefix: string, env: Env = processEnv()):
  */
 export function loadGrpcClientSecurity(env: Env = processEnv()): GrpcClientSecurity {
   const P = GRPC_SHARED_PREFIX;
-  const get: Get = (k) => raw(env, k);
+  const read = readEnv(GRPC_CLIENT_SECURITY_ENV, env);
+  const values = read.values as Readonly<Record<string, unknown>>;
+  const set: ReadonlySet<string> = read.set;
+  const get: Get = (k) => (set.has(k) ? String(values[k]) : undefined);
   const ca = pemFile(get, [`${P}_TLS_CA_FILE`]);
   const cert = pemFile(get, [`${P}_TLS_CLIENT_CERT_FILE`]);
   const key = pemFile(get, [`${P}_TLS_CLIENT_KEY_FILE`]);
-  const serverName = raw(env, `${P}_TLS_SERVER_NAME`);
-  const insecure = envBool(env, `${P}_INSECURE`, false);
+  const serverName = read.values.REWARD_MESH_GRPC_TLS_SERVER_NAME;
+  const insecure = read.values.REWARD_MESH_GRPC_INSECURE;
   if (cert && !key) throw new ConfigError(`${P}_TLS_CLIENT_KEY_FILE`, `must be set with ${cert.key}`);
   if (key && !cert) throw new ConfigError(`${P}_TLS_CLIENT_CERT_FILE`, `must be set with ${key.key}`);
   const tlsOn = ca !== undefined || cert !== undefined;

@@ -35,6 +35,7 @@ export {
   BUS_ENV,
   COMMON_SERVICE_ENV,
   defineServiceEnv,
+  GRPC_CLIENT_SECURITY_ENV,
   grpcServerSecurityEnv,
   isServiceEnv,
   LOG_ENV,
