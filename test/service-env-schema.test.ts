@@ -1,22 +1,31 @@
 /**
  * The services' environment schema (`services/sdk/schema/service-env.schema.json`, written by
- * `scripts/gen-service-env-schema.mjs`) against the services' own loaders: the committed file is what
- * the script writes, each service's `loadConfig` reads exactly the variables the schema lists for it, and
- * every typed variable's bad values (not a number, out of bounds, not a choice) fail start-up naming it
- * while the schema's default and bounds are accepted.
+ * `scripts/gen-service-env-schema.mjs` from the `defineServiceEnv` each service's config.ts exports)
+ * against the services' own loaders: the committed file is what the script writes, each service's
+ * `loadConfig` reads exactly the variables its spec declares (true by construction: the loaders read the
+ * environment only through `loadEnv` with those specs; checked here on a recording environment), every
+ * typed variable's bad values (not a number, out of bounds, not a choice) fail start-up naming it while
+ * the schema's default and bounds are accepted, and every declared variable is documented in a README.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { loadConfig as agentdojo } from "@reward-mesh/agentdojo";
-import { loadConfig as ast } from "@reward-mesh/ast";
-import { loadConfig as codeExec } from "@reward-mesh/code-exec";
-import { loadConfig as efficiency } from "@reward-mesh/efficiency";
-import { loadConfig as length } from "@reward-mesh/length";
-import { loadConfig as toolCall } from "@reward-mesh/tool-call";
+import { AGENTDOJO_SERVICE_ENV, loadConfig as agentdojo } from "@reward-mesh/agentdojo";
+import { AST_SERVICE_ENV, loadConfig as ast } from "@reward-mesh/ast";
+import { CODE_EXEC_SERVICE_ENV, loadConfig as codeExec } from "@reward-mesh/code-exec";
+import { EFFICIENCY_SERVICE_ENV, loadConfig as efficiency } from "@reward-mesh/efficiency";
+import { LENGTH_SERVICE_ENV, loadConfig as length } from "@reward-mesh/length";
+import { SANDBOX_CONFIG_ENV } from "@reward-mesh/sandbox";
+import { COMMON_SERVICE_ENV, type ServiceEnv, serviceEnvSchema } from "@reward-mesh/sdk";
+import { loadConfig as toolCall, TOOL_CALL_SERVICE_ENV } from "@reward-mesh/tool-call";
 import { Ajv } from "ajv";
-// @ts-expect-error a plain-JS script without declarations
-import { buildServiceEnvSchema, SCHEMA_PATH, schemaText } from "../scripts/gen-service-env-schema.mjs";
+import {
+  buildServiceEnvSchema,
+  SCHEMA_PATH,
+  schemaText,
+  serviceEnvs,
+  // @ts-expect-error a plain-JS script without declarations
+} from "../scripts/gen-service-env-schema.mjs";
 
 type Env = Record<string, string | undefined>;
 type Property = {
@@ -37,6 +46,15 @@ const LOADERS: Record<string, (env: Env) => unknown> = {
   efficiency,
   "tool-call": toolCall,
   agentdojo,
+};
+
+const SPECS: Record<string, ServiceEnv> = {
+  length: LENGTH_SERVICE_ENV,
+  "code-exec": CODE_EXEC_SERVICE_ENV,
+  ast: AST_SERVICE_ENV,
+  efficiency: EFFICIENCY_SERVICE_ENV,
+  "tool-call": TOOL_CALL_SERVICE_ENV,
+  agentdojo: AGENTDOJO_SERVICE_ENV,
 };
 
 const schema = JSON.parse(readFileSync(SCHEMA_PATH as string, "utf8")) as {
@@ -81,10 +99,43 @@ describe("service environment schema", () => {
     assert.deepEqual(schema, (buildServiceEnvSchema as () => unknown)());
   });
 
-  it("lists a definition for every service, and each loader reads exactly its variables", () => {
+  it("lists a definition for every service, from the spec its config.ts exports", async () => {
     assert.deepEqual(Object.keys(schema.definitions).sort(), Object.keys(LOADERS).sort());
+    const found = (await (serviceEnvs as () => Promise<ServiceEnv[]>)()).map((s) => s.service);
+    assert.deepEqual(found.sort(), Object.keys(SPECS).sort());
+    for (const [name, spec] of Object.entries(SPECS)) {
+      assert.equal(spec.service, name);
+      assert.deepEqual(schema.definitions[name], serviceEnvSchema(spec), name);
+    }
+  });
+
+  it("each loader reads exactly the variables its spec declares", () => {
     for (const [name, load] of Object.entries(LOADERS)) {
-      assert.deepEqual(reads(load), Object.keys(schema.definitions[name]!.properties).sort(), name);
+      assert.deepEqual(reads(load), Object.keys(SPECS[name]!.variables).sort(), name);
+    }
+  });
+
+  it("documents every declared variable in a README", () => {
+    const readme = (dir: string) =>
+      readFileSync(new URL(`../services/${dir}/README.md`, import.meta.url), "utf8");
+    const sdk = readme("sdk");
+    const sandbox = readme("sandbox");
+    const mentions = (text: string, name: string) => text.includes(`\`${name}\``);
+    for (const name of Object.keys(COMMON_SERVICE_ENV)) assert.ok(mentions(sdk, name), `sdk README: ${name}`);
+    for (const name of Object.keys(SANDBOX_CONFIG_ENV))
+      assert.ok(mentions(sandbox, name), `sandbox README: ${name}`);
+    for (const [dir, spec] of Object.entries(SPECS)) {
+      const text = readme(dir);
+      for (const name of Object.keys(spec.variables)) {
+        if (name in COMMON_SERVICE_ENV || name in SANDBOX_CONFIG_ENV) continue;
+        // gRPC security: `<PREFIX>_GRPC_TLS_CERT_FILE` / `_TLS_KEY_FILE`, ..., falling back to `REWARD_MESH_GRPC_*`
+        const security = `${spec.prefix}_GRPC_`;
+        const ok =
+          mentions(text, name) ||
+          (name.startsWith(security) && mentions(text, `_${name.slice(security.length)}`)) ||
+          (name.startsWith("REWARD_MESH_GRPC_") && mentions(text, "REWARD_MESH_GRPC_*"));
+        assert.ok(ok, `services/${dir}/README.md does not document ${name}`);
+      }
     }
   });
 

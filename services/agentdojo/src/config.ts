@@ -5,11 +5,10 @@
  */
 import {
   ConfigError,
+  defineEnv,
+  defineServiceEnv,
   type Env,
-  envBool,
-  envEnum,
-  envInt,
-  envString,
+  loadEnv,
   loadServiceRuntimeOptions,
   processEnv,
   type ServiceRuntimeOptions,
@@ -18,6 +17,62 @@ import { ATTACK_NAMES, type AttackName } from "./attacks.js";
 
 /** Default gRPC port of the agentdojo RewardService. */
 export const AGENTDOJO_DEFAULT_PORT = 50066;
+
+/** The agentdojo service's own variables. */
+export const AGENTDOJO_ENV = defineEnv({
+  AGENTDOJO_ATTACK_MODEL_NAME: {
+    type: "string",
+    default: "the AI language model",
+    description: "Model name the injection attacks address (at most 200 characters).",
+  },
+  AGENTDOJO_MAX_RESPONSE_BYTES: {
+    type: "integer",
+    minimum: 1,
+    maximum: 67108864,
+    default: 1048576,
+    description: "Longer responses are not parsed.",
+  },
+  AGENTDOJO_MAX_CALLS: {
+    type: "integer",
+    minimum: 1,
+    maximum: 10000,
+    default: 64,
+    description: "Most tool calls of one episode.",
+  },
+  AGENTDOJO_DEFAULT_ATTACK: {
+    type: "string",
+    enum: ATTACK_NAMES,
+    default: "important_instructions",
+    description: "Attack used when a task names none.",
+  },
+  AGENTDOJO_ENV_ENABLED: {
+    type: "boolean",
+    default: true,
+    description: "Serve the multi-turn agent environment.",
+  },
+  AGENTDOJO_ENV_MAX_SESSIONS: {
+    type: "integer",
+    minimum: 1,
+    maximum: 1000000,
+    default: 1024,
+    description: "Environment sessions open at once.",
+  },
+  AGENTDOJO_ENV_IDLE_TIMEOUT_MS: {
+    type: "integer",
+    minimum: 1000,
+    maximum: 86400000,
+    default: 600000,
+    description: "A session without a call for this long is dropped.",
+  },
+});
+
+/** Every variable the agentdojo process reads (its definition in the published schema). */
+export const AGENTDOJO_SERVICE_ENV = defineServiceEnv({
+  service: "agentdojo",
+  prefix: "AGENTDOJO",
+  defaultPort: AGENTDOJO_DEFAULT_PORT,
+  own: AGENTDOJO_ENV,
+});
 
 /** Scoring options of the agentdojo service. */
 export interface AgentDojoOptions {
@@ -71,10 +126,10 @@ export interface AgentDojoConfig extends AgentDojoOptions {
 
 /** Default scoring options (what `loadConfig({})` gives). */
 export const DEFAULT_AGENTDOJO_OPTIONS: AgentDojoOptions = {
-  maxResponseBytes: 1024 * 1024,
-  maxCalls: 64,
-  attackModelName: "the AI language model",
-  defaultAttack: "important_instructions",
+  maxResponseBytes: AGENTDOJO_ENV.AGENTDOJO_MAX_RESPONSE_BYTES.default,
+  maxCalls: AGENTDOJO_ENV.AGENTDOJO_MAX_CALLS.default,
+  attackModelName: AGENTDOJO_ENV.AGENTDOJO_ATTACK_MODEL_NAME.default,
+  defaultAttack: AGENTDOJO_ENV.AGENTDOJO_DEFAULT_ATTACK.default,
 };
 
 /**
@@ -82,20 +137,20 @@ export const DEFAULT_AGENTDOJO_OPTIONS: AgentDojoOptions = {
  * `AGENTDOJO_DEFAULT_ATTACK`, `AGENTDOJO_ENV_*` and the runtime options (`AGENTDOJO_GRPC_PORT`, ...).
  */
 export function loadConfig(env: Env = processEnv()): AgentDojoConfig {
-  const d = DEFAULT_AGENTDOJO_OPTIONS;
   const runtime = loadServiceRuntimeOptions("AGENTDOJO", AGENTDOJO_DEFAULT_PORT, env);
-  const attackModelName = envString(env, "AGENTDOJO_ATTACK_MODEL_NAME", d.attackModelName);
+  const v = loadEnv(AGENTDOJO_ENV, env);
+  const attackModelName = v.AGENTDOJO_ATTACK_MODEL_NAME;
   if (attackModelName.length > 200)
     throw new ConfigError("AGENTDOJO_ATTACK_MODEL_NAME", "must be at most 200 characters");
   return {
-    maxResponseBytes: envInt(env, "AGENTDOJO_MAX_RESPONSE_BYTES", d.maxResponseBytes, 1, 64 * 1024 * 1024),
-    maxCalls: envInt(env, "AGENTDOJO_MAX_CALLS", d.maxCalls, 1, 10_000),
+    maxResponseBytes: v.AGENTDOJO_MAX_RESPONSE_BYTES,
+    maxCalls: v.AGENTDOJO_MAX_CALLS,
     attackModelName,
-    defaultAttack: envEnum(env, "AGENTDOJO_DEFAULT_ATTACK", ATTACK_NAMES, d.defaultAttack),
+    defaultAttack: v.AGENTDOJO_DEFAULT_ATTACK,
     environment: {
-      enabled: envBool(env, "AGENTDOJO_ENV_ENABLED", true),
-      maxSessions: envInt(env, "AGENTDOJO_ENV_MAX_SESSIONS", 1024, 1, 1_000_000),
-      idleTimeoutMs: envInt(env, "AGENTDOJO_ENV_IDLE_TIMEOUT_MS", 600_000, 1000, 24 * 3600 * 1000),
+      enabled: v.AGENTDOJO_ENV_ENABLED,
+      maxSessions: v.AGENTDOJO_ENV_MAX_SESSIONS,
+      idleTimeoutMs: v.AGENTDOJO_ENV_IDLE_TIMEOUT_MS,
     },
     runtime,
   };

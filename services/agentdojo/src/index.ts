@@ -6,6 +6,8 @@
 export type { AgentDojoConfig, AgentDojoOptions, AgentEnvironmentOptions } from "./config.js";
 export {
   AGENTDOJO_DEFAULT_PORT,
+  AGENTDOJO_ENV,
+  AGENTDOJO_SERVICE_ENV,
   DEFAULT_AGENTDOJO_OPTIONS,
   loadConfig,
 } from "./config.js";

@@ -3,8 +3,10 @@
  * @module
  */
 import {
+  defineEnv,
+  defineServiceEnv,
   type Env,
-  envInt,
+  loadEnv,
   loadServiceRuntimeOptions,
   processEnv,
   type ServiceRuntimeOptions,
@@ -12,6 +14,25 @@ import {
 
 /** Default gRPC port of the ast service. */
 export const AST_DEFAULT_PORT = 50063;
+
+/** The ast service's own variables. */
+export const AST_ENV = defineEnv({
+  AST_MAX_TOKENS: {
+    type: "integer",
+    minimum: 100,
+    maximum: 10000000,
+    default: 50000,
+    description: "Most tokens of candidate or reference compared.",
+  },
+});
+
+/** Every variable the ast process reads (its definition in the published schema). */
+export const AST_SERVICE_ENV = defineServiceEnv({
+  service: "ast",
+  prefix: "AST",
+  defaultPort: AST_DEFAULT_PORT,
+  own: AST_ENV,
+});
 
 /** Scoring options of the ast service. */
 export interface AstOptions {
@@ -31,7 +52,7 @@ export interface AstConfig extends AstOptions {
 /** Reads `AST_MAX_TOKENS` and the `AST_*` runtime options. */
 export function loadConfig(env: Env = processEnv()): AstConfig {
   return {
-    maxTokens: envInt(env, "AST_MAX_TOKENS", 50_000, 100, 10_000_000),
+    maxTokens: loadEnv(AST_ENV, env).AST_MAX_TOKENS,
     runtime: loadServiceRuntimeOptions("AST", AST_DEFAULT_PORT, env),
   };
 }

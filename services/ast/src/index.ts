@@ -4,7 +4,7 @@
  * @module
  */
 export type { AstConfig, AstOptions } from "./config.js";
-export { AST_DEFAULT_PORT, loadConfig } from "./config.js";
+export { AST_DEFAULT_PORT, AST_ENV, AST_SERVICE_ENV, loadConfig } from "./config.js";
 export type { ParsedCode } from "./node-sequence.js";
 export { parseCode, pythonParser } from "./node-sequence.js";
 export { matchingCharacters, sequenceRatio } from "./sequence-matcher.js";

@@ -4,15 +4,28 @@
  * @module
  */
 import {
+  defineServiceEnv,
   type Env,
   loadServiceRuntimeOptions,
   processEnv,
   type ServiceRuntimeOptions,
 } from "@reward-mesh/sdk";
-import { loadSandboxConfig, type SandboxConfig } from "@reward-mesh/sandbox";
+import { loadSandboxConfig, SANDBOX_CONFIG_ENV, type SandboxConfig } from "@reward-mesh/sandbox";
 
 /** Default gRPC port of the code-exec service. */
 export const CODE_EXEC_DEFAULT_PORT = 50062;
+
+/**
+ * Every variable the code-exec process reads (its definition in the published schema): no own ones,
+ * the sandbox's `SANDBOX_*` and the runtime's.
+ */
+export const CODE_EXEC_SERVICE_ENV = defineServiceEnv({
+  service: "code-exec",
+  prefix: "CODE_EXEC",
+  defaultPort: CODE_EXEC_DEFAULT_PORT,
+  own: {},
+  libraries: [SANDBOX_CONFIG_ENV],
+});
 
 /** Everything the code-exec process needs. */
 export interface CodeExecConfig {

@@ -4,6 +4,6 @@
  * @module
  */
 export type { CodeExecConfig } from "./config.js";
-export { CODE_EXEC_DEFAULT_PORT, loadConfig } from "./config.js";
+export { CODE_EXEC_DEFAULT_PORT, CODE_EXEC_SERVICE_ENV, loadConfig } from "./config.js";
 export type { CodeExecServiceOptions } from "./service.js";
 export { CODE_EXEC_SERVICE_VERSION, codeExecComponents, createCodeExecService } from "./service.js";

@@ -4,16 +4,45 @@
  * @module
  */
 import {
+  defineEnv,
+  defineServiceEnv,
   type Env,
-  envInt,
+  loadEnv,
   loadServiceRuntimeOptions,
   processEnv,
   type ServiceRuntimeOptions,
 } from "@reward-mesh/sdk";
-import { loadSandboxConfig, type SandboxConfig } from "@reward-mesh/sandbox";
+import { loadSandboxConfig, SANDBOX_CONFIG_ENV, type SandboxConfig } from "@reward-mesh/sandbox";
 
 /** Default gRPC port of the efficiency service. */
 export const EFFICIENCY_DEFAULT_PORT = 50064;
+
+/** The efficiency service's own variables. */
+export const EFFICIENCY_ENV = defineEnv({
+  EFFICIENCY_REPEATS: {
+    type: "integer",
+    minimum: 1,
+    maximum: 100,
+    default: 3,
+    description: "Timed runs of the candidate (minimum CPU time compared).",
+  },
+  EFFICIENCY_CACHE_SIZE: {
+    type: "integer",
+    minimum: 1,
+    maximum: 10000000,
+    default: 4096,
+    description: "Reference timings kept (LRU).",
+  },
+});
+
+/** Every variable the efficiency process reads (its definition in the published schema). */
+export const EFFICIENCY_SERVICE_ENV = defineServiceEnv({
+  service: "efficiency",
+  prefix: "EFFICIENCY",
+  defaultPort: EFFICIENCY_DEFAULT_PORT,
+  own: EFFICIENCY_ENV,
+  libraries: [SANDBOX_CONFIG_ENV],
+});
 
 /** Scoring options of the efficiency service. */
 export interface EfficiencyOptions {
@@ -39,9 +68,10 @@ export interface EfficiencyConfig extends EfficiencyOptions {
 
 /** Reads `EFFICIENCY_REPEATS`, `EFFICIENCY_CACHE_SIZE`, `SANDBOX_*` and the runtime options. */
 export function loadConfig(env: Env = processEnv()): EfficiencyConfig {
+  const v = loadEnv(EFFICIENCY_ENV, env);
   return {
-    repeats: envInt(env, "EFFICIENCY_REPEATS", 3, 1, 100),
-    cacheSize: envInt(env, "EFFICIENCY_CACHE_SIZE", 4_096, 1, 10_000_000),
+    repeats: v.EFFICIENCY_REPEATS,
+    cacheSize: v.EFFICIENCY_CACHE_SIZE,
     sandbox: loadSandboxConfig(env),
     runtime: loadServiceRuntimeOptions("EFFICIENCY", EFFICIENCY_DEFAULT_PORT, env),
   };

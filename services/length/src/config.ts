@@ -4,9 +4,10 @@
  * @module
  */
 import {
+  defineEnv,
+  defineServiceEnv,
   type Env,
-  envInt,
-  envNumber,
+  loadEnv,
   loadServiceRuntimeOptions,
   processEnv,
   type ServiceRuntimeOptions,
@@ -15,6 +16,36 @@ import { checkOverlongOptions } from "@reward-mesh/sdk/rewards";
 
 /** Default gRPC port of the length service. */
 export const LENGTH_DEFAULT_PORT = 50061;
+
+/** The length service's own variables. */
+export const LENGTH_ENV = defineEnv({
+  LENGTH_MAX_LENGTH: {
+    type: "integer",
+    minimum: 1,
+    default: 20480,
+    description: "DAPO L_max: longer responses get the full penalty.",
+  },
+  LENGTH_CACHE_LENGTH: {
+    type: "integer",
+    minimum: 1,
+    default: 4096,
+    description: "DAPO L_cache: the soft-penalty interval before L_max.",
+  },
+  LENGTH_PENALTY_FACTOR: {
+    type: "number",
+    minimum: 0,
+    default: 1,
+    description: "Penalty factor; overlong lies in [-factor, 0].",
+  },
+});
+
+/** Every variable the length process reads (its definition in the published schema). */
+export const LENGTH_SERVICE_ENV = defineServiceEnv({
+  service: "length",
+  prefix: "LENGTH",
+  defaultPort: LENGTH_DEFAULT_PORT,
+  own: LENGTH_ENV,
+});
 
 /** Scoring options of the length service. */
 export interface LengthOptions {
@@ -42,10 +73,11 @@ export interface LengthConfig extends LengthOptions {
 
 /** Reads `LENGTH_MAX_LENGTH`, `LENGTH_CACHE_LENGTH`, `LENGTH_PENALTY_FACTOR` and the runtime options. */
 export function loadConfig(env: Env = processEnv()): LengthConfig {
+  const v = loadEnv(LENGTH_ENV, env);
   const options: LengthOptions = {
-    maxLength: envInt(env, "LENGTH_MAX_LENGTH", 20_480, 1),
-    cacheLength: envInt(env, "LENGTH_CACHE_LENGTH", 4_096, 1),
-    penaltyFactor: envNumber(env, "LENGTH_PENALTY_FACTOR", 1, 0),
+    maxLength: v.LENGTH_MAX_LENGTH,
+    cacheLength: v.LENGTH_CACHE_LENGTH,
+    penaltyFactor: v.LENGTH_PENALTY_FACTOR,
   };
   checkOverlongOptions({
     maxLength: options.maxLength,

@@ -4,7 +4,7 @@
  * @module
  */
 import { availableParallelism } from "node:os";
-import { ConfigError, type Env, envEnum, envInt, envString, processEnv } from "@reward-mesh/sdk";
+import { ConfigError, defineEnv, type Env, loadEnv, processEnv } from "@reward-mesh/sdk";
 import { HARNESS_SHA256 } from "./harness-file.js";
 
 /** `SANDBOX_BACKEND` values: a real backend, or `auto` (Docker when its daemon answers, else bwrap). */
@@ -102,38 +102,134 @@ export interface SandboxConfig {
   readonly cgroupParent: string;
 }
 
-/** Reads every `SANDBOX_*` option (and `DOCKER_HOST`). Bad values fail start-up naming the key. */
+/** The sandbox's variables (`SANDBOX_*`, `DOCKER_HOST`, `DOCKER_CERT_PATH`), read by every service that runs code. */
+export const SANDBOX_CONFIG_ENV = defineEnv({
+  SANDBOX_CONCURRENCY: {
+    type: "integer",
+    minimum: 1,
+    maximum: 1024,
+    description: "Executions at once (default: the CPUs available).",
+  },
+  SANDBOX_DOCKER_HOST: {
+    type: "string",
+    description:
+      "Docker endpoint, unix:///path or tcp://host:port (default: DOCKER_HOST, else unix:///var/run/docker.sock).",
+  },
+  DOCKER_HOST: { type: "string", description: "Docker endpoint when SANDBOX_DOCKER_HOST is unset." },
+  SANDBOX_DOCKER_CPUS: { type: "number", default: 1, description: "CPUs per execution, in (0, 64]." },
+  SANDBOX_BACKEND: {
+    type: "string",
+    enum: SandboxBackendChoices,
+    default: "auto",
+    description: "How candidate code runs: docker, bwrap, or auto (docker when reachable, else bwrap).",
+  },
+  SANDBOX_TIME_LIMIT_MS: {
+    type: "integer",
+    minimum: 100,
+    maximum: 600000,
+    default: 5000,
+    description: "Wall-time limit per execution.",
+  },
+  SANDBOX_MEMORY_LIMIT_MB: {
+    type: "integer",
+    minimum: 32,
+    maximum: 65536,
+    default: 1024,
+    description: "Memory limit per execution.",
+  },
+  SANDBOX_MAX_PROCESSES: {
+    type: "integer",
+    minimum: 4,
+    maximum: 4096,
+    default: 64,
+    description: "Process limit per execution.",
+  },
+  SANDBOX_MAX_OUTPUT_BYTES: {
+    type: "integer",
+    minimum: 1024,
+    maximum: 1073741824,
+    default: 1048576,
+    description: "Output kept per stream per execution.",
+  },
+  SANDBOX_TMPFS_MB: {
+    type: "integer",
+    minimum: 1,
+    maximum: 65536,
+    default: 64,
+    description: "Size of the execution's /tmp.",
+  },
+  SANDBOX_DOCKER_CERT_PATH: {
+    type: "string",
+    description: "Docker TLS client certificates (default: DOCKER_CERT_PATH).",
+  },
+  DOCKER_CERT_PATH: {
+    type: "string",
+    description: "Docker TLS client certificates when SANDBOX_DOCKER_CERT_PATH is unset.",
+  },
+  SANDBOX_DOCKER_IMAGE: {
+    type: "string",
+    description: "Sandbox image (default: the image built from sandbox-images for this harness).",
+  },
+  SANDBOX_DOCKER_PING_TIMEOUT_MS: {
+    type: "integer",
+    minimum: 50,
+    maximum: 60000,
+    default: 1500,
+    description: "How long auto waits for Docker before choosing bwrap.",
+  },
+  SANDBOX_BWRAP_PATH: { type: "string", default: "bwrap", description: "The bubblewrap binary." },
+  SANDBOX_BWRAP_UID: {
+    type: "integer",
+    minimum: 1,
+    maximum: 4294967294,
+    default: 65534,
+    description: "UID candidate code runs as under bwrap.",
+  },
+  SANDBOX_BWRAP_PREPARED: {
+    type: "integer",
+    minimum: 0,
+    maximum: 1024,
+    description: "bwrap sandboxes kept prepared (default: SANDBOX_CONCURRENCY).",
+  },
+  SANDBOX_CGROUP_PARENT: {
+    type: "string",
+    default: "",
+    description: "Parent cgroup of bwrap's per-run cgroups (default: the service's own cgroup).",
+  },
+});
+
+/**
+ * Reads every `SANDBOX_*` option (and `DOCKER_HOST`, `DOCKER_CERT_PATH`): {@link SANDBOX_CONFIG_ENV}. Bad values
+ * fail start-up naming the key.
+ */
 export function loadSandboxConfig(env: Env = processEnv()): SandboxConfig {
-  const concurrency = envInt(env, "SANDBOX_CONCURRENCY", Math.max(1, availableParallelism()), 1, 1024);
-  const dockerHost = envString(
-    env,
-    "SANDBOX_DOCKER_HOST",
-    envString(env, "DOCKER_HOST", "unix:///var/run/docker.sock"),
-  );
+  const v = loadEnv(SANDBOX_CONFIG_ENV, env);
+  const concurrency = v.SANDBOX_CONCURRENCY ?? Math.max(1, availableParallelism());
+  const dockerHost = v.SANDBOX_DOCKER_HOST ?? v.DOCKER_HOST ?? "unix:///var/run/docker.sock";
   if (!/^(unix|tcp|http|https):\/\//.test(dockerHost))
     throw new ConfigError(
       "SANDBOX_DOCKER_HOST",
       `must be unix:///path or tcp://host:port, got '${dockerHost}'`,
     );
-  const dockerCpus = Number(envString(env, "SANDBOX_DOCKER_CPUS", "1"));
-  if (!Number.isFinite(dockerCpus) || dockerCpus <= 0 || dockerCpus > 64)
+  const dockerCpus = v.SANDBOX_DOCKER_CPUS;
+  if (dockerCpus <= 0 || dockerCpus > 64)
     throw new ConfigError("SANDBOX_DOCKER_CPUS", `must be a number in (0, 64], got '${dockerCpus}'`);
   return {
-    backend: envEnum(env, "SANDBOX_BACKEND", SandboxBackendChoices, "auto"),
+    backend: v.SANDBOX_BACKEND,
     concurrency,
-    timeLimitMs: envInt(env, "SANDBOX_TIME_LIMIT_MS", 5_000, 100, 600_000),
-    memoryLimitMb: envInt(env, "SANDBOX_MEMORY_LIMIT_MB", 1_024, 32, 65_536),
-    maxProcesses: envInt(env, "SANDBOX_MAX_PROCESSES", 64, 4, 4_096),
-    maxOutputBytes: envInt(env, "SANDBOX_MAX_OUTPUT_BYTES", 1 << 20, 1_024, 1 << 30),
-    tmpfsMb: envInt(env, "SANDBOX_TMPFS_MB", 64, 1, 65_536),
+    timeLimitMs: v.SANDBOX_TIME_LIMIT_MS,
+    memoryLimitMb: v.SANDBOX_MEMORY_LIMIT_MB,
+    maxProcesses: v.SANDBOX_MAX_PROCESSES,
+    maxOutputBytes: v.SANDBOX_MAX_OUTPUT_BYTES,
+    tmpfsMb: v.SANDBOX_TMPFS_MB,
     dockerHost,
-    dockerCertPath: envString(env, "SANDBOX_DOCKER_CERT_PATH", envString(env, "DOCKER_CERT_PATH", "")),
-    dockerImage: envString(env, "SANDBOX_DOCKER_IMAGE", DEFAULT_DOCKER_IMAGE),
+    dockerCertPath: v.SANDBOX_DOCKER_CERT_PATH ?? v.DOCKER_CERT_PATH ?? "",
+    dockerImage: v.SANDBOX_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE,
     dockerCpus,
-    dockerPingTimeoutMs: envInt(env, "SANDBOX_DOCKER_PING_TIMEOUT_MS", 1_500, 50, 60_000),
-    bwrapPath: envString(env, "SANDBOX_BWRAP_PATH", "bwrap"),
-    bwrapUid: envInt(env, "SANDBOX_BWRAP_UID", 65_534, 1, 4_294_967_294),
-    bwrapPrepared: envInt(env, "SANDBOX_BWRAP_PREPARED", concurrency, 0, 1024),
-    cgroupParent: envString(env, "SANDBOX_CGROUP_PARENT", "").replace(/^\/+|\/+$/g, ""),
+    dockerPingTimeoutMs: v.SANDBOX_DOCKER_PING_TIMEOUT_MS,
+    bwrapPath: v.SANDBOX_BWRAP_PATH,
+    bwrapUid: v.SANDBOX_BWRAP_UID,
+    bwrapPrepared: v.SANDBOX_BWRAP_PREPARED ?? concurrency,
+    cgroupParent: v.SANDBOX_CGROUP_PARENT.replace(/^\/+|\/+$/g, ""),
   };
 }

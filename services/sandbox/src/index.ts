@@ -20,7 +20,12 @@ export type {
 } from "./types.js";
 export { SandboxBackends } from "./types.js";
 export type { SandboxBackendChoice, SandboxConfig } from "./config.js";
-export { DEFAULT_DOCKER_IMAGE, loadSandboxConfig, SandboxBackendChoices } from "./config.js";
+export {
+  DEFAULT_DOCKER_IMAGE,
+  loadSandboxConfig,
+  SANDBOX_CONFIG_ENV,
+  SandboxBackendChoices,
+} from "./config.js";
 export type { CreateSandboxOptions } from "./create.js";
 export { createSandbox } from "./create.js";
 export type { ExtractedCode } from "./extract.js";

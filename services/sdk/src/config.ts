@@ -4,6 +4,7 @@
  * @module
  */
 import { readFileSync, statSync } from "node:fs";
+import { defineEnv, type EnvSpec, envSchema, loadEnv, prefixEnv, readEnv } from "./env-spec.js";
 import { ConfigError } from "./errors.js";
 import {
   type BearerToken,
@@ -153,8 +154,31 @@ export const NatsAuthEnv = {
   inboxPrefix: "NATS_INBOX_PREFIX",
 } as const satisfies Record<keyof NatsAuthOptions, string>;
 
-function envFile(env: Env, key: string): string | undefined {
-  const path = raw(env, key);
+/** `NATS_USER`, `NATS_PASSWORD`, `NATS_TOKEN`, the NATS credential and TLS files, `NATS_INBOX_PREFIX`. */
+export const NATS_AUTH_ENV = defineEnv({
+  NATS_USER: { type: "string", description: "NATS user (with NATS_PASSWORD)." },
+  NATS_PASSWORD: { type: "string", description: "NATS password (with NATS_USER)." },
+  NATS_TOKEN: { type: "string", description: "NATS token." },
+  NATS_NKEY_SEED_FILE: { type: "file", description: "A file holding a user NKEY seed (SU...)." },
+  NATS_CREDS_FILE: { type: "file", description: "A .creds file (user JWT + seed; operator/JWT mode)." },
+  NATS_TLS_CA_FILE: { type: "file", description: "CA bundle that verifies the NATS server (implies TLS)." },
+  NATS_TLS_CERT_FILE: {
+    type: "file",
+    description: "Client certificate for mutual TLS to NATS (with NATS_TLS_KEY_FILE).",
+  },
+  NATS_TLS_KEY_FILE: {
+    type: "file",
+    description: "Client key for mutual TLS to NATS (with NATS_TLS_CERT_FILE).",
+  },
+  NATS_INBOX_PREFIX: {
+    type: "string",
+    default: "_INBOX",
+    description: "Prefix of this process's reply subjects (a NATS subject without wildcards).",
+  },
+});
+
+/** Checks that the file variable `key` (set to `path`) names a file. */
+function checkedFile(key: string, path: string | undefined): string | undefined {
   if (path === undefined) return undefined;
   let isFile: boolean;
   try {
@@ -168,21 +192,23 @@ function envFile(env: Env, key: string): string | undefined {
 
 /**
  * Reads {@link NatsAuthOptions} from `NATS_USER`, `NATS_PASSWORD`, `NATS_TOKEN`, `NATS_NKEY_SEED_FILE`,
- * `NATS_CREDS_FILE`, `NATS_TLS_CA_FILE`, `NATS_TLS_CERT_FILE`, `NATS_TLS_KEY_FILE`, `NATS_INBOX_PREFIX`.
- * Files must exist; their contents are checked when connecting (still at start-up).
+ * `NATS_CREDS_FILE`, `NATS_TLS_CA_FILE`, `NATS_TLS_CERT_FILE`, `NATS_TLS_KEY_FILE`, `NATS_INBOX_PREFIX`
+ * ({@link NATS_AUTH_ENV}). Files must exist; their contents are checked when connecting (still at start-up).
  */
 export function loadNatsAuthOptions(env: Env = processEnv()): NatsAuthOptions {
   const E = NatsAuthEnv;
+  const { values: v, set } = readEnv(NATS_AUTH_ENV, env);
+  const inboxPrefix = set.has(E.inboxPrefix) ? v.NATS_INBOX_PREFIX : undefined;
   const o: Record<string, string | undefined> = {
-    user: raw(env, E.user),
-    password: raw(env, E.password),
-    token: raw(env, E.token),
-    nkeySeedFile: envFile(env, E.nkeySeedFile),
-    credsFile: envFile(env, E.credsFile),
-    tlsCaFile: envFile(env, E.tlsCaFile),
-    tlsCertFile: envFile(env, E.tlsCertFile),
-    tlsKeyFile: envFile(env, E.tlsKeyFile),
-    inboxPrefix: raw(env, E.inboxPrefix),
+    user: v.NATS_USER,
+    password: v.NATS_PASSWORD,
+    token: v.NATS_TOKEN,
+    nkeySeedFile: checkedFile(E.nkeySeedFile, v.NATS_NKEY_SEED_FILE),
+    credsFile: checkedFile(E.credsFile, v.NATS_CREDS_FILE),
+    tlsCaFile: checkedFile(E.tlsCaFile, v.NATS_TLS_CA_FILE),
+    tlsCertFile: checkedFile(E.tlsCertFile, v.NATS_TLS_CERT_FILE),
+    tlsKeyFile: checkedFile(E.tlsKeyFile, v.NATS_TLS_KEY_FILE),
+    inboxPrefix,
   };
   if ((o["user"] === undefined) !== (o["password"] === undefined)) {
     const [set, unset] = o["user"] === undefined ? [E.password, E.user] : [E.user, E.password];
@@ -214,10 +240,13 @@ export function loadNatsAuthOptions(env: Env = processEnv()): NatsAuthOptions {
 /** Prefix of the mesh-wide gRPC security variables (every client's, and every server's fallback). */
 export const GRPC_SHARED_PREFIX = "REWARD_MESH_GRPC";
 
+/** Reads a variable: its (trimmed, non-blank) value or undefined. */
+type Get = (key: string) => string | undefined;
+
 /** The first of `keys` that is set, and its value. */
-function firstSet(env: Env, keys: readonly string[]): { key: string; value: string } | undefined {
+function firstSet(get: Get, keys: readonly string[]): { key: string; value: string } | undefined {
   for (const key of keys) {
-    const value = raw(env, key);
+    const value = get(key);
     if (value !== undefined) return { key, value };
   }
   return undefined;
@@ -236,9 +265,55 @@ function readSetting(key: string, path: string): Buffer {
 }
 
 /** Reads the PEM file named by the first of `keys` that is set. */
-function pemFile(env: Env, keys: readonly string[]): PemFile | undefined {
-  const s = firstSet(env, keys);
+function pemFile(get: Get, keys: readonly string[]): PemFile | undefined {
+  const s = firstSet(get, keys);
   return s && { pem: readSetting(s.key, s.value), key: s.key, path: s.value };
+}
+
+/** The gRPC server security variables, `<NAME>` of `<PREFIX>_GRPC_<NAME>` and `REWARD_MESH_GRPC_<NAME>`. */
+const GRPC_SECURITY_ENV = defineEnv({
+  TLS_CERT_FILE: {
+    type: "file",
+    description: "PEM certificate chain of the gRPC server (TLS, with TLS_KEY_FILE).",
+  },
+  TLS_KEY_FILE: { type: "file", description: "PEM private key of the gRPC server (with TLS_CERT_FILE)." },
+  TLS_CLIENT_CA_FILE: {
+    type: "file",
+    description: "PEM CA bundle: mutual TLS, every client must present a certificate it signed.",
+  },
+  INSECURE: {
+    type: "boolean",
+    default: false,
+    description: "Plaintext on a non-loopback address, explicitly allowed.",
+  },
+  TOKEN: {
+    type: "string",
+    description: "Bearer token every call but health checks must carry (at least 16 visible characters).",
+  },
+  TOKEN_FILE: { type: "file", description: "A file holding the bearer token (instead of TOKEN)." },
+});
+
+const grpcServerSecurityEnvs = new Map<string, EnvSpec>();
+
+/**
+ * The variables {@link loadGrpcServerSecurity} reads for `prefix`: each `<PREFIX>_GRPC_<NAME>` and its
+ * fallback `REWARD_MESH_GRPC_<NAME>`.
+ */
+export function grpcServerSecurityEnv(prefix: string): EnvSpec {
+  let spec = grpcServerSecurityEnvs.get(prefix);
+  if (!spec) {
+    spec = {
+      ...prefixEnv(`${prefix}_GRPC`, GRPC_SECURITY_ENV),
+      ...Object.fromEntries(
+        Object.entries(GRPC_SECURITY_ENV).map(([k, v]) => [
+          `${GRPC_SHARED_PREFIX}_${k}`,
+          { ...v, description: `${v.description} Fallback of ${prefix}_GRPC_${k}.` },
+        ]),
+      ),
+    };
+    grpcServerSecurityEnvs.set(prefix, spec);
+  }
+  return spec;
 }
 
 /** Shortest bearer token accepted: 16 characters (e.g. `openssl rand -hex 32` gives 64). */
@@ -259,10 +334,10 @@ function checkToken(key: string, value: string): BearerToken {
  * Reads a bearer token from `<P>_TOKEN` or `<P>_TOKEN_FILE` (the file's content, trimmed), for the
  * first prefix `P` of `prefixes` that sets either; both at once is an error.
  */
-function bearerToken(env: Env, prefixes: readonly string[]): BearerToken | undefined {
+function bearerToken(get: Get, prefixes: readonly string[]): BearerToken | undefined {
   for (const p of prefixes) {
-    const value = raw(env, `${p}_TOKEN`);
-    const file = raw(env, `${p}_TOKEN_FILE`);
+    const value = get(`${p}_TOKEN`);
+    const file = get(`${p}_TOKEN_FILE`);
     if (value !== undefined && file !== undefined)
       throw new ConfigError(`${p}_TOKEN_FILE`, `is set together with ${p}_TOKEN; set one of them`);
     if (value !== undefined) return checkToken(`${p}_TOKEN`, value);
@@ -289,11 +364,15 @@ function bearerToken(env: Env, prefixes: readonly string[]): BearerToken | undef
 export function loadGrpcServerSecurity(prefix: string, env: Env = processEnv()): GrpcServerSecurity {
   const levels = [`${prefix}_GRPC`, GRPC_SHARED_PREFIX];
   const keys = (name: string) => levels.map((l) => `${l}_${name}`);
-  const cert = pemFile(env, keys("TLS_CERT_FILE"));
-  const key = pemFile(env, keys("TLS_KEY_FILE"));
-  const clientCa = pemFile(env, keys("TLS_CLIENT_CA_FILE"));
-  const insecureSetting = firstSet(env, keys("INSECURE"));
-  const insecure = insecureSetting ? envBool(env, insecureSetting.key, false) : false;
+  const read = readEnv(grpcServerSecurityEnv(prefix), env);
+  const values = read.values as Readonly<Record<string, unknown>>;
+  // a set variable's value (an unset INSECURE reads as its default, false: unset here)
+  const get: Get = (k) => (read.set.has(k) ? String(values[k]) : undefined);
+  const cert = pemFile(get, keys("TLS_CERT_FILE"));
+  const key = pemFile(get, keys("TLS_KEY_FILE"));
+  const clientCa = pemFile(get, keys("TLS_CLIENT_CA_FILE"));
+  const insecureSetting = firstSet(get, keys("INSECURE"));
+  const insecure = insecureSetting ? values[insecureSetting.key] === true : false;
   if (cert && !key) throw new ConfigError(`${prefix}_GRPC_TLS_KEY_FILE`, `must be set with ${cert.key}`);
   if (key && !cert) throw new ConfigError(`${prefix}_GRPC_TLS_CERT_FILE`, `must be set with ${key.key}`);
   if (clientCa && !cert)
@@ -305,7 +384,7 @@ export function loadGrpcServerSecurity(prefix: string, env: Env = processEnv()):
     throw new ConfigError(insecureSetting!.key, `is set together with ${cert.key}; choose TLS or plaintext`);
   if (cert && key) checkKeyPair(cert, key);
   if (clientCa) checkCertificates(clientCa);
-  const token = bearerToken(env, levels);
+  const token = bearerToken(get, levels);
   return {
     ...(cert && key ? { tls: { cert, key, ...(clientCa ? { clientCa } : {}) } } : {}),
     ...(token ? { token } : {}),
@@ -316,6 +395,39 @@ export function loadGrpcServerSecurity(prefix: string, env: Env = processEnv()):
     },
   };
 }
+
+/** The variables {@link loadGrpcClientSecurity} reads (every gRPC client of the process). */
+export const GRPC_CLIENT_SECURITY_ENV = defineEnv({
+  REWARD_MESH_GRPC_TLS_CA_FILE: {
+    type: "file",
+    description: "PEM CA bundle the servers' certificates must chain to (turns TLS on).",
+  },
+  REWARD_MESH_GRPC_TLS_CLIENT_CERT_FILE: {
+    type: "file",
+    description: "PEM certificate of this client, for mutual TLS (with TLS_CLIENT_KEY_FILE).",
+  },
+  REWARD_MESH_GRPC_TLS_CLIENT_KEY_FILE: {
+    type: "file",
+    description: "PEM private key of this client (with TLS_CLIENT_CERT_FILE).",
+  },
+  REWARD_MESH_GRPC_TLS_SERVER_NAME: {
+    type: "string",
+    description: "Name checked against server certificates instead of the dialled host.",
+  },
+  REWARD_MESH_GRPC_INSECURE: {
+    type: "boolean",
+    default: false,
+    description: "Plaintext to non-loopback addresses, explicitly allowed.",
+  },
+  REWARD_MESH_GRPC_TOKEN: {
+    type: "string",
+    description: "Bearer token sent with every call (at least 16 visible characters).",
+  },
+  REWARD_MESH_GRPC_TOKEN_FILE: {
+    type: "file",
+    description: "A file holding the bearer token (instead of TOKEN).",
+  },
+});
 
 /**
  * Reads how this process's gRPC clients connect (one setting for every server they dial):
@@ -332,11 +444,15 @@ export function loadGrpcServerSecurity(prefix: string, env: Env = processEnv()):
  */
 export function loadGrpcClientSecurity(env: Env = processEnv()): GrpcClientSecurity {
   const P = GRPC_SHARED_PREFIX;
-  const ca = pemFile(env, [`${P}_TLS_CA_FILE`]);
-  const cert = pemFile(env, [`${P}_TLS_CLIENT_CERT_FILE`]);
-  const key = pemFile(env, [`${P}_TLS_CLIENT_KEY_FILE`]);
-  const serverName = raw(env, `${P}_TLS_SERVER_NAME`);
-  const insecure = envBool(env, `${P}_INSECURE`, false);
+  const read = readEnv(GRPC_CLIENT_SECURITY_ENV, env);
+  const values = read.values as Readonly<Record<string, unknown>>;
+  const set: ReadonlySet<string> = read.set;
+  const get: Get = (k) => (set.has(k) ? String(values[k]) : undefined);
+  const ca = pemFile(get, [`${P}_TLS_CA_FILE`]);
+  const cert = pemFile(get, [`${P}_TLS_CLIENT_CERT_FILE`]);
+  const key = pemFile(get, [`${P}_TLS_CLIENT_KEY_FILE`]);
+  const serverName = read.values.REWARD_MESH_GRPC_TLS_SERVER_NAME;
+  const insecure = read.values.REWARD_MESH_GRPC_INSECURE;
   if (cert && !key) throw new ConfigError(`${P}_TLS_CLIENT_KEY_FILE`, `must be set with ${cert.key}`);
   if (key && !cert) throw new ConfigError(`${P}_TLS_CLIENT_CERT_FILE`, `must be set with ${key.key}`);
   const tlsOn = ca !== undefined || cert !== undefined;
@@ -349,7 +465,7 @@ export function loadGrpcClientSecurity(env: Env = processEnv()): GrpcClientSecur
     );
   if (ca) checkCertificates(ca);
   if (cert && key) checkKeyPair(cert, key);
-  const token = bearerToken(env, [P]);
+  const token = bearerToken(get, [P]);
   return {
     ...(tlsOn
       ? {
@@ -400,14 +516,49 @@ export interface BusOptions {
   readonly auth?: NatsAuthOptions;
 }
 
-/** Reads {@link BusOptions} from `NATS_URL`, the NATS credential variables and `MESH_STREAM_*`. */
+/** `NATS_URL` and `MESH_*`: where the mesh's NATS is and how its streams are made. */
+export const BUS_ENV = defineEnv({
+  NATS_URL: {
+    type: "string",
+    default: "nats://127.0.0.1:4222",
+    description: "The NATS server(s) of the mesh.",
+  },
+  MESH_STREAM_MAX_AGE_SECONDS: {
+    type: "integer",
+    minimum: 0,
+    default: 604800,
+    description: "Age after which JetStream discards messages of the mesh streams (0 = never).",
+  },
+  MESH_STREAM_MAX_BYTES: {
+    type: "integer",
+    minimum: -1,
+    default: -1,
+    description: "Size limit of each mesh stream (-1 = none).",
+  },
+  MESH_DUPLICATE_WINDOW_MS: {
+    type: "integer",
+    minimum: 1000,
+    default: 120000,
+    description: "JetStream de-duplication window of published messages.",
+  },
+  MESH_STREAM_REPLICAS: {
+    type: "integer",
+    minimum: 1,
+    maximum: 5,
+    default: 1,
+    description: "Replicas of the mesh streams (clustered NATS).",
+  },
+});
+
+/** Reads {@link BusOptions} from `NATS_URL`, `MESH_STREAM_*` ({@link BUS_ENV}) and the NATS credential variables. */
 export function loadBusOptions(env: Env = processEnv()): BusOptions {
+  const v = loadEnv(BUS_ENV, env);
   return {
-    natsUrl: envString(env, "NATS_URL", "nats://127.0.0.1:4222"),
-    streamMaxAgeSeconds: envInt(env, "MESH_STREAM_MAX_AGE_SECONDS", 604_800, 0),
-    streamMaxBytes: envInt(env, "MESH_STREAM_MAX_BYTES", -1, -1),
-    duplicateWindowMs: envInt(env, "MESH_DUPLICATE_WINDOW_MS", 120_000, 1_000),
-    streamReplicas: envInt(env, "MESH_STREAM_REPLICAS", 1, 1, 5),
+    natsUrl: v.NATS_URL,
+    streamMaxAgeSeconds: v.MESH_STREAM_MAX_AGE_SECONDS,
+    streamMaxBytes: v.MESH_STREAM_MAX_BYTES,
+    duplicateWindowMs: v.MESH_DUPLICATE_WINDOW_MS,
+    streamReplicas: v.MESH_STREAM_REPLICAS,
     auth: loadNatsAuthOptions(env),
   };
 }
@@ -475,6 +626,88 @@ export interface ServiceRuntimeOptions {
   readonly healthPort?: number;
 }
 
+/** `LOG_LEVEL`. */
+export const LOG_ENV = defineEnv({
+  LOG_LEVEL: {
+    type: "string",
+    enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+    default: "info",
+    description: "pino log level.",
+  },
+});
+
+/** Read by every service whatever its prefix: `LOG_LEVEL`, {@link BUS_ENV}, {@link NATS_AUTH_ENV}. */
+export const COMMON_SERVICE_ENV: EnvSpec = { ...LOG_ENV, ...BUS_ENV, ...NATS_AUTH_ENV };
+
+/** The runtime variables of a service, `<NAME>` of `<PREFIX>_<NAME>`; `GRPC_PORT`'s default is the service's. */
+function runtimeEnv(defaultPort: number) {
+  return defineEnv({
+    NAK_BACKOFF_MS: {
+      type: "integer",
+      minimum: 0,
+      default: 500,
+      description: "First redelivery delay after a retryable failure (doubling).",
+    },
+    NAK_BACKOFF_MAX_MS: {
+      type: "integer",
+      minimum: 0,
+      default: 30000,
+      description: "Longest redelivery delay (>= NAK_BACKOFF_MS).",
+    },
+    GRPC_PORT: {
+      type: "integer",
+      minimum: 0,
+      maximum: 65535,
+      default: defaultPort,
+      description: "Port of the gRPC server (0 = any free port).",
+    },
+    HEALTH_PORT: {
+      type: "integer",
+      minimum: 0,
+      maximum: 65535,
+      description:
+        "A second, plaintext port on GRPC_HOST serving only grpc.health.v1.Health (the main port's statuses), for Kubernetes gRPC probes, which cannot speak TLS (0 = any free port; unset = none; must differ from GRPC_PORT). Plaintext is allowed there on any host: it carries only serving status.",
+    },
+    GRPC_HOST: { type: "string", default: "127.0.0.1", description: "Address the gRPC server listens on." },
+    CONCURRENCY: {
+      type: "integer",
+      minimum: 1,
+      maximum: 4096,
+      default: 8,
+      description: "Rollouts scored at once by the JetStream worker.",
+    },
+    WORKER: { type: "boolean", default: true, description: "Run the JetStream worker (false = gRPC only)." },
+    ACK_WAIT_MS: {
+      type: "integer",
+      minimum: 100,
+      default: 30000,
+      description: "JetStream ack wait: a rollout not acknowledged in this time is redelivered.",
+    },
+    MAX_DELIVER: {
+      type: "integer",
+      minimum: 1,
+      default: 10,
+      description: "Deliveries of a rollout before it is given up.",
+    },
+  });
+}
+
+const serviceRuntimeEnvs = new Map<string, EnvSpec>();
+
+/**
+ * The variables {@link loadServiceRuntimeOptions} reads itself for `prefix` (`<PREFIX>_GRPC_PORT`,
+ * `<PREFIX>_CONCURRENCY`, ...) and `LOG_LEVEL`; the bus and gRPC security add theirs.
+ */
+export function serviceRuntimeEnv(prefix: string, defaultPort: number): EnvSpec {
+  const id = `${prefix}:${defaultPort}`;
+  let spec = serviceRuntimeEnvs.get(id);
+  if (!spec) {
+    spec = { ...prefixEnv(prefix, runtimeEnv(defaultPort)), ...LOG_ENV };
+    serviceRuntimeEnvs.set(id, spec);
+  }
+  return spec;
+}
+
 /** Reads {@link ServiceRuntimeOptions} for the service whose env prefix is `prefix` (e.g. `LENGTH`). */
 export function loadServiceRuntimeOptions(
   prefix: string,
@@ -482,14 +715,15 @@ export function loadServiceRuntimeOptions(
   env: Env = processEnv(),
 ): ServiceRuntimeOptions {
   const k = (name: string) => `${prefix}_${name}`;
-  const nakBackoffMs = envInt(env, k("NAK_BACKOFF_MS"), 500, 0);
-  const nakBackoffMaxMs = envInt(env, k("NAK_BACKOFF_MAX_MS"), 30_000, 0);
+  const v = loadEnv(serviceRuntimeEnv(prefix, defaultPort), env) as Readonly<Record<string, unknown>>;
+  const int = (name: string) => v[k(name)] as number;
+  const nakBackoffMs = int("NAK_BACKOFF_MS");
+  const nakBackoffMaxMs = int("NAK_BACKOFF_MAX_MS");
   if (nakBackoffMaxMs < nakBackoffMs) {
     throw new ConfigError(k("NAK_BACKOFF_MAX_MS"), `must be >= ${k("NAK_BACKOFF_MS")} (${nakBackoffMs})`);
   }
-  const grpcPort = envInt(env, k("GRPC_PORT"), defaultPort, 0, 65_535);
-  const healthPort =
-    raw(env, k("HEALTH_PORT")) === undefined ? undefined : envInt(env, k("HEALTH_PORT"), 0, 0, 65_535);
+  const grpcPort = int("GRPC_PORT");
+  const healthPort = v[k("HEALTH_PORT")] as number | undefined;
   if (healthPort !== undefined && healthPort !== 0 && healthPort === grpcPort) {
     throw new ConfigError(
       k("HEALTH_PORT"),
@@ -497,22 +731,78 @@ export function loadServiceRuntimeOptions(
     );
   }
   return {
-    grpcHost: envString(env, k("GRPC_HOST"), "127.0.0.1"),
+    grpcHost: v[k("GRPC_HOST")] as string,
     grpcPort,
-    concurrency: envInt(env, k("CONCURRENCY"), 8, 1, 4096),
-    workerEnabled: envBool(env, k("WORKER"), true),
-    ackWaitMs: envInt(env, k("ACK_WAIT_MS"), 30_000, 100),
-    maxDeliver: envInt(env, k("MAX_DELIVER"), 10, 1),
+    concurrency: int("CONCURRENCY"),
+    workerEnabled: v[k("WORKER")] as boolean,
+    ackWaitMs: int("ACK_WAIT_MS"),
+    maxDeliver: int("MAX_DELIVER"),
     nakBackoffMs,
     nakBackoffMaxMs,
-    logLevel: envEnum(
-      env,
-      "LOG_LEVEL",
-      ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
-      "info",
-    ),
+    logLevel: v["LOG_LEVEL"] as string,
     bus: loadBusOptions(env),
     grpcSecurity: loadGrpcServerSecurity(prefix, env),
     ...(healthPort !== undefined ? { healthPort } : {}),
   };
+}
+
+/** The whole environment of one reward service: what its `loadConfig` reads, for the published schema. */
+export interface ServiceEnv {
+  /** The service's name (`length`): its definition in the schema. */
+  readonly service: string;
+  /** Its env prefix (`LENGTH`). */
+  readonly prefix: string;
+  /** Its default gRPC port. */
+  readonly defaultPort: number;
+  /** Every variable: its own, the runtime's, gRPC security's, the common ones and any libraries'. */
+  readonly variables: EnvSpec;
+}
+
+/**
+ * Declares a reward service's whole environment from its own variables (`own`) and those of the
+ * libraries its `loadConfig` also reads (`libraries`, e.g. the sandbox's `SANDBOX_ENV`); the runtime,
+ * gRPC security and common variables are added here. `scripts/gen-service-env-schema.mjs` writes the
+ * schema from every service's export of one.
+ */
+export function defineServiceEnv(o: {
+  readonly service: string;
+  readonly prefix: string;
+  readonly defaultPort: number;
+  readonly own: EnvSpec;
+  readonly libraries?: readonly EnvSpec[];
+}): ServiceEnv {
+  const libraries = Object.assign({}, ...(o.libraries ?? [])) as EnvSpec;
+  return {
+    service: o.service,
+    prefix: o.prefix,
+    defaultPort: o.defaultPort,
+    variables: {
+      ...o.own,
+      ...serviceRuntimeEnv(o.prefix, o.defaultPort),
+      ...grpcServerSecurityEnv(o.prefix),
+      ...COMMON_SERVICE_ENV,
+      ...libraries,
+    },
+  };
+}
+
+/** Whether `x` is a {@link ServiceEnv} (what the schema generator looks for among a config module's exports). */
+export function isServiceEnv(x: unknown): x is ServiceEnv {
+  const o = x as Partial<ServiceEnv> | null;
+  return (
+    typeof o === "object" &&
+    o !== null &&
+    typeof o.service === "string" &&
+    typeof o.prefix === "string" &&
+    typeof o.defaultPort === "number" &&
+    typeof o.variables === "object"
+  );
+}
+
+/** A service's definition in `services/sdk/schema/service-env.schema.json`. */
+export function serviceEnvSchema(s: ServiceEnv): Record<string, unknown> {
+  return envSchema(
+    s.variables,
+    `Environment of the ${s.service} service (prefix ${s.prefix}_). Blank values count as unset; a bad value fails start-up naming the variable.`,
+  );
 }

@@ -19,9 +19,29 @@ export type {
   ScoreCallOptions,
 } from "./service.js";
 export { checkedComponent, defineRewardService } from "./service.js";
-export type { Env, BusOptions, NatsAuthOptions, ServiceRuntimeOptions } from "./config.js";
+export type { Env, BusOptions, NatsAuthOptions, ServiceEnv, ServiceRuntimeOptions } from "./config.js";
+export type { EnvSpec, EnvValue, EnvValues, EnvVarSpec } from "./env-spec.js";
+export {
+  BOOLEAN_VALUES,
+  defineEnv,
+  envSchema,
+  envVarSchema,
+  loadEnv,
+  prefixEnv,
+  readEnv,
+} from "./env-spec.js";
 export {
   applyTelemetryDefaults,
+  BUS_ENV,
+  COMMON_SERVICE_ENV,
+  defineServiceEnv,
+  GRPC_CLIENT_SECURITY_ENV,
+  grpcServerSecurityEnv,
+  isServiceEnv,
+  LOG_ENV,
+  NATS_AUTH_ENV,
+  serviceEnvSchema,
+  serviceRuntimeEnv,
   envBool,
   envEnum,
   envInt,

@@ -4,10 +4,10 @@
  * @module
  */
 import {
+  defineEnv,
+  defineServiceEnv,
   type Env,
-  envBool,
-  envEnum,
-  envInt,
+  loadEnv,
   loadServiceRuntimeOptions,
   processEnv,
   type ServiceRuntimeOptions,
@@ -16,6 +16,43 @@ import { RLLA_FORMAT_STYLES, type RllaFormatStyle } from "./rlla.js";
 
 /** Default gRPC port of the tool-call service. */
 export const TOOL_CALL_DEFAULT_PORT = 50065;
+
+/** The tool-call service's own variables. */
+export const TOOL_CALL_ENV = defineEnv({
+  TOOL_CALL_MAX_RESPONSE_BYTES: {
+    type: "integer",
+    minimum: 1,
+    maximum: 67108864,
+    default: 1048576,
+    description: "Longer responses get the minimum scores without being parsed.",
+  },
+  TOOL_CALL_MAX_CALLS: {
+    type: "integer",
+    minimum: 1,
+    maximum: 100000,
+    default: 1024,
+    description: "Most calls scored; more give the minimum scores.",
+  },
+  TOOL_CALL_FORMAT_STYLE: {
+    type: "string",
+    enum: RLLA_FORMAT_STYLES,
+    default: "corrgrpo",
+    description: "corrgrpo: blocks separated by any whitespace; toolrl: exactly one newline.",
+  },
+  TOOL_CALL_ALLOW_MISSING_OPENING_THINK: {
+    type: "boolean",
+    default: false,
+    description: "Accept responses without the opening <think>.",
+  },
+});
+
+/** Every variable the tool-call process reads (its definition in the published schema). */
+export const TOOL_CALL_SERVICE_ENV = defineServiceEnv({
+  service: "tool-call",
+  prefix: "TOOL_CALL",
+  defaultPort: TOOL_CALL_DEFAULT_PORT,
+  own: TOOL_CALL_ENV,
+});
 
 /** Scoring options of the tool-call service. */
 export interface ToolCallOptions {
@@ -51,10 +88,10 @@ export interface ToolCallConfig extends ToolCallOptions {
 
 /** Default scoring options (what `loadConfig({})` gives). */
 export const DEFAULT_TOOL_CALL_OPTIONS: ToolCallOptions = {
-  maxResponseBytes: 1024 * 1024,
-  maxCalls: 1024,
-  formatStyle: "corrgrpo",
-  allowMissingOpeningThink: false,
+  maxResponseBytes: TOOL_CALL_ENV.TOOL_CALL_MAX_RESPONSE_BYTES.default,
+  maxCalls: TOOL_CALL_ENV.TOOL_CALL_MAX_CALLS.default,
+  formatStyle: TOOL_CALL_ENV.TOOL_CALL_FORMAT_STYLE.default,
+  allowMissingOpeningThink: TOOL_CALL_ENV.TOOL_CALL_ALLOW_MISSING_OPENING_THINK.default,
 };
 
 /**
@@ -62,16 +99,12 @@ export const DEFAULT_TOOL_CALL_OPTIONS: ToolCallOptions = {
  * `TOOL_CALL_ALLOW_MISSING_OPENING_THINK` and the runtime options (`TOOL_CALL_GRPC_PORT`, ...).
  */
 export function loadConfig(env: Env = processEnv()): ToolCallConfig {
-  const d = DEFAULT_TOOL_CALL_OPTIONS;
+  const v = loadEnv(TOOL_CALL_ENV, env);
   return {
-    maxResponseBytes: envInt(env, "TOOL_CALL_MAX_RESPONSE_BYTES", d.maxResponseBytes, 1, 64 * 1024 * 1024),
-    maxCalls: envInt(env, "TOOL_CALL_MAX_CALLS", d.maxCalls, 1, 100_000),
-    formatStyle: envEnum(env, "TOOL_CALL_FORMAT_STYLE", RLLA_FORMAT_STYLES, d.formatStyle),
-    allowMissingOpeningThink: envBool(
-      env,
-      "TOOL_CALL_ALLOW_MISSING_OPENING_THINK",
-      d.allowMissingOpeningThink,
-    ),
+    maxResponseBytes: v.TOOL_CALL_MAX_RESPONSE_BYTES,
+    maxCalls: v.TOOL_CALL_MAX_CALLS,
+    formatStyle: v.TOOL_CALL_FORMAT_STYLE,
+    allowMissingOpeningThink: v.TOOL_CALL_ALLOW_MISSING_OPENING_THINK,
     runtime: loadServiceRuntimeOptions("TOOL_CALL", TOOL_CALL_DEFAULT_PORT, env),
   };
 }

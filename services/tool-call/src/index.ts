@@ -4,7 +4,13 @@
  * @module
  */
 export type { ToolCallConfig, ToolCallOptions } from "./config.js";
-export { DEFAULT_TOOL_CALL_OPTIONS, loadConfig, TOOL_CALL_DEFAULT_PORT } from "./config.js";
+export {
+  DEFAULT_TOOL_CALL_OPTIONS,
+  loadConfig,
+  TOOL_CALL_DEFAULT_PORT,
+  TOOL_CALL_ENV,
+  TOOL_CALL_SERVICE_ENV,
+} from "./config.js";
 export type { ParsedToolCallTask } from "./service.js";
 export {
   createToolCallService,
