@@ -159,8 +159,8 @@ describe("the chart's containers, run with Docker as rendered", {
     assert.match(await waitReady(sts, pod), /^http /);
   });
 
-  it("the provisioning hook Job creates the streams as the admin user", async () => {
-    const pod = await start("Job", `${FULL}-provision`);
+  it("the provisioning Job creates the streams as the admin user", async () => {
+    const pod = await start("Job", `${FULL}-provision-1`);
     const code = await pod.wait(150_000);
     const logs = await pod.logs();
     assert.equal(code, 0, `provision exited ${code}:\n${logs}`);

@@ -219,7 +219,7 @@ describe("defaults", async () => {
   it("give every pod only its own NATS user, password (from the Secret) and inbox prefix", () => {
     const expected: Record<string, string> = {
       [`${FULL}-trainer`]: "trainer",
-      [`${FULL}-provision`]: "admin",
+      [`${FULL}-provision-1`]: "admin",
       ...Object.fromEntries(SERVICE_NAMES.map((n) => [`${FULL}-${n}`, serviceUser(n)])),
     };
     const seen = new Set<string>();
@@ -257,8 +257,8 @@ describe("defaults", async () => {
     assert.deepEqual([...seen].sort(), Object.values(expected).sort());
   });
 
-  it("the admin user exists only in the provisioning hook Job", () => {
-    const p = find(objs, "Job", `${FULL}-provision`);
+  it("the admin user exists only in the provisioning Job", () => {
+    const p = find(objs, "Job", `${FULL}-provision-1`);
     assert.equal(p.metadata["annotations"]["helm.sh/hook"], "post-install,post-upgrade");
     assert.deepEqual(container(p, "provision").args, ["provision", "--timeout", "300"]);
     assert.equal(envVar(container(p, "provision"), "MESH_STREAM_REPLICAS")?.value, "1");

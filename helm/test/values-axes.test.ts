@@ -103,7 +103,7 @@ describe("3-node NATS", async () => {
         if (v !== undefined) assert.equal(v.value, "3", w.metadata.name);
       }
     assert.equal(
-      envVar(container(find(objs, "Job", `${FULL}-provision`), "provision"), "MESH_STREAM_REPLICAS")?.value,
+      envVar(container(find(objs, "Job", `${FULL}-provision-1`), "provision"), "MESH_STREAM_REPLICAS")?.value,
       "3",
     );
   });

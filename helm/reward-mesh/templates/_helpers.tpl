@@ -148,6 +148,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   value: {{ .root.Values.mesh.streamMaxAgeSeconds | quote }}
 - name: MESH_STREAM_MAX_BYTES
   value: {{ .root.Values.mesh.streamMaxBytes | quote }}
+- name: MESH_STREAMS_WAIT_SECONDS
+  value: {{ .root.Values.mesh.streamsWaitSeconds | quote }}
 - name: LOG_LEVEL
   value: {{ .root.Values.mesh.logLevel | quote }}
 {{- if and (not .root.Values.nats.enabled) .root.Values.nats.external.caSecret }}

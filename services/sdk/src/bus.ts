@@ -133,8 +133,8 @@ export async function ensureStreams(jsm: JetStreamManager, o: BusOptions): Promi
         await jsm.streams.add(want);
       } catch (addErr) {
         if (isPermissionViolation(addErr)) {
-          throw new UnavailableError(
-            `stream ${name} does not exist and this NATS user may not create it: start the mesh with \`reward-mesh up\` (which provisions the streams) or create them as the mesh's admin user`,
+          throw new StreamsNotProvisionedError(
+            `stream ${name} does not exist and this NATS user may not create it: start the mesh with \`reward-mesh up\` (which provisions the streams) or create them as the mesh's admin user (\`reward-mesh provision\`)`,
             { cause: addErr },
           );
         }
@@ -160,6 +160,33 @@ export async function ensureStreams(jsm: JetStreamManager, o: BusOptions): Promi
         // Not the provisioner: the provisioned settings stand.
         if (!isPermissionViolation(err)) throw err;
       }
+    }
+  }
+}
+
+/** A mesh stream is missing and this NATS user may not create it (the admin has not provisioned yet). */
+export class StreamsNotProvisionedError extends UnavailableError {
+  /** Always set: tells this case apart from other unavailability (the name stays `UnavailableError`). */
+  readonly streamsNotProvisioned = true;
+}
+
+/**
+ * {@link ensureStreams}, waiting up to `o.streamsWaitSeconds` for streams this user may not create to
+ * be provisioned by the admin (polling, 250 ms doubling to 2 s); then the last error, with the wait.
+ */
+async function ensureStreamsWaiting(jsm: JetStreamManager, o: BusOptions): Promise<void> {
+  const waitMs = (o.streamsWaitSeconds ?? 0) * 1000;
+  const deadline = Date.now() + waitMs;
+  for (let delay = 250; ; delay = Math.min(2 * delay, 2000)) {
+    try {
+      return await ensureStreams(jsm, o);
+    } catch (err) {
+      if (!(err instanceof StreamsNotProvisionedError) || waitMs === 0) throw err;
+      if (Date.now() + delay > deadline)
+        throw new StreamsNotProvisionedError(`${err.message} — waited ${o.streamsWaitSeconds} s`, {
+          cause: err,
+        });
+      await new Promise((r) => setTimeout(r, delay));
     }
   }
 }
@@ -273,7 +300,7 @@ export async function openBus(o: BusOptions, name: string): Promise<MeshBus> {
   const nc = await connectBus(o.natsUrl, name, o.auth);
   try {
     const jsm = await jetstreamManager(nc);
-    await ensureStreams(jsm, o);
+    await ensureStreamsWaiting(jsm, o);
     return {
       nc,
       js: jetstream(nc),

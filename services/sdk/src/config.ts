@@ -514,6 +514,12 @@ export interface BusOptions {
    * @default none — an anonymous, plain-text connection (what a server with auth on refuses)
    */
   readonly auth?: NatsAuthOptions;
+  /**
+   * How long a process that may not create the streams waits for them to be provisioned before it gives
+   * up (seconds; 0 = fail at once). In a cluster the provisioning Job and the services start together.
+   * @default 0
+   */
+  readonly streamsWaitSeconds?: number;
 }
 
 /** `NATS_URL` and `MESH_*`: where the mesh's NATS is and how its streams are made. */
@@ -548,6 +554,14 @@ export const BUS_ENV = defineEnv({
     default: 1,
     description: "Replicas of the mesh streams (clustered NATS).",
   },
+  MESH_STREAMS_WAIT_SECONDS: {
+    type: "integer",
+    minimum: 0,
+    maximum: 86400,
+    default: 0,
+    description:
+      "How long a process that may not create the mesh streams waits for them to be provisioned (0 = fail at once; the Helm chart sets it, since its provisioning Job starts with the services).",
+  },
 });
 
 /** Reads {@link BusOptions} from `NATS_URL`, `MESH_STREAM_*` ({@link BUS_ENV}) and the NATS credential variables. */
@@ -559,6 +573,7 @@ export function loadBusOptions(env: Env = processEnv()): BusOptions {
     streamMaxBytes: v.MESH_STREAM_MAX_BYTES,
     duplicateWindowMs: v.MESH_DUPLICATE_WINDOW_MS,
     streamReplicas: v.MESH_STREAM_REPLICAS,
+    streamsWaitSeconds: v.MESH_STREAMS_WAIT_SECONDS,
     auth: loadNatsAuthOptions(env),
   };
 }

@@ -118,6 +118,7 @@ export {
   ensureStreams,
   INSTANCE_HEADER,
   NotStreamAdminError,
+  StreamsNotProvisionedError,
   openBus,
   provisionMeshStreams,
   provisionStreams,

@@ -105,6 +105,28 @@ describe("NATS with the mesh's generated users", () => {
     }
   });
 
+  it("with MESH_STREAMS_WAIT_SECONDS, a service waits for the admin to provision the streams", async () => {
+    await admin.jsm.streams.delete(Streams.advantages);
+    const wait = (seconds: number) =>
+      openBus(
+        { ...testBusOptions(nats.url), auth: nats.auth.services["echo"]!, streamsWaitSeconds: seconds },
+        "echo-waiting",
+      );
+    // Never provisioned within the wait: the same refusal, saying how long it waited.
+    await assert.rejects(wait(1), /stream MESH_ADVANTAGES does not exist .* waited 1 s/);
+    // Provisioned while it waits: the admin provisions half a second after the service started asking
+    // (a service that did not wait would have been refused by then; one that waits never is).
+    const waiting = wait(60);
+    await new Promise((r) => setTimeout(r, 500));
+    await assert.rejects(admin.jsm.streams.info(Streams.advantages), /stream not found/, "still missing");
+    await openBus({ ...testBusOptions(nats.url), auth: nats.auth.admin }, "admin-late").then((b) =>
+      b.close(),
+    );
+    const bus = await waiting;
+    assert.ok(await bus.jsm.streams.info(Streams.advantages));
+    await bus.close();
+  });
+
   it("a service may publish only its own rewards and dead letters", async () => {
     const ok = await publishReward(echo.js, result("sec1", "r-own", "echo", 1), "t");
     assert.equal(ok.duplicate, false);
