@@ -12,6 +12,15 @@ export const SandboxBackendChoices = ["auto", "docker", "bwrap"] as const;
 /** A backend choice. */
 export type SandboxBackendChoice = (typeof SandboxBackendChoices)[number];
 
+/**
+ * `SANDBOX_BWRAP_MODE` values: `root` (per-run cgroups, programs switched to `SANDBOX_BWRAP_UID`; the
+ * service must be root), `rootless` (no cgroups, no uid switch: an unprivileged user namespace and
+ * rlimits), or `auto` (`root` when the process runs as root, else `rootless`).
+ */
+export const SandboxBwrapModeChoices = ["auto", "root", "rootless"] as const;
+/** A bwrap mode choice. */
+export type SandboxBwrapModeChoice = (typeof SandboxBwrapModeChoices)[number];
+
 /** The image tag the build script gives the image of the current harness. */
 export const DEFAULT_DOCKER_IMAGE = `reward-mesh/sandbox-python:h-${HARNESS_SHA256.slice(0, 12)}`;
 
@@ -84,6 +93,12 @@ export interface SandboxConfig {
    */
   readonly bwrapPath: string;
   /**
+   * How the bwrap backend confines programs: `root` (cgroups + `setpriv`, needs root), `rootless`
+   * (an unprivileged user namespace + rlimits, for a pod without root or capabilities).
+   * @default "auto" — `root` when the service runs as root, else `rootless`
+   */
+  readonly bwrapMode: SandboxBwrapModeChoice;
+  /**
    * Uid and gid the bwrap sandbox runs as (a real non-root id on the host, never root).
    * @default 65534 (nobody)
    */
@@ -132,6 +147,7 @@ export function loadSandboxConfig(env: Env = processEnv()): SandboxConfig {
     dockerCpus,
     dockerPingTimeoutMs: envInt(env, "SANDBOX_DOCKER_PING_TIMEOUT_MS", 1_500, 50, 60_000),
     bwrapPath: envString(env, "SANDBOX_BWRAP_PATH", "bwrap"),
+    bwrapMode: envEnum(env, "SANDBOX_BWRAP_MODE", SandboxBwrapModeChoices, "auto"),
     bwrapUid: envInt(env, "SANDBOX_BWRAP_UID", 65_534, 1, 4_294_967_294),
     bwrapPrepared: envInt(env, "SANDBOX_BWRAP_PREPARED", concurrency, 0, 1024),
     cgroupParent: envString(env, "SANDBOX_CGROUP_PARENT", "").replace(/^\/+|\/+$/g, ""),
