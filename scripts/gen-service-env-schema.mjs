@@ -216,6 +216,13 @@ const SANDBOX = {
     description: "How long auto waits for Docker before choosing bwrap.",
   },
   SANDBOX_BWRAP_PATH: { type: "string", default: "bwrap", description: "The bubblewrap binary." },
+  SANDBOX_BWRAP_MODE: {
+    type: "string",
+    enum: ["auto", "root", "rootless"],
+    default: "auto",
+    description:
+      "bwrap confinement: root (per-run cgroups + setpriv, needs root), rootless (user namespace + rlimits); auto: root when run as root.",
+  },
   SANDBOX_BWRAP_UID: {
     type: "integer",
     minimum: 1,
