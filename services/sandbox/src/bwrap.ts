@@ -160,6 +160,7 @@ function rootlessRun(pidOf: () => number | undefined): RunControl {
  * Shell lines that set the run's rlimits. Root mode: CPU time only (memory and processes are cgroup
  * limits). Rootless: also RLIMIT_AS = the memory limit (KiB; virtual memory, not RSS) and RLIMIT_NPROC =
  * the process limit (`ulimit -u` in bash, `-p` in dash). Soft and hard alike, so the program cannot raise them.
+ * Rootless also makes the program the OOM killer's first choice (`oom_score_adj` 1000).
  */
 export function limitLines(mode: BwrapMode, limits: SandboxLimits): string[] {
   const cpuSeconds = Math.max(1, Math.ceil(limits.cpuTimeMs / 1000));
@@ -168,6 +169,9 @@ export function limitLines(mode: BwrapMode, limits: SandboxLimits): string[] {
     const kib = Math.ceil(limits.memoryBytes / 1024);
     const n = limits.maxProcesses;
     lines.push(
+      // No memory cgroup of its own: when the pod's memory runs out, the kernel should pick a sandbox,
+      // not the service. Best effort: a program may lower it again, but never below the service's value.
+      "{ echo 1000 > /proc/self/oom_score_adj; } 2>/dev/null || :",
       `ulimit -v ${kib} || exit 125`,
       `{ ulimit -u ${n} || ulimit -p ${n}; } 2>/dev/null || exit 125`,
     );

@@ -54,14 +54,18 @@ describe("bwrap rootless: backend specifics", () => {
     const runs = await Promise.all(
       [1, 2, 3].map((i) =>
         sandbox.run({
-          argv: ["python3", "-c", `import os; print(${i} * 2, os.getuid(), os.getgid())`],
+          argv: [
+            "python3",
+            "-c",
+            `import os; print(${i} * 2, os.getuid(), os.getgid(), open('/proc/self/oom_score_adj').read().strip())`,
+          ],
         }),
       ),
     );
     for (const [i, r] of runs.entries()) {
       assert.equal(r.exitCode, 0, r.stderr.toString());
       // uid 65534 inside; on the host it is the service's own uid (the only one a rootless sandbox can have).
-      assert.equal(r.stdout.toString().trim(), `${(i + 1) * 2} 65534 65534`);
+      assert.equal(r.stdout.toString().trim(), `${(i + 1) * 2} 65534 65534 1000`);
       assert.equal(r.oomKilled, false);
       assert.equal(r.cpuTimeMs, undefined, "no cgroup: CPU time is not measured");
       assert.equal(r.peakMemoryBytes, undefined, "no cgroup: peak memory is not measured");
@@ -87,6 +91,30 @@ describe("bwrap rootless: backend specifics", () => {
         assert.ok(Number(m[1]) >= 28 && Number(m[1]) < 32, m[0]);
         assert.equal(m[2], "BlockingIOError");
       }
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it("memory is a per-process limit (RLIMIT_AS), not a per-sandbox one: what rootless loses", async () => {
+    const sandbox = await createSandbox({ ...config, bwrapPrepared: 0 });
+    try {
+      // Four processes of 96 MiB each under a 128 MiB limit: a cgroup would stop the sum (384 MiB);
+      // RLIMIT_AS stops each process only. The sandbox's total is bounded by processes × limit.
+      const r = await sandbox.run({
+        argv: [
+          "python3",
+          "-c",
+          "import os\npids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n        b = bytearray(96 << 20)\n        b[::4096] = b'x' * len(b[::4096])\n        os._exit(0)\n    pids.append(pid)\nprint(sum(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) == 0 for p in pids))",
+        ],
+        limits: { memoryBytes: 128 << 20, wallTimeMs: 20_000 },
+      });
+      assert.equal(r.stdout.toString().trim(), "4", r.stderr.toString());
+      const one = await sandbox.run({
+        argv: ["python3", "-c", "b = bytearray(160 << 20)"],
+        limits: { memoryBytes: 128 << 20 },
+      });
+      assert.match(one.stderr.toString(), /MemoryError/);
     } finally {
       await sandbox.close();
     }

@@ -67,7 +67,7 @@ describe("bwrap sandbox, rootless mode, as a non-root user", () => {
       assert.equal(total("fail"), 0, out);
       assert.equal(total("skipped"), 0, out);
       assert.ok(total("pass") >= 40 && total("pass") === total("tests"), out);
-      console.log(`# rootless fixture: ${total("pass")}/${total("tests")} passed`);
+      console.log(`rootless fixture as a non-root user: ${total("pass")}/${total("tests")} passed`);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
