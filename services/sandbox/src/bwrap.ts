@@ -125,19 +125,22 @@ function descendants(root: number): number[] {
     if (list) list.push(pid);
     else children.set(parent, [pid]);
   }
-  const out: number[] = [];
+  const out = new Set<number>();
   const todo = [root];
   while (todo.length > 0) {
     for (const c of children.get(todo.pop()!) ?? []) {
-      if (out.includes(c)) continue;
-      out.push(c);
+      if (out.has(c)) continue;
+      out.add(c);
       todo.push(c);
     }
   }
-  return out;
+  return [...out];
 }
 
-/** A rootless run: no cgroup; its processes are the descendants of its `unshare`. */
+/**
+ * A rootless run: no cgroup; its processes are the descendants of its `unshare` (`pidOf` is undefined
+ * once that has exited, so a reused pid is never taken for it).
+ */
 function rootlessRun(pidOf: () => number | undefined): RunControl {
   return {
     setLimits() {
@@ -276,6 +279,12 @@ export async function createBwrapEngine(
         `bwrap needs memory and pids cgroups: ${detected.reason}`,
       );
     cgroups = detected.manager;
+  } else if (process.getuid?.() === 0) {
+    // Its sandboxes would run as the host's uid 0 (mapped into their namespaces), keeping root's files.
+    throw backendUnusable(
+      "SANDBOX_BWRAP_MODE",
+      "rootless mode runs sandboxes as the service's own uid, and this service is root: use SANDBOX_BWRAP_MODE=root (or auto)",
+    );
   } else if (!nprocPerNamespace()) {
     logger.warn(
       { kernel: release() },
@@ -383,7 +392,8 @@ export async function createBwrapEngine(
       ["--user", "--map-current-user", "--pid", "--fork", "--", bwrap, ...fixedArgs],
       { stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], env: { PATH: HOST_PATH } },
     );
-    return { child, cgroup: rootlessRun(() => child.pid) };
+    const running = () => (child.exitCode === null && child.signalCode === null ? child.pid : undefined);
+    return { child, cgroup: rootlessRun(running) };
   };
 
   const prepare = (): Prepared => {
