@@ -25,6 +25,16 @@
  * (the outer bwrap) exits the kernel kills and reaps all that is left; `unshare`, our child, waits for
  * it and is the only process we reap. Hence a sandbox is killed by killing what runs *below* that
  * init (bwrap then exits 128 + 9), never our child first — that would orphan the init itself.
+ *
+ * Rootless mode (`SANDBOX_BWRAP_MODE=rootless`, the default when the service is not root): no cgroups
+ * and no `setpriv`. `unshare --user --map-current-user --pid --fork` (an unprivileged user namespace
+ * makes the pid namespace possible without CAP_SYS_ADMIN; the service's uid maps to itself) keeps the
+ * reaping design above; bwrap, unprivileged, then creates the sandbox's own user namespace (mapping
+ * the service's uid to `SANDBOX_BWRAP_UID` *inside* only) and drops every capability. Limits are
+ * rlimits the inner shell sets before it execs the program: RLIMIT_AS (memory, virtual),
+ * RLIMIT_NPROC (processes; counted per user namespace since Linux 5.14, so per sandbox), RLIMIT_CPU
+ * as in root mode. The sandbox's processes are found as the descendants of our `unshare` in /proc.
+ * No OOM, peak-memory or CPU-time report: there is no cgroup to read them from.
  * @module
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -39,7 +49,7 @@ import {
   readlinkSync,
   rmSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { release, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { type Logger, silentLogger } from "@reward-mesh/sdk";
@@ -66,10 +76,16 @@ const JOIN_SCRIPT =
 const INNER_SCRIPT =
   's=; while IFS= read -r l <&3; do s="$s$l\n"; done; exec 3<&-; [ -n "$s" ] || exit 0; eval "$s"';
 
+/** What an execution is limited and measured by: its cgroups (root mode) or nothing but rlimits (rootless). */
+type RunControl = Omit<CgroupRun, "procsFiles">;
+
+/** The two ways the engine confines a program (`auto` is resolved at start). */
+export type BwrapMode = "root" | "rootless";
+
 interface Prepared {
   /** `unshare`, waiting for the sandbox's pid namespace to end. */
   readonly child: ChildProcess;
-  readonly cgroup: CgroupRun;
+  readonly cgroup: RunControl;
   readonly name: string;
   exited: boolean;
   /** Resolves once `child` has exited (and with it every process of the sandbox). */
@@ -89,6 +105,95 @@ function parentPid(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Every descendant of `root` (not `root` itself), from the parent links in /proc. */
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    const pid = Number(e);
+    const parent = parentPid(pid);
+    if (parent === undefined) continue;
+    const list = children.get(parent);
+    if (list) list.push(pid);
+    else children.set(parent, [pid]);
+  }
+  const out = new Set<number>();
+  const todo = [root];
+  while (todo.length > 0) {
+    for (const c of children.get(todo.pop()!) ?? []) {
+      if (out.has(c)) continue;
+      out.add(c);
+      todo.push(c);
+    }
+  }
+  return [...out];
+}
+
+/**
+ * A rootless run: no cgroup; its processes are the descendants of its `unshare` (`pidOf` is undefined
+ * once that has exited, so a reused pid is never taken for it).
+ */
+function rootlessRun(pidOf: () => number | undefined): RunControl {
+  return {
+    setLimits() {
+      // rlimits, set by the script (see `limitLines`)
+    },
+    pids() {
+      const root = pidOf();
+      return root === undefined ? [] : descendants(root);
+    },
+    stats() {
+      // No cgroup: the kernel's OOM killer is not what ends a rootless run (RLIMIT_AS makes allocations
+      // fail), and nothing here measures the sandbox's CPU time or peak memory.
+      return { oomKills: 0, peakMemoryBytes: undefined, cpuTimeMs: undefined };
+    },
+    async remove() {},
+  };
+}
+
+/**
+ * Shell lines that set the run's rlimits. Root mode: CPU time only (memory and processes are cgroup
+ * limits). Rootless: also RLIMIT_AS = the memory limit (KiB; virtual memory, not RSS) and RLIMIT_NPROC =
+ * the process limit (`ulimit -u` in bash, `-p` in dash). Soft and hard alike, so the program cannot raise them.
+ * Rootless also makes the program the OOM killer's first choice (`oom_score_adj` 1000).
+ */
+export function limitLines(mode: BwrapMode, limits: SandboxLimits): string[] {
+  const cpuSeconds = Math.max(1, Math.ceil(limits.cpuTimeMs / 1000));
+  const lines = [`ulimit -c 0; ulimit -S -t ${cpuSeconds} && ulimit -H -t ${cpuSeconds + 1} || exit 125`];
+  if (mode === "rootless") {
+    const kib = Math.ceil(limits.memoryBytes / 1024);
+    const n = limits.maxProcesses;
+    lines.push(
+      // No memory cgroup of its own: when the pod's memory runs out, the kernel should pick a sandbox,
+      // not the service. Best effort: a program may lower it again, but never below the service's value.
+      "{ echo 1000 > /proc/self/oom_score_adj; } 2>/dev/null || :",
+      `ulimit -v ${kib} || exit 125`,
+      `{ ulimit -u ${n} || ulimit -p ${n}; } 2>/dev/null || exit 125`,
+    );
+  }
+  return lines;
+}
+
+/** Resolves `SANDBOX_BWRAP_MODE=auto`: root mode when the service is root, else rootless. */
+export function resolveBwrapMode(choice: SandboxConfig["bwrapMode"]): BwrapMode {
+  if (choice !== "auto") return choice;
+  return process.getuid?.() === 0 ? "root" : "rootless";
+}
+
+/** Whether RLIMIT_NPROC is counted per user namespace (Linux >= 5.14), i.e. per rootless sandbox. */
+function nprocPerNamespace(): boolean {
+  const m = release().match(/^(\d+)\.(\d+)/);
+  if (!m) return false;
+  const [major, minor] = [Number(m[1]), Number(m[2])];
+  return major > 5 || (major === 5 && minor >= 14);
 }
 
 /** Removes harness copies left in the temp dir by processes that are gone. */
@@ -154,19 +259,38 @@ export async function createBwrapEngine(
       `bubblewrap not found or not runnable ('${config.bwrapPath}'); install it: apt-get install -y bubblewrap`,
     );
   }
-  if (!resolveBinary("setpriv")) throw backendUnusable("SANDBOX_BACKEND", "bwrap needs setpriv (util-linux)");
+  const mode = resolveBwrapMode(config.bwrapMode);
+  if (mode === "root" && !resolveBinary("setpriv"))
+    throw backendUnusable("SANDBOX_BACKEND", "bwrap needs setpriv (util-linux)");
   const unshare = resolveBinary("unshare");
   if (!unshare) throw backendUnusable("SANDBOX_BACKEND", "bwrap needs unshare (util-linux)");
-  if (process.getuid?.() !== 0) {
+  let cgroups: CgroupManager | undefined;
+  if (mode === "root") {
+    if (process.getuid?.() !== 0) {
+      throw backendUnusable(
+        "SANDBOX_BWRAP_MODE",
+        "the bwrap backend's root mode runs as root: it creates per-run cgroups and starts sandboxes as a non-root uid (SANDBOX_BWRAP_MODE=rootless needs neither)",
+      );
+    }
+    const detected = await detectCgroups(config.cgroupParent);
+    if (!detected.ok)
+      throw backendUnusable(
+        "SANDBOX_CGROUP_PARENT",
+        `bwrap needs memory and pids cgroups: ${detected.reason}`,
+      );
+    cgroups = detected.manager;
+  } else if (process.getuid?.() === 0) {
+    // Its sandboxes would run as the host's uid 0 (mapped into their namespaces), keeping root's files.
     throw backendUnusable(
-      "SANDBOX_BACKEND",
-      "the bwrap backend runs as root: it creates per-run cgroups and starts sandboxes as a non-root uid",
+      "SANDBOX_BWRAP_MODE",
+      "rootless mode runs sandboxes as the service's own uid, and this service is root: use SANDBOX_BWRAP_MODE=root (or auto)",
+    );
+  } else if (!nprocPerNamespace()) {
+    logger.warn(
+      { kernel: release() },
+      "sandbox: rootless bwrap on a kernel before 5.14: RLIMIT_NPROC counts every process of the service's uid, not one sandbox's",
     );
   }
-  const detected = await detectCgroups(config.cgroupParent);
-  if (!detected.ok)
-    throw backendUnusable("SANDBOX_CGROUP_PARENT", `bwrap needs memory and pids cgroups: ${detected.reason}`);
-  const cgroups: CgroupManager = detected.manager;
 
   // A private copy of the harness the sandbox uid can read (the repository may not be searchable by it).
   removeStaleStaging();
@@ -184,6 +308,7 @@ export async function createBwrapEngine(
     "--disable-userns",
     "--die-with-parent",
     "--new-session",
+    ...(mode === "rootless" ? ["--cap-drop", "ALL"] : []),
     "--uid",
     String(config.bwrapUid),
     "--gid",
@@ -233,9 +358,9 @@ export async function createBwrapEngine(
     else child.unref();
   };
 
-  const prepare = (): Prepared => {
-    const name = `run-${++counter}-${randomBytes(3).toString("hex")}`;
-    const cgroup = cgroups.create(name);
+  /** Starts `unshare` → bwrap for one run, and what limits and measures it. */
+  const startRoot = (name: string): { child: ChildProcess; cgroup: RunControl } => {
+    const cgroup = cgroups!.create(name);
     // Limits first: nothing runs unbounded even before the request sets its own.
     cgroup.setLimits(config.memoryLimitMb * 1024 * 1024, config.maxProcesses);
     // `unshare` stays outside the run's cgroups: the candidate's process budget is unchanged.
@@ -257,6 +382,23 @@ export async function createBwrapEngine(
       ],
       { stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], env: { PATH: HOST_PATH } },
     );
+    return { child, cgroup };
+  };
+  const startRootless = (): { child: ChildProcess; cgroup: RunControl } => {
+    // Without root a pid namespace needs a user namespace of its own; the uid maps to itself, so
+    // bwrap runs unprivileged in it (no capabilities after exec) and nests the sandbox's namespace.
+    const child = spawn(
+      unshare,
+      ["--user", "--map-current-user", "--pid", "--fork", "--", bwrap, ...fixedArgs],
+      { stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], env: { PATH: HOST_PATH } },
+    );
+    const running = () => (child.exitCode === null && child.signalCode === null ? child.pid : undefined);
+    return { child, cgroup: rootlessRun(running) };
+  };
+
+  const prepare = (): Prepared => {
+    const name = `run-${++counter}-${randomBytes(3).toString("hex")}`;
+    const { child, cgroup } = mode === "root" ? startRoot(name) : startRootless();
     let ended = () => {};
     const gone = new Promise<void>((r) => (ended = r));
     const p: Prepared = { child, cgroup, name, exited: false, gone };
@@ -384,12 +526,11 @@ export async function createBwrapEngine(
     const onAbort = () => kill();
     request.signal?.addEventListener("abort", onAbort, { once: true });
 
-    const cpuSeconds = Math.max(1, Math.ceil(limits.cpuTimeMs / 1000));
     const script = [
       ...files.map(([name, data]) => `head -c ${data.length} <&4 > ${shellQuote(name)} || exit 125`),
       "exec 4<&-",
       ...Object.entries(SANDBOX_ENV).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
-      `ulimit -c 0; ulimit -S -t ${cpuSeconds} && ulimit -H -t ${cpuSeconds + 1} || exit 125`,
+      ...limitLines(mode, limits),
       `exec ${request.argv.map(shellQuote).join(" ")}`,
       "",
     ].join("\n");
@@ -452,7 +593,7 @@ export async function createBwrapEngine(
         ? probe.message
         : `exit ${probe.exitCode}: ${probe.stderr.toString().trim().slice(0, 300)}`;
     closed = true;
-    await cgroups.close().catch(() => {});
+    await cgroups?.close().catch(() => {});
     rmSync(staging, { recursive: true, force: true });
     throw backendUnusable("SANDBOX_BACKEND", `bwrap cannot run python3 here: ${why}`);
   }
@@ -468,11 +609,15 @@ export async function createBwrapEngine(
   };
   process.once("exit", onExit);
   refill();
-  logger.debug({ bwrap: version.stdout.trim(), cgroups: cgroups.description }, "sandbox: bwrap ready");
+  const limitsBy =
+    mode === "root"
+      ? `uid ${config.bwrapUid}, ${cgroups!.description}`
+      : `rootless: host uid ${process.getuid?.()}, uid ${config.bwrapUid} inside, rlimits`;
+  logger.debug({ bwrap: version.stdout.trim(), mode, limits: limitsBy }, "sandbox: bwrap ready");
 
   return {
     backend: "bwrap",
-    description: `bwrap (${version.stdout.trim()}, uid ${config.bwrapUid}, ${cgroups.description})`,
+    description: `bwrap (${version.stdout.trim()}, ${limitsBy})`,
     execute,
     async close() {
       if (closed) return;
@@ -481,7 +626,7 @@ export async function createBwrapEngine(
       for (const p of [...live]) dispose(p);
       pool.length = 0;
       await Promise.all([...removals]);
-      await cgroups.close().catch(() => {});
+      await cgroups?.close().catch(() => {});
       rmSync(staging, { recursive: true, force: true });
     },
   };

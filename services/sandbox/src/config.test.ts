@@ -15,6 +15,8 @@ describe("sandbox configuration", () => {
     assert.equal(c.dockerImage, DEFAULT_DOCKER_IMAGE);
     assert.ok(DEFAULT_DOCKER_IMAGE.endsWith(`:h-${HARNESS_SHA256.slice(0, 12)}`));
     assert.equal(c.bwrapPrepared, c.concurrency);
+    assert.equal(c.bwrapMode, "auto");
+    assert.equal(loadSandboxConfig({ SANDBOX_BWRAP_MODE: "rootless" }).bwrapMode, "rootless");
     assert.equal(
       loadSandboxConfig({ SANDBOX_DOCKER_HOST: "tcp://h:2375", DOCKER_HOST: "unix:///x" }).dockerHost,
       "tcp://h:2375",
@@ -33,6 +35,10 @@ describe("sandbox configuration", () => {
     assert.throws(
       () => loadSandboxConfig({ SANDBOX_DOCKER_HOST: "/var/run/docker.sock" }),
       /'SANDBOX_DOCKER_HOST' must be unix/,
+    );
+    assert.throws(
+      () => loadSandboxConfig({ SANDBOX_BWRAP_MODE: "user" }),
+      /'SANDBOX_BWRAP_MODE' must be one of auto, root, rootless/,
     );
     assert.throws(() => loadSandboxConfig({ SANDBOX_DOCKER_CPUS: "0" }), /'SANDBOX_DOCKER_CPUS'/);
   });

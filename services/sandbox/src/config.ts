@@ -12,6 +12,15 @@ export const SandboxBackendChoices = ["auto", "docker", "bwrap"] as const;
 /** A backend choice. */
 export type SandboxBackendChoice = (typeof SandboxBackendChoices)[number];
 
+/**
+ * `SANDBOX_BWRAP_MODE` values: `root` (per-run cgroups, programs switched to `SANDBOX_BWRAP_UID`; the
+ * service must be root), `rootless` (no cgroups, no uid switch: an unprivileged user namespace and
+ * rlimits), or `auto` (`root` when the process runs as root, else `rootless`).
+ */
+export const SandboxBwrapModeChoices = ["auto", "root", "rootless"] as const;
+/** A bwrap mode choice. */
+export type SandboxBwrapModeChoice = (typeof SandboxBwrapModeChoices)[number];
+
 /** The image tag the build script gives the image of the current harness. */
 export const DEFAULT_DOCKER_IMAGE = `reward-mesh/sandbox-python:h-${HARNESS_SHA256.slice(0, 12)}`;
 
@@ -83,6 +92,12 @@ export interface SandboxConfig {
    * @default "bwrap" (looked up on PATH; Debian's `bubblewrap` package)
    */
   readonly bwrapPath: string;
+  /**
+   * How the bwrap backend confines programs: `root` (cgroups + `setpriv`, needs root), `rootless`
+   * (an unprivileged user namespace + rlimits, for a pod without root or capabilities).
+   * @default "auto" — `root` when the service runs as root, else `rootless`
+   */
+  readonly bwrapMode: SandboxBwrapModeChoice;
   /**
    * Uid and gid the bwrap sandbox runs as (a real non-root id on the host, never root).
    * @default 65534 (nobody)
@@ -178,6 +193,13 @@ export const SANDBOX_CONFIG_ENV = defineEnv({
     description: "How long auto waits for Docker before choosing bwrap.",
   },
   SANDBOX_BWRAP_PATH: { type: "string", default: "bwrap", description: "The bubblewrap binary." },
+  SANDBOX_BWRAP_MODE: {
+    type: "string",
+    enum: SandboxBwrapModeChoices,
+    default: "auto",
+    description:
+      "bwrap confinement: root (per-run cgroups + setpriv, needs root), rootless (user namespace + rlimits); auto: root when run as root.",
+  },
   SANDBOX_BWRAP_UID: {
     type: "integer",
     minimum: 1,
@@ -228,6 +250,7 @@ export function loadSandboxConfig(env: Env = processEnv()): SandboxConfig {
     dockerCpus,
     dockerPingTimeoutMs: v.SANDBOX_DOCKER_PING_TIMEOUT_MS,
     bwrapPath: v.SANDBOX_BWRAP_PATH,
+    bwrapMode: v.SANDBOX_BWRAP_MODE,
     bwrapUid: v.SANDBOX_BWRAP_UID,
     bwrapPrepared: v.SANDBOX_BWRAP_PREPARED ?? concurrency,
     cgroupParent: v.SANDBOX_CGROUP_PARENT.replace(/^\/+|\/+$/g, ""),

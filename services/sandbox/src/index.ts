@@ -19,12 +19,13 @@ export type {
   SandboxRunResult,
 } from "./types.js";
 export { SandboxBackends } from "./types.js";
-export type { SandboxBackendChoice, SandboxConfig } from "./config.js";
+export type { SandboxBackendChoice, SandboxBwrapModeChoice, SandboxConfig } from "./config.js";
 export {
   DEFAULT_DOCKER_IMAGE,
   loadSandboxConfig,
   SANDBOX_CONFIG_ENV,
   SandboxBackendChoices,
+  SandboxBwrapModeChoices,
 } from "./config.js";
 export type { CreateSandboxOptions } from "./create.js";
 export { createSandbox } from "./create.js";

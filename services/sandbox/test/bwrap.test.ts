@@ -62,6 +62,13 @@ describe("bwrap sandbox: backend specifics", () => {
     await assert.rejects(sandbox.run({ argv: ["true"] }), /sandbox unavailable: the sandbox is closed/);
   });
 
+  it("refuses the rootless mode as root (its sandboxes would be the host's uid 0)", async () => {
+    await assert.rejects(
+      createSandbox({ ...config, bwrapMode: "rootless" }),
+      /SANDBOX_BWRAP_MODE.*rootless mode runs sandboxes as the service's own uid, and this service is root/,
+    );
+  });
+
   it("rejects requests that would be programming errors", async () => {
     const sandbox = await createSandbox({ ...config, bwrapPrepared: 0 });
     try {

@@ -82,7 +82,9 @@ async function exercise(sandbox: Sandbox): Promise<number> {
 // (The test gives it a private TMPDIR for the same reason.)
 const cgroupParent = `reward-mesh-pid1-test-${UID}`;
 const v2 = existsSync("/sys/fs/cgroup/cgroup.controllers");
-if (v2) mkdirSync(join("/sys/fs/cgroup", cgroupParent), { recursive: true });
+// Not root: the rootless mode (SANDBOX_BWRAP_MODE=auto), which has no cgroups.
+const rootless = process.getuid?.() !== 0;
+if (v2 && !rootless) mkdirSync(join("/sys/fs/cgroup", cgroupParent), { recursive: true });
 const sandbox = await createSandbox({
   ...loadSandboxConfig({}),
   backend: "bwrap",
@@ -97,7 +99,8 @@ try {
 } finally {
   await sandbox.close();
   const roots = v2 ? ["/sys/fs/cgroup"] : ["memory", "pids", "cpuacct"].map((c) => join("/sys/fs/cgroup", c));
-  for (const root of roots) if (existsSync(join(root, cgroupParent))) rmdirSync(join(root, cgroupParent));
+  for (const root of rootless ? [] : roots)
+    if (existsSync(join(root, cgroupParent))) rmdirSync(join(root, cgroupParent));
 }
 // Our own children are reaped as their exit is noticed; an orphan's zombie stays for good.
 const deadline = Date.now() + 3_000;

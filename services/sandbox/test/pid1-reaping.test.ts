@@ -4,8 +4,8 @@
  * comes to it, and reports the zombies left after `close()`.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -58,4 +58,67 @@ describe("bwrap sandbox as PID 1", () => {
       rmSync(tmp, { recursive: true, force: true });
     }
   });
+
+  // Rootless mode (SANDBOX_BWRAP_MODE=auto as a non-root user): the fixture is PID 1 of a pid namespace
+  // that a non-root user can create only with a user namespace of its own (as the rootless engine does).
+  const why = rootlessUnsupported();
+  it("rootless mode (as uid 65534): leaves no zombie either", {
+    skip: why ? `unprivileged user namespaces or bwrap unavailable: ${why}` : false,
+  }, async () => {
+    const runs = 4;
+    const tmp = mkdtempSync(join(tmpdir(), "reward-mesh-pid1-rootless-"));
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) chownSync(tmp, 65_534, 65_534);
+    try {
+      const child = spawn(
+        "unshare",
+        [
+          "--user",
+          "--map-current-user",
+          "--pid",
+          "--fork",
+          "--mount-proc",
+          "--kill-child",
+          process.execPath,
+          "--import",
+          "tsx",
+          fixture,
+          String(runs),
+        ],
+        {
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", HOME: tmp, TMPDIR: tmp },
+          ...(asRoot ? { uid: 65_534, gid: 65_534 } : {}),
+        },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((r) => child.once("exit", r));
+      assert.equal(code, 0, stderr);
+      const report = JSON.parse(stdout.trim()) as { pid: number; runs: number; zombies: unknown[] };
+      assert.equal(report.pid, 1);
+      assert.equal(report.runs, 2 * runs + 4);
+      assert.deepEqual(report.zombies, []);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
 });
+
+/** Why the rootless mode cannot run here, or undefined. */
+function rootlessUnsupported(): string | undefined {
+  const read = (p: string) => {
+    try {
+      return readFileSync(p, "utf8").trim();
+    } catch {
+      return undefined;
+    }
+  };
+  if (read("/proc/sys/kernel/unprivileged_userns_clone") === "0")
+    return "kernel.unprivileged_userns_clone = 0";
+  if (read("/proc/sys/user/max_user_namespaces") === "0") return "user.max_user_namespaces = 0";
+  if (spawnSync("bwrap", ["--version"]).status !== 0) return "bwrap is not installed";
+  return undefined;
+}
