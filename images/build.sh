@@ -8,6 +8,7 @@
 #   npm run images                         # all three; bases: public images, else offline (below)
 #   npm run images -- --offline mesh       # only mesh, on the Debian base built here
 #   npm run images -- --online             # public bases only (pulled when missing)
+#   npm run images -- --no-cache mesh      # rebuild every layer (not the bases)
 #
 # Bases. Online: node:20-bookworm-slim, pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime, debian:bookworm-slim
 # (MESH_BASE_IMAGE, LEARNER_BASE_IMAGE, NATS_BASE_IMAGE override). Offline (--offline, or automatically
@@ -30,15 +31,17 @@ export DOCKER_BUILDKIT=0 # the classic builder: no frontend image to pull
 
 mode=auto
 rebuild_bases=0
+no_cache=()
 targets=()
 for a in "$@"; do
   case $a in
     --offline) mode=offline ;;
     --online) mode=online ;;
     --rebuild-bases) rebuild_bases=1 ;;
+    --no-cache) no_cache=(--no-cache) ;;
     mesh | learner | nats) targets+=("$a") ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "images/build.sh: unknown argument '$a' (mesh, learner, nats, --offline, --online, --rebuild-bases)" >&2; exit 2 ;;
+    *) echo "images/build.sh: unknown argument '$a' (mesh, learner, nats, --offline, --online, --rebuild-bases, --no-cache)" >&2; exit 2 ;;
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(mesh learner nats)
@@ -104,13 +107,19 @@ choose_base() { # <target>: sets base (not in a subshell: hub_unreachable must s
     nats) public=${NATS_BASE_IMAGE:-debian:bookworm-slim} ;;
   esac
   base=$public
-  if [ $mode = offline ]; then base=$(offline_base "$1"); return; fi
+  on_offline_base=0
+  if [ $mode = offline ]; then
+    base=$(offline_base "$1") || return 1
+    on_offline_base=1
+    return
+  fi
   have_image "$public" && return
   if [ $hub_unreachable = 0 ] && timeout 60 docker pull -q "$public" >/dev/null 2>&1; then return; fi
   if [ $mode = online ]; then echo "images/build.sh: cannot pull $public" >&2; return 1; fi
   hub_unreachable=1
   echo "images/build.sh: $public is not present and cannot be pulled: building on an offline Debian base" >&2
-  base=$(offline_base "$1")
+  base=$(offline_base "$1") || return 1
+  on_offline_base=1
 }
 
 # The build context: the repository's files as git sees them (tracked + untracked, not ignored).
@@ -141,10 +150,10 @@ for t in "${targets[@]}"; do
     learner) ref=reward-mesh/learner:$version net=host ;;
     nats) ref=reward-mesh/nats:debian net=host ;;
   esac
-  # Offline bases have every package: their builds need no network at all.
-  case $base in reward-mesh/debian-*) [ "$t" = mesh ] || net=none ;; esac
+  # The offline bases have every package: learner and nats builds on them need no network at all.
+  if [ $on_offline_base = 1 ] && [ "$t" != mesh ]; then net=none; fi
   echo "images/build.sh: building $ref on $base" >&2
-  if ! docker build --network="$net" -f "$root/images/$t/Dockerfile" \
+  if ! docker build ${no_cache[@]+"${no_cache[@]}"} --network="$net" -f "$root/images/$t/Dockerfile" \
     --build-arg "BASE_IMAGE=$base" --build-arg "VERSION=${ref##*:}" \
     --build-arg "REVISION=$revision" --build-arg "CREATED=$created" \
     -t "$ref" "$(context)" >"$tmp/$t.log" 2>&1; then
