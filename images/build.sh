@@ -81,6 +81,16 @@ node_hook() {
   chroot "$r" /usr/local/bin/node --version >/dev/null
 }
 
+# Debian's python3-torch pulls in packages the learner never loads: test binaries, sympy / hypothesis
+# (not imported by `import torch` 1.13), Mesa's GL drivers and the LLVM / z3 they need, data files. None is
+# in the shared-library closure of torch, grpc or numpy (checked with ldd), so purge them (~300 MB).
+torch_hook() {
+  chroot "$1" dpkg --purge --force-depends libtorch-test python3-sympy python3-mpmath python3-hypothesis \
+    libgl1-mesa-dri libllvm15 libz3-4 proj-data iso-codes >"$1/tmp/purge.log" 2>&1 ||
+    { echo "images/build.sh: trimming the torch base failed (kept untrimmed):" >&2; tail -n 5 "$1/tmp/purge.log" >&2; }
+  rm -f "$1/tmp/purge.log"
+}
+
 offline_base() { # <target> -> the offline base's tag (built when missing)
   local tag
   case $1 in
@@ -91,7 +101,7 @@ offline_base() { # <target> -> the offline base's tag (built when missing)
   if [ $rebuild_bases = 1 ] || ! have_image "$tag"; then
     case $1 in
       mesh) debian_base_import "$tag" tini,ca-certificates,python3,bubblewrap node_hook ;;
-      learner) debian_base_import "$tag" tini,python3,python3-torch,python3-grpcio,python3-protobuf,python3-numpy "" ;;
+      learner) debian_base_import "$tag" tini,python3,python3-torch,python3-grpcio,python3-protobuf,python3-numpy torch_hook ;;
       nats) debian_base_import "$tag" nats-server "" ;;
     esac >&2
   fi
