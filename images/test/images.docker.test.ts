@@ -282,5 +282,7 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
     const t0 = Date.now();
     await dockerRun(["stop", "-t", "10", name]);
     assert.ok(Date.now() - t0 < 5_000);
+    const { stdout: code } = await dockerRun(["wait", name]);
+    assert.equal(code.trim(), "0", "STOPSIGNAL SIGINT: nats-server exits 0");
   });
 });
