@@ -21,8 +21,9 @@ force=0
 [ "${1:-}" = "--force" ] && force=1
 export DOCKER_BUILDKIT=0 # the classic builder: no frontend image to pull
 
-suite=$( (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") || true)
-suite=${DEBIAN_SUITE:-${suite:-bookworm}}
+# debian_suite, debian_base_import: shared with images/build.sh
+. "$root/images/lib/debian-base.sh"
+suite=$(debian_suite)
 base=${BASE_IMAGE:-reward-mesh/debian-python:$suite}
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -43,29 +44,12 @@ if ! have_image "$base"; then
     echo "build.sh: base image $base is not present locally (no registry is used); load or build it first" >&2
     exit 1
   fi
-  command -v debootstrap >/dev/null || { echo "build.sh: debootstrap not found (apt-get install -y debootstrap)" >&2; exit 1; }
-  [ "$(id -u)" = 0 ] || { echo "build.sh: debootstrap needs root" >&2; exit 1; }
-  # The first Debian mirror apt already uses (deb822 or one-line format).
-  mirror=${DEBIAN_MIRROR:-$(
-    { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2}';
-      cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '/^deb / {print $2}'; } |
-      grep -v -e security -e nodesource -e google | head -n1 || true
-  )}
-  mirror=${mirror:-http://deb.debian.org/debian}
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-  echo "build.sh: debootstrap $suite (minbase + python3) from $mirror" >&2
-  debootstrap --variant=minbase --include=python3 "$suite" "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-    { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
-  rm -rf "$work/root"/var/cache/apt/archives/*.deb "$work/root"/var/lib/apt/lists/* \
-    "$work/root"/usr/share/doc "$work/root"/usr/share/man "$work/root"/usr/share/info "$work/root"/usr/share/locale
-  tar -C "$work/root" -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$base" >/dev/null
-  rm -rf "$work/root"
+  debian_base_import "$base" python3 ""
   echo "build.sh: imported $base in $((SECONDS - t0)) s" >&2
 fi
 
 ctx=$(mktemp -d)
-trap 'rm -rf "$ctx" ${work:+"$work"}' EXIT
+trap 'rm -rf "$ctx"' EXIT
 cp "$here/Dockerfile" "$harness" "$ctx/"
 docker build --network=none -q \
   --build-arg "BASE_IMAGE=$base" --build-arg "HARNESS_SHA256=$sha" \
