@@ -112,6 +112,7 @@ describe("the chart's containers, run with Docker as rendered", {
   let net: Awaited<ReturnType<typeof podNetwork>>;
   let natsIp: string;
   let trainer: MeshBus | undefined;
+  const services = new Map<string, StartedPod>();
 
   const start = async (kind: string, name: string, podName?: string): Promise<StartedPod> => {
     const pod = await runPod({
@@ -172,6 +173,7 @@ describe("the chart's containers, run with Docker as rendered", {
     for (const name of ["length", "tool-call"]) {
       const d = find(docs, "Deployment", `${FULL}-${name}`);
       const pod = await start("Deployment", `${FULL}-${name}`);
+      services.set(name, pod);
       assert.match(await waitReady(d, pod), /^grpc /, name);
     }
   });
@@ -197,8 +199,8 @@ describe("the chart's containers, run with Docker as rendered", {
     const exactCall =
       '<think>x</think>\n<tool_call>\n{"name": "GetNews", "parameters": {"page": "1"}}\n</tool_call>';
     const rollouts = [
-      makeRollout({ runId, index: 0, response: exactCall, task }),
-      makeRollout({ runId, index: 1, response: "garbage", task }),
+      makeRollout({ runId, groupSize: 2, index: 0, response: exactCall, task }),
+      makeRollout({ runId, groupSize: 2, index: 1, response: "garbage", task }),
     ];
     for (const r of rollouts) await publishRollout(trainer.js, r);
     const got = await readStream(
@@ -212,7 +214,12 @@ describe("the chart's containers, run with Docker as rendered", {
     const values = new Map(
       got.map((m) => [`${m.value.service}/${m.value.rolloutId}`, m.value.components.map((c) => c.value)]),
     );
-    assert.equal(values.size, 4, `one result per service and rollout: ${[...values.keys()].join(", ")}`);
+    if (values.size !== 4) {
+      const logs = await Promise.all([...services].map(async ([n, p]) => `--- ${n}\n${await p.logs()}`));
+      assert.fail(
+        `one result per service and rollout, got ${[...values.keys()].join(", ")}\n${logs.join("\n")}`,
+      );
+    }
     assert.deepEqual(values.get(`tool-call/${rollouts[0]!.id}`), [1, 0.5, 1, 1.5, 1]);
     assert.deepEqual(values.get(`tool-call/${rollouts[1]!.id}`), [0, -0.5, -1, -1.5, 0]);
     assert.equal(values.get(`length/${rollouts[1]!.id}`)?.[0], "garbage".length);

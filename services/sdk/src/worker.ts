@@ -32,6 +32,15 @@ import type { RewardServiceDefinition } from "./service.js";
 import { consumerName, Streams } from "./subjects.js";
 import { extractFromHeaders, inSpan } from "./telemetry.js";
 
+/** Whether a NATS server `version` ("2.9.10") is at least `want`; unknown versions count as older. */
+export function serverAtLeast(version: string | undefined, want: readonly [number, number, number]): boolean {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version ?? "");
+  if (!m) return false;
+  const have = [Number(m[1]), Number(m[2]), Number(m[3])];
+  for (let i = 0; i < 3; i++) if (have[i]! !== want[i]) return have[i]! > want[i]!;
+  return true;
+}
+
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
   readonly bus: MeshBus;
@@ -124,6 +133,7 @@ export async function startWorker(
   let wakeIdle: (() => void) | undefined;
   const stats = { scored: 0, duplicates: 0, deadLettered: 0, naked: 0 };
 
+  const termTakesReason = serverAtLeast(bus.nc.info?.version, [2, 10, 4]);
   const deadLetter = async (m: JsMsg, reason: string): Promise<boolean> => {
     try {
       await publishDeadLetter(bus.js, {
@@ -134,7 +144,11 @@ export async function startWorker(
         streamSequence: BigInt(m.info.streamSequence),
         deliveries: m.info.deliveryCount,
       });
-      m.term(reason.slice(0, 200));
+      // A reason on the TERM ack needs NATS >= 2.10.4; an older server (Debian's 2.9) does not take
+      // "+TERM <reason>" for a TERM, so the message came back every ack_wait and was dead-lettered
+      // again each time. The dead letter holds the reason either way.
+      if (termTakesReason) m.term(reason.slice(0, 200));
+      else m.term();
       stats.deadLettered++;
       logger.warn({ subject: m.subject, seq: m.info.streamSequence, reason }, "dead-lettered");
       return true;

@@ -26,6 +26,7 @@ import {
   testBusOptions,
 } from "../src/testing/index.js";
 import { createEchoService, installTestTracing } from "./fixtures.js";
+import { serverAtLeast } from "../src/worker.js";
 
 const { exporter, provider } = installTestTracing();
 
@@ -151,6 +152,35 @@ describe("JetStream worker", () => {
     assert.match(bad.value.reason, /'rollout\.group_size' must be >= 1/);
     assert.equal(fromBinary(RolloutSchema, bad.value.payload).id, invalid.id);
     assert.equal(bad.value.service, "echo");
+  });
+
+  it("dead-letters a bad message once: terminated, not redelivered after ack_wait", async () => {
+    await worker();
+    const invalid = makeRollout({ runId, groupSize: 0 });
+    await bus.js.publish(`mesh.rollouts.custom.${runId}`, toBinary(RolloutSchema, invalid), {
+      msgID: invalid.id,
+    });
+    const letters = () =>
+      readStream(bus, Streams.dlq, "mesh.dlq.echo", (d) => fromBinary(DeadLetterSchema, d), 0, 0).then((l) =>
+        l.filter((m) => m.value.subject === `mesh.rollouts.custom.${runId}`),
+      );
+    const deadline = Date.now() + 10_000;
+    while ((await letters()).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    // Past the worker's ack_wait (2 s): a message whose TERM the server did not take would be back by now.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const c = await bus.jsm.consumers.info(Streams.rollouts, "echo--custom");
+    assert.equal(c.num_ack_pending, 0, "the message is terminated");
+    assert.equal(c.num_redelivered, 0, "and never redelivered");
+    assert.equal((await letters()).length, 1, "one dead letter");
+  });
+
+  it("serverAtLeast compares NATS versions", () => {
+    assert.equal(serverAtLeast("2.9.10", [2, 10, 4]), false);
+    assert.equal(serverAtLeast("2.10.4", [2, 10, 4]), true);
+    assert.equal(serverAtLeast("2.11.0", [2, 10, 4]), true);
+    assert.equal(serverAtLeast("v3.0.0-beta", [2, 10, 4]), true);
+    assert.equal(serverAtLeast(undefined, [2, 10, 4]), false);
   });
 
   it("retries infrastructure failures with back-off, then dead-letters after maxDeliver", async () => {
