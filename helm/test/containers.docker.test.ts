@@ -139,7 +139,6 @@ describe("the chart's containers, run with Docker as rendered", {
         services: {
           agentdojo: { enabled: false },
           ast: { enabled: false },
-          "code-exec": { enabled: false },
           efficiency: { enabled: false },
         },
       },
@@ -169,8 +168,8 @@ describe("the chart's containers, run with Docker as rendered", {
       assert.match(logs, new RegExp(`"name":"${s}"`), `${s} provisioned`);
   });
 
-  it("length and tool-call come up and pass their gRPC readiness probes (plaintext health port)", async () => {
-    for (const name of ["length", "tool-call"]) {
+  it("length, tool-call and code-exec come up and pass their gRPC readiness probes (plaintext health port)", async () => {
+    for (const name of ["length", "tool-call", "code-exec"]) {
       const d = find(docs, "Deployment", `${FULL}-${name}`);
       const pod = await start("Deployment", `${FULL}-${name}`);
       services.set(name, pod);
@@ -223,6 +222,66 @@ describe("the chart's containers, run with Docker as rendered", {
     assert.deepEqual(values.get(`tool-call/${rollouts[0]!.id}`), [1, 0.5, 1, 1.5, 1]);
     assert.deepEqual(values.get(`tool-call/${rollouts[1]!.id}`), [0, -0.5, -1, -1.5, 0]);
     assert.equal(values.get(`length/${rollouts[1]!.id}`)?.[0], "garbage".length);
+  });
+
+  it("code-exec runs a program in its rootless sandbox, as the chart's bwrap mode configures the pod", async () => {
+    assert.ok(trainer, "the previous test opened the trainer's bus");
+    const runId = "helm-wiring-code";
+    const task = {
+      id: "add",
+      kind: {
+        case: "code" as const,
+        value: {
+          language: "python",
+          test: "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n",
+          entryPoint: "add",
+          timeLimitMs: 5_000,
+        },
+      },
+    };
+    const rollouts = [
+      makeRollout({
+        runId,
+        groupSize: 2,
+        index: 0,
+        task,
+        response: "```python\ndef add(a, b):\n    return a + b\n```",
+      }),
+      makeRollout({
+        runId,
+        groupSize: 2,
+        index: 1,
+        task,
+        response: "```python\ndef add(a, b):\n    return a - b\n```",
+      }),
+    ];
+    for (const r of rollouts) await publishRollout(trainer.js, r);
+    const got = await readStream(
+      trainer,
+      Streams.rewards,
+      `mesh.rewards.${runId}.code-exec.*`,
+      (d) => fromBinary(RewardResultSchema, d),
+      2,
+      120_000,
+    );
+    const pass = new Map(
+      got.map((m) => [
+        m.value.rolloutId,
+        Object.fromEntries(m.value.components.map((c) => [c.name, c.value])),
+      ]),
+    );
+    if (pass.size !== 2)
+      assert.fail(`two code-exec results, got ${pass.size}:\n${await services.get("code-exec")?.logs()}`);
+    assert.deepEqual(pass.get(rollouts[0]!.id), {
+      format: 1,
+      syntax: 1,
+      compile: 1,
+      runtime: 1,
+      pass: 1,
+      pass_rate: 1,
+    });
+    assert.equal(pass.get(rollouts[1]!.id)?.["pass"], 0, "the wrong solution fails");
+    assert.equal(pass.get(rollouts[1]!.id)?.["runtime"], 1, "it ran");
   });
 
   it("the `helm test` Pod scores one rollout through length over TLS with the token", async () => {

@@ -245,6 +245,19 @@ function dockerRunArgs(o: RunPodOptions): { args: string[]; name: string } {
   for (const cap of sc.capabilities?.add ?? []) args.push("--cap-add", cap);
   if (sc.allowPrivilegeEscalation === false) args.push("--security-opt", "no-new-privileges");
   if (sc.privileged) throw new Error(`${name}: privileged containers are not run by this test`);
+  // Docker's seccomp default is the runtime default Kubernetes means by RuntimeDefault.
+  const seccomp = sc.seccompProfile?.type as string | undefined;
+  if (seccomp === "Unconfined") args.push("--security-opt", "seccomp=unconfined");
+  else if (seccomp === "Localhost") throw new Error(`${name}: Localhost seccomp profiles are not emulated`);
+  // An unmasked /proc (Kubernetes asks for a pod user namespace with it, which Docker cannot give one
+  // container: that part is not emulated).
+  if (sc.procMount === "Unmasked") args.push("--security-opt", "systempaths=unconfined");
+  const podAnnotations =
+    (o.workload.kind === "Pod"
+      ? o.workload.metadata.annotations
+      : o.workload["spec"]?.template?.metadata?.annotations) ?? {};
+  if (podAnnotations[`container.apparmor.security.beta.kubernetes.io/${c.name}`] === "unconfined")
+    args.push("--security-opt", "apparmor=unconfined");
   const mem = c.resources?.limits?.memory as string | undefined;
   if (mem)
     args.push(

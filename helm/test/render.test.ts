@@ -259,9 +259,31 @@ describe("defaults", async () => {
 
   it("the admin user exists only in the provisioning Job", () => {
     const p = find(objs, "Job", `${FULL}-provision-1`);
-    assert.equal(p.metadata["annotations"]["helm.sh/hook"], "post-install,post-upgrade");
+    // A plain Job (a hook would run only after `helm install --wait` saw the services ready).
+    assert.equal(p.metadata["annotations"]?.["helm.sh/hook"], undefined);
     assert.deepEqual(container(p, "provision").args, ["provision", "--timeout", "300"]);
     assert.equal(envVar(container(p, "provision"), "MESH_STREAM_REPLICAS")?.value, "1");
+    for (const name of ["length", "tool-call"]) {
+      const c = container(find(objs, "Deployment", `${FULL}-${name}`), "service");
+      assert.equal(envVar(c, "MESH_STREAMS_WAIT_SECONDS")?.value, "600", `${name} waits for the streams`);
+    }
+  });
+
+  it("the sandbox pods (bwrap mode) get exactly what rootless bubblewrap needs", () => {
+    for (const name of ["code-exec", "efficiency"]) {
+      const d = find(objs, "Deployment", `${FULL}-${name}`);
+      const spec = d["spec"].template.spec;
+      const c = container(d, "service");
+      assert.equal(spec.hostUsers, false, `${name}: a pod user namespace`);
+      assert.equal(c.securityContext.procMount, "Unmasked", name);
+      assert.deepEqual(c.securityContext.seccompProfile, { type: "Unconfined" }, name);
+      assert.deepEqual(c.securityContext.capabilities, { drop: ["ALL"] }, name);
+      assert.equal(c.securityContext.runAsUser, 65532, name);
+      assert.equal(c.securityContext.allowPrivilegeEscalation, false, name);
+      assert.equal(envVar(c, "SANDBOX_BWRAP_MODE")?.value, "rootless", name);
+    }
+    const length = find(objs, "Deployment", `${FULL}-length`)["spec"].template.spec;
+    assert.equal(length.hostUsers, undefined, "other services are unchanged");
   });
 
   it("nats.conf: one user per role with exactly the sdk's permissions, passwords only by reference, no anonymous user", async () => {

@@ -26,6 +26,10 @@
  * it and is the only process we reap. Hence a sandbox is killed by killing what runs *below* that
  * init (bwrap then exits 128 + 9), never our child first — that would orphan the init itself.
  *
+ * That pid namespace gets its own /proc (`--mount --mount-proc`, in a mount namespace of its own): bwrap
+ * reads `/proc/<pid>` of its child by the pid it sees, which names another process (or none, in a
+ * container: "open /proc/2/ns/ns failed") when /proc is still the service's.
+ *
  * Rootless mode (`SANDBOX_BWRAP_MODE=rootless`, the default when the service is not root): no cgroups
  * and no `setpriv`. `unshare --user --map-current-user --pid --fork` (an unprivileged user namespace
  * makes the pid namespace possible without CAP_SYS_ADMIN; the service's uid maps to itself) keeps the
@@ -369,6 +373,8 @@ export async function createBwrapEngine(
       [
         "--pid",
         "--fork",
+        "--mount",
+        "--mount-proc",
         "--",
         "/bin/sh",
         "-c",
@@ -389,7 +395,17 @@ export async function createBwrapEngine(
     // bwrap runs unprivileged in it (no capabilities after exec) and nests the sandbox's namespace.
     const child = spawn(
       unshare,
-      ["--user", "--map-current-user", "--pid", "--fork", "--", bwrap, ...fixedArgs],
+      [
+        "--user",
+        "--map-current-user",
+        "--pid",
+        "--fork",
+        "--mount",
+        "--mount-proc",
+        "--",
+        bwrap,
+        ...fixedArgs,
+      ],
       { stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], env: { PATH: HOST_PATH } },
     );
     const running = () => (child.exitCode === null && child.signalCode === null ? child.pid : undefined);
