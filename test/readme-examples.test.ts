@@ -15,7 +15,16 @@ const run = promisify(execFile);
 
 function readmes(): string[] {
   const out = [join(root, "README.md")];
-  for (const dir of ["proto", "trainer", "cli", "bench", "sandbox-images", "helm"])
+  for (const dir of [
+    "proto",
+    "trainer",
+    "cli",
+    "bench",
+    "sandbox-images",
+    "images",
+    "helm",
+    "helm/reward-mesh",
+  ])
     out.push(join(root, dir, "README.md"));
   for (const s of readdirSync(join(root, "services"))) out.push(join(root, "services", s, "README.md"));
   return out.filter((f) => existsSync(f));

@@ -28,10 +28,13 @@ describe("chart docs", () => {
     for (const d of paramDocs(valuesText)) assert.ok(readme.includes(`| \`${d.path}\` |`), d.path);
   });
 
-  it("helm/README.md no longer says the chart is not written", () => {
+  it("helm/README.md no longer says the chart is not written, and the root README says how to install it", () => {
     const top = readFileSync(join(repoRoot, "helm", "README.md"), "utf8");
     assert.doesNotMatch(top, /not part of this build|once it is written/);
-    assert.match(top, /helm install/);
+    assert.match(top, /README\.md#deploy-with-helm/);
+    const root = readFileSync(join(repoRoot, "README.md"), "utf8");
+    assert.match(root, /^## Deploy with Helm$/m);
+    assert.match(root, /helm install mesh \.\/helm\/reward-mesh/);
   });
 
   it("every description fits a table cell (at most 220 characters)", () => {
@@ -39,8 +42,8 @@ describe("chart docs", () => {
       assert.ok(d.description.length <= 220, `${d.path}: ${d.description.length} chars`);
   });
 
-  it("the GPU values of helm/README.md render, validate, and give the trainer a run config it accepts", async () => {
-    const top = readFileSync(join(repoRoot, "helm", "README.md"), "utf8");
+  it("the GPU values of the root README render, validate, and give the trainer a run config it accepts", async () => {
+    const top = readFileSync(join(repoRoot, "README.md"), "utf8");
     const m = /```yaml\n# values-gpu\.yaml\n([\s\S]*?)```/.exec(top);
     assert.ok(m, "the values-gpu.yaml block");
     const objs = await renderChart(parseYaml(m[1]!));
