@@ -140,7 +140,12 @@ export function wantsHelp(spec: CommandSpec, args: readonly string[]): boolean {
   return tokens.some((t) => t.kind === "option" && t.name === "help");
 }
 
-const placeholder = (o: OptionSpec) => (o.type === "string" ? ` <${o.value ?? "value"}>` : "");
+/** ` <value>`; a value written optional (`[PORT]`) is shown as it is, not as `<[PORT]>`. */
+const placeholder = (o: OptionSpec) => {
+  if (o.type !== "string") return "";
+  const v = o.value ?? "value";
+  return v.startsWith("[") ? ` ${v}` : ` <${v}>`;
+};
 
 /** The one-line usage: `usage: reward-mesh <name> <positionals> --required <v> [--optional <v>] ...`. */
 export function usageLine(spec: CommandSpec): string {

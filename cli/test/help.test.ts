@@ -65,6 +65,9 @@ describe("reward-mesh --help", () => {
       stdout: formatHelp(COMMANDS.find((c) => c.name === "train")!),
       stderr: "",
     });
+    // An option whose value may be left out reads `--ui [PORT]`, not `--ui <[PORT]>`.
+    assert.match(train.stdout, /\[--ui \[PORT\]\]$/m);
+    assert.match(train.stdout, /^ {2}--ui \[PORT\] +serve/m);
     assert.deepEqual(advantages, { code: 0, stdout: ADVANTAGES_USAGE, stderr: "" });
     assert.equal(noArgs.code, 2, "no command is a usage error");
     assert.equal(noArgs.stdout, HELP);
