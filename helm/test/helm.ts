@@ -158,6 +158,20 @@ export function find(objs: readonly K8sObject[], kind: string, name: string): K8
   return o;
 }
 
+/**
+ * The trainer's workload: a Deployment `<full>-trainer`, or a Job `<full>-trainer-<hash of its pod's
+ * inputs>` (a Job's pod template is immutable, so a changed trainer is a new Job).
+ */
+export function trainerWorkload(objs: readonly K8sObject[], fullname = "rm-reward-mesh"): K8sObject {
+  const found = objs.filter(
+    (o) =>
+      (o.kind === "Deployment" && o.metadata.name === `${fullname}-trainer`) ||
+      (o.kind === "Job" && new RegExp(`^${fullname}-trainer-[0-9a-f]{8}$`).test(o.metadata.name)),
+  );
+  if (found.length !== 1) throw new Error(`expected one trainer workload, found ${found.length}`);
+  return found[0]!;
+}
+
 /** The pod spec of a workload (Deployment, StatefulSet, Job, Pod). */
 export function podSpec(o: K8sObject): Any {
   return o.kind === "Pod" ? o["spec"] : o["spec"].template.spec;

@@ -31,6 +31,7 @@ import {
   podSpec,
   renderChart,
   repoRoot,
+  trainerWorkload,
   workloads,
 } from "./helm.js";
 import { validateAll, validateObject } from "./validate.js";
@@ -218,7 +219,7 @@ describe("defaults", async () => {
 
   it("give every pod only its own NATS user, password (from the Secret) and inbox prefix", () => {
     const expected: Record<string, string> = {
-      [`${FULL}-trainer`]: "trainer",
+      [trainerWorkload(objs).metadata.name]: "trainer",
       [`${FULL}-provision-1`]: "admin",
       ...Object.fromEntries(SERVICE_NAMES.map((n) => [`${FULL}-${n}`, serviceUser(n)])),
     };
@@ -392,7 +393,7 @@ describe("defaults", async () => {
   });
 
   it("the trainer runs `train --config` on its run config", () => {
-    const job = find(objs, "Job", `${FULL}-trainer`);
+    const job = trainerWorkload(objs);
     const c = container(job, "trainer");
     assert.deepEqual(c.args, ["train", "--config", "/etc/reward-mesh/run.yaml"]);
     const run = parseYaml(find(objs, "ConfigMap", `${FULL}-trainer`)["data"]["run.yaml"]);

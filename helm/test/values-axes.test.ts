@@ -18,6 +18,7 @@ import {
   podSpec,
   renderChart,
   renderChartRaw,
+  trainerWorkload,
   workloads,
 } from "./helm.js";
 
@@ -143,7 +144,7 @@ describe("GPU learner", async () => {
   it("on: the trainer dials it over TLS with the CA and token, and may reach only its gRPC port besides NATS", () => {
     const run = parseYaml(find(on, "ConfigMap", `${FULL}-trainer`)["data"]["run.yaml"]);
     assert.deepEqual(run.learner, { kind: "grpc", address: `${FULL}-learner:50051` });
-    const c = container(find(on, "Job", `${FULL}-trainer`), "trainer");
+    const c = container(trainerWorkload(on), "trainer");
     assert.equal(envVar(c, "REWARD_MESH_GRPC_TLS_CA_FILE")?.value, "/etc/reward-mesh/grpc-ca/ca.crt");
     assert.equal(envVar(c, "REWARD_MESH_GRPC_TOKEN_FILE")?.value, "/etc/reward-mesh/grpc-token/token");
     const np = find(on, "NetworkPolicy", `${FULL}-clients`);
@@ -241,6 +242,25 @@ describe("existing NATS", async () => {
     assert.equal(n, 8, "6 services, trainer, provisioning");
   });
 
+  it("KEDA scales on the external NATS's monitoring endpoint, which it requires", async () => {
+    const external = {
+      url: "tls://nats.example:4222",
+      existingSecret: "mesh-nats-users",
+      monitoringEndpoint: "nats-mon.example:8222",
+    };
+    const keda = await renderChart({ keda: { enabled: true }, nats: { enabled: false, external } });
+    validateAll(keda);
+    const so = find(keda, "ScaledObject", `${FULL}-length`);
+    for (const t of so["spec"].triggers)
+      assert.equal(t.metadata.natsServerMonitoringEndpoint, "nats-mon.example:8222");
+    const missing = await renderChartRaw({
+      keda: { enabled: true },
+      nats: { enabled: false, external: { ...external, monitoringEndpoint: "" } },
+    });
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /needs nats\.external\.monitoringEndpoint/);
+  });
+
   it("the schema requires the URL and the Secret", async () => {
     const r = await renderChartRaw({ nats: { enabled: false } });
     assert.notEqual(r.code, 0);
@@ -275,11 +295,11 @@ describe("gRPC TLS", async () => {
     assert.equal(envVar(c, "LENGTH_GRPC_TLS_CLIENT_CA_FILE")?.value, "/etc/reward-mesh/grpc-tls/ca.crt");
     const client = find(mtls, "Secret", `${FULL}-grpc-client-tls`);
     assert.deepEqual(Object.keys(client["data"]).sort(), ["ca.crt", "tls.crt", "tls.key"]);
-    for (const [kind, name, cname] of [
-      ["Job", `${FULL}-trainer`, "trainer"],
-      ["Pod", `${FULL}-test-score-length`, "score"],
+    for (const [workload, cname] of [
+      [trainerWorkload(mtls), "trainer"],
+      [find(mtls, "Pod", `${FULL}-test-score-length`), "score"],
     ] as const) {
-      const cc = container(find(mtls, kind, name), cname);
+      const cc = container(workload, cname);
       assert.equal(
         envVar(cc, "REWARD_MESH_GRPC_TLS_CLIENT_CERT_FILE")?.value,
         "/etc/reward-mesh/grpc-client-tls/tls.crt",
@@ -394,10 +414,10 @@ describe("trainer kind", async () => {
     const d = find(dep, "Deployment", `${FULL}-trainer`);
     assert.equal(d["spec"].replicas, 1);
     assert.equal(d["spec"].strategy.type, "Recreate");
-    assert.ok(!has(dep, "Job", `${FULL}-trainer`));
+    assert.ok(!dep.some((o) => o.kind === "Job" && o.metadata.name.startsWith(`${FULL}-trainer`)));
   });
   it("disabled: no trainer objects (its NATS user stays for an out-of-cluster trainer)", () => {
-    assert.ok(!off.some((o) => o.metadata.name === `${FULL}-trainer`));
+    assert.ok(!off.some((o) => o.metadata.name.startsWith(`${FULL}-trainer`)));
     assert.ok(natsUsers(natsConf(off)).has("trainer"));
   });
 });

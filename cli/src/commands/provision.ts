@@ -1,7 +1,7 @@
 /**
  * `reward-mesh provision`: create (or update to the configured settings) the mesh's JetStream streams,
  * as the mesh's admin user, on the NATS at `NATS_URL` — what `reward-mesh up` does for the server it
- * starts, for a server run elsewhere (a Helm post-install/post-upgrade hook Job in Kubernetes). It keeps
+ * starts, for a server run elsewhere (the Helm chart's provisioning Job in Kubernetes). It keeps
  * trying while NATS is not reachable or JetStream not ready, until `--timeout`; credentials refused, a
  * user that may not create streams or a bad setting end it at once. Prints one JSON line per stream.
  * @module

@@ -233,7 +233,7 @@ function provisioned(
  * Creates each mesh stream that is missing and updates each existing one to `o`'s settings (subjects,
  * max age, max bytes, duplicate window, replicas), unconditionally — unlike {@link ensureStreams}, which
  * every process calls and which leaves provisioned settings alone when its user may not change them.
- * This is what `reward-mesh provision` (a Helm hook Job) and `reward-mesh up` rely on: a user that may
+ * This is what `reward-mesh provision` (the Helm chart's provisioning Job) and `reward-mesh up` rely on: a user that may
  * not create or update streams gets a {@link NotStreamAdminError} saying it must be the mesh's admin.
  */
 export async function provisionStreams(jsm: JetStreamManager, o: BusOptions): Promise<ProvisionedStream[]> {
