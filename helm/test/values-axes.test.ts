@@ -346,6 +346,30 @@ describe("OpenTelemetry", async () => {
     assert.ok(names.indexOf("POD_NAME") < names.indexOf("OTEL_RESOURCE_ATTRIBUTES"), "defined before use");
     assert.equal(envVar(c, "POD_NAME").valueFrom.fieldRef.fieldPath, "metadata.name");
   });
+
+  it("the NetworkPolicies let services and the trainer reach the collector's port, and only that", async () => {
+    validateAll(objs);
+    const otelRule = (np: Any) =>
+      np["spec"].egress.find((r: Any) => r.ports?.some((p: Any) => p.port === 4318));
+    for (const name of [`${FULL}-services`, `${FULL}-clients`]) {
+      const rule = otelRule(find(objs, "NetworkPolicy", name));
+      assert.ok(rule, `${name} allows the collector`);
+      assert.equal(rule.to, undefined, "any destination on that port (no peers given)");
+    }
+    const none = await renderChart({});
+    for (const np of none.filter((o) => o.kind === "NetworkPolicy"))
+      assert.equal(otelRule(np), undefined, `${np.metadata.name}: no telemetry rule without an endpoint`);
+    const peers = [
+      { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "observability" } } },
+    ];
+    const scoped = await renderChart({
+      otel: { endpoint: "https://otel.example", networkPolicyPeers: peers },
+    });
+    const rule = find(scoped, "NetworkPolicy", `${FULL}-services`)["spec"].egress.find((r: Any) =>
+      r.ports?.some((p: Any) => p.port === 443),
+    );
+    assert.deepEqual(rule?.to, peers, "https without a port: 443, to the given peers");
+  });
 });
 
 describe("sandbox modes", async () => {

@@ -405,3 +405,21 @@ domains). `dig` keeps a key that is set, false included. Returns JSON. */}}
 -}}
 {{- toJson $out -}}
 {{- end -}}
+
+{{/*
+Egress to the OpenTelemetry collector when `otel.endpoint` is set: its port (from the URL; the scheme's
+default otherwise) to `otel.networkPolicyPeers`, or to any destination when that list is empty.
+*/}}
+{{- define "rm.np.toOtel" -}}
+{{- with .Values.otel.endpoint }}
+{{- $u := urlParse . }}
+{{- $hostPort := splitList ":" $u.host }}
+{{- $port := ternary (last $hostPort) (ternary "443" "80" (eq $u.scheme "https")) (gt (len $hostPort) 1) }}
+- ports:
+    - {protocol: TCP, port: {{ $port }}}
+  {{- with $.Values.otel.networkPolicyPeers }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
