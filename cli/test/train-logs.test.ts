@@ -13,7 +13,12 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createLengthService } from "@reward-mesh/length";
 import { type RunningService, silentLogger, startRewardService } from "@reward-mesh/sdk";
-import { type LocalNats, neverScoringService, startTestNats, testRuntimeOptions } from "@reward-mesh/sdk/testing";
+import {
+  type LocalNats,
+  neverScoringService,
+  startTestNats,
+  testRuntimeOptions,
+} from "@reward-mesh/sdk/testing";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 

@@ -12,13 +12,13 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createLengthService } from "@reward-mesh/length";
+import { freePort, type RunningService, silentLogger, startRewardService } from "@reward-mesh/sdk";
 import {
-  freePort,
-  type RunningService,
-  silentLogger,
-  startRewardService,
-} from "@reward-mesh/sdk";
-import { type LocalNats, neverScoringService, startTestNats, testRuntimeOptions } from "@reward-mesh/sdk/testing";
+  type LocalNats,
+  neverScoringService,
+  startTestNats,
+  testRuntimeOptions,
+} from "@reward-mesh/sdk/testing";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 

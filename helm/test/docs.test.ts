@@ -95,6 +95,8 @@ describe("chart docs", () => {
           chart,
           "-n",
           "mesh",
+          "--kube-version",
+          "1.33.0",
           "--show-only",
           "templates/zz-notes.yaml",
           ...args,

@@ -96,6 +96,8 @@ export interface RenderOptions {
   readonly release?: string;
   /** Namespace. @default "mesh" */
   readonly namespace?: string;
+  /** The cluster's Kubernetes version. @default "1.33.0" (pod user namespaces on by default) */
+  readonly kubeVersion?: string;
   /** Extra `helm template` flags (e.g. `--show-only`). */
   readonly args?: readonly string[];
 }
@@ -128,7 +130,7 @@ export async function renderChartRaw(values: unknown = {}, opts: RenderOptions =
       "--namespace",
       opts.namespace ?? "mesh",
       "--kube-version",
-      "1.30.0",
+      opts.kubeVersion ?? "1.33.0",
       "--api-versions",
       "keda.sh/v1alpha1",
       "-f",

@@ -184,11 +184,9 @@ describe("defaults", async () => {
     const schema = JSON.parse(
       readFileSync(`${repoRoot}/services/sdk/schema/service-env.schema.json`, "utf8"),
     );
-    // The chart's own: the plaintext health port (the images' contract), pod identity, OpenTelemetry.
-    const chartOwn = (prefix: string, name: string) =>
-      name === `${prefix}_HEALTH_PORT` ||
-      ["HOME", "POD_NAME", "POD_NAMESPACE"].includes(name) ||
-      name.startsWith("OTEL_");
+    // The chart's own: pod identity, OpenTelemetry (the SDK's standard variables).
+    const chartOwn = (_prefix: string, name: string) =>
+      ["HOME", "POD_NAME", "POD_NAMESPACE"].includes(name) || name.startsWith("OTEL_");
     for (const entry of SERVICES) {
       const known = new Set(Object.keys(schema.definitions[entry.name].properties));
       const c = container(find(objs, "Deployment", `${FULL}-${entry.name}`), "service");

@@ -372,6 +372,30 @@ describe("OpenTelemetry", async () => {
   });
 });
 
+describe("sandbox modes need pod user namespaces for bwrap", async () => {
+  it("Kubernetes < 1.33 without podUserNamespaces: refused, naming the way out", async () => {
+    const r = await renderChartRaw({}, { kubeVersion: "1.30.0" });
+    assert.notEqual(r.code, 0);
+    assert.match(
+      r.stderr,
+      /sandbox\.mode=bwrap needs pod user namespaces .*podUserNamespaces=true.*runtimeClass/,
+    );
+  });
+  it("with podUserNamespaces, or in runtimeClass mode, 1.30 renders", async () => {
+    validateAll(await renderChart({ podUserNamespaces: true }, { kubeVersion: "1.30.0" }));
+    const gv = await renderChart(
+      {
+        services: {
+          "code-exec": { sandbox: { mode: "runtimeClass" } },
+          efficiency: { sandbox: { mode: "runtimeClass" } },
+        },
+      },
+      { kubeVersion: "1.30.0" },
+    );
+    assert.ok(!gv.some((o) => o["spec"]?.template?.spec?.hostUsers === false));
+  });
+});
+
 describe("sandbox modes", async () => {
   const bwrap = await renderChart({
     services: { "code-exec": { sandbox: { seccompLocalhostProfile: "profiles/bwrap.json" } } },

@@ -179,7 +179,8 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
     const elapsed = Date.now() - t0;
     const { stdout: code } = await dockerRun(["wait", name]);
     assert.equal(code.trim(), "0", await logs());
-    assert.ok(elapsed < 5_000, `docker stop took ${elapsed} ms (SIGTERM not handled?)`);
+    // Docker kills after 10 s: well under that means SIGTERM reached node (a loaded CI machine is slow).
+    assert.ok(elapsed < 8_000, `docker stop took ${elapsed} ms (SIGTERM not handled?)`);
     assert.match(await logs(), /"msg":"draining"/);
   });
 
@@ -281,7 +282,7 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
     }
     const t0 = Date.now();
     await dockerRun(["stop", "-t", "10", name]);
-    assert.ok(Date.now() - t0 < 5_000);
+    assert.ok(Date.now() - t0 < 8_000);
     const { stdout: code } = await dockerRun(["wait", name]);
     assert.equal(code.trim(), "0", "STOPSIGNAL SIGINT: nats-server exits 0");
   });

@@ -133,6 +133,8 @@ export async function startWorker(
   let wakeIdle: (() => void) | undefined;
   const stats = { scored: 0, duplicates: 0, deadLettered: 0, naked: 0 };
 
+  // The version of the server this client connected to: in a cluster mid-upgrade another server (the
+  // consumer's leader) may be older; then a TERM with a reason is redelivered once more, no worse than 2.9.
   const termTakesReason = serverAtLeast(bus.nc.info?.version, [2, 10, 4]);
   const deadLetter = async (m: JsMsg, reason: string): Promise<boolean> => {
     try {

@@ -167,8 +167,8 @@ describe("JetStream worker", () => {
     const deadline = Date.now() + 10_000;
     while ((await letters()).length === 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
-    // Past the worker's ack_wait (2 s): a message whose TERM the server did not take would be back by now.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Well past the worker's ack_wait (2 s): a message whose TERM the server did not take would be back.
+    await new Promise((r) => setTimeout(r, 5_000));
     const c = await bus.jsm.consumers.info(Streams.rollouts, "echo--custom");
     assert.equal(c.num_ack_pending, 0, "the message is terminated");
     assert.equal(c.num_redelivered, 0, "and never redelivered");
