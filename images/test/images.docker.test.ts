@@ -47,6 +47,15 @@ const dockerRun = (args: readonly string[], timeout = 120_000) =>
 const uniqueName = (what: string) =>
   `rm-images-test-${what}-${process.pid}-${randomBytes(3).toString("hex")}`;
 
+/**
+ * `docker run` arguments of a detached container on the host network with a read-only root and a
+ * writable /tmp; json-file logs, since the daemon may default to none (sandbox-images/dockerd.sh).
+ */
+const detachedOnHost = (name: string) => [
+  ...["run", "-d", "--name", name, "--log-driver", "json-file"],
+  ...["--network", "host", "--read-only", "--tmpfs", "/tmp"],
+];
+
 /** Every workspace's package.json is copied into the deps stage (else `npm ci` there would fail). */
 describe("images/mesh/Dockerfile", () => {
   it("copies the package.json of every workspace before `npm ci`", () => {
@@ -133,17 +142,7 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
     const name = uniqueName("length");
     containers.add(name);
     await dockerRun([
-      "run",
-      "-d",
-      "--name",
-      name,
-      "--log-driver",
-      "json-file", // the daemon may default to none (sandbox-images/dockerd.sh): keep `docker logs`
-      "--network",
-      "host",
-      "--read-only",
-      "--tmpfs",
-      "/tmp",
+      ...detachedOnHost(name),
       "--cap-drop",
       "ALL",
       "--security-opt",
@@ -205,17 +204,7 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
     const name = uniqueName("learner");
     containers.add(name);
     await dockerRun([
-      "run",
-      "-d",
-      "--name",
-      name,
-      "--log-driver",
-      "json-file", // the daemon may default to none (sandbox-images/dockerd.sh): keep `docker logs`
-      "--network",
-      "host",
-      "--read-only",
-      "--tmpfs",
-      "/tmp",
+      ...detachedOnHost(name),
       LEARNER,
       "serve",
       "--port",
@@ -245,25 +234,7 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
     const port = await freePort();
     const name = uniqueName("nats");
     containers.add(name);
-    await dockerRun([
-      "run",
-      "-d",
-      "--name",
-      name,
-      "--log-driver",
-      "json-file", // the daemon may default to none (sandbox-images/dockerd.sh): keep `docker logs`
-      "--network",
-      "host",
-      "--read-only",
-      "--tmpfs",
-      "/tmp",
-      NATS,
-      "-js",
-      "-a",
-      "127.0.0.1",
-      "-p",
-      String(port),
-    ]);
+    await dockerRun([...detachedOnHost(name), NATS, "-js", "-a", "127.0.0.1", "-p", String(port)]);
     const deadline = Date.now() + 30_000;
     for (;;) {
       try {

@@ -3,11 +3,12 @@
  * exist for `*.docker.test.ts`, or say exactly why they cannot.
  * @module
  */
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import Docker from "dockerode";
 import { processEnv } from "@reward-mesh/sdk";
+import Docker from "dockerode";
 import { loadSandboxConfig, type SandboxConfig } from "./config.js";
 import { dockerAnswers, dockerOptions } from "./docker.js";
 
@@ -56,4 +57,24 @@ export async function ensureDockerForTests(
     });
   }
   return { ok: true, config };
+}
+
+/**
+ * Why the bwrap backend's rootless mode cannot run on this machine (user namespaces disabled, no
+ * bwrap), or undefined: rootless tests skip with this reason.
+ */
+export function rootlessBwrapUnsupported(): string | undefined {
+  const read = (p: string) => {
+    try {
+      return readFileSync(p, "utf8").trim();
+    } catch {
+      return undefined;
+    }
+  };
+  if (read("/proc/sys/kernel/unprivileged_userns_clone") === "0")
+    return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)";
+  if (read("/proc/sys/user/max_user_namespaces") === "0")
+    return "user namespaces are disabled (user.max_user_namespaces = 0)";
+  if (spawnSync("bwrap", ["--version"]).status !== 0) return "bwrap is not installed";
+  return undefined;
 }

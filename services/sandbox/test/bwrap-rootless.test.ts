@@ -5,36 +5,20 @@
  * missing.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { chownSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { rootlessBwrapUnsupported } from "../src/testing.js";
 
 const fixture = fileURLToPath(new URL("./bwrap-rootless.fixture.ts", import.meta.url));
 const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
 const UID = 65534;
 
-/** Why the rootless engine cannot run on this machine, or undefined. */
-function unsupported(): string | undefined {
-  const read = (p: string) => {
-    try {
-      return readFileSync(p, "utf8").trim();
-    } catch {
-      return undefined;
-    }
-  };
-  if (read("/proc/sys/kernel/unprivileged_userns_clone") === "0")
-    return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)";
-  if (read("/proc/sys/user/max_user_namespaces") === "0")
-    return "user namespaces are disabled (user.max_user_namespaces = 0)";
-  if (spawnSync("bwrap", ["--version"]).status !== 0) return "bwrap is not installed";
-  return undefined;
-}
-
 describe("bwrap sandbox, rootless mode, as a non-root user", () => {
-  const why = unsupported();
+  const why = rootlessBwrapUnsupported();
   if (why) console.log(`# skipping the rootless bwrap tests: ${why}`);
   it("passes the containment and verdict suites and the rootless specifics", { skip: why }, async () => {
     const asRoot = process.getuid?.() === 0;

@@ -4,12 +4,13 @@
  * comes to it, and reports the zombies left after `close()`.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { chmodSync, chownSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { rootlessBwrapUnsupported } from "../src/testing.js";
 
 const fixture = fileURLToPath(new URL("./pid1-reaping.fixture.ts", import.meta.url));
 
@@ -61,7 +62,7 @@ describe("bwrap sandbox as PID 1", () => {
 
   // Rootless mode (SANDBOX_BWRAP_MODE=auto as a non-root user): the fixture is PID 1 of a pid namespace
   // that a non-root user can create only with a user namespace of its own (as the rootless engine does).
-  const why = rootlessUnsupported();
+  const why = rootlessBwrapUnsupported();
   it("rootless mode (as uid 65534): leaves no zombie either", {
     skip: why ? `unprivileged user namespaces or bwrap unavailable: ${why}` : false,
   }, async () => {
@@ -106,19 +107,3 @@ describe("bwrap sandbox as PID 1", () => {
     }
   });
 });
-
-/** Why the rootless mode cannot run here, or undefined. */
-function rootlessUnsupported(): string | undefined {
-  const read = (p: string) => {
-    try {
-      return readFileSync(p, "utf8").trim();
-    } catch {
-      return undefined;
-    }
-  };
-  if (read("/proc/sys/kernel/unprivileged_userns_clone") === "0")
-    return "kernel.unprivileged_userns_clone = 0";
-  if (read("/proc/sys/user/max_user_namespaces") === "0") return "user.max_user_namespaces = 0";
-  if (spawnSync("bwrap", ["--version"]).status !== 0) return "bwrap is not installed";
-  return undefined;
-}
