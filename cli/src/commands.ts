@@ -62,6 +62,8 @@ environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SER
   NATS_TLS_CERT_FILE + NATS_TLS_KEY_FILE, NATS_INBOX_PREFIX; REWARD_MESH_NATS_AUTH=off: up/demo's NATS without users (development)
 gRPC security: REWARD_MESH_GRPC_TLS_CA_FILE, _TLS_CLIENT_CERT_FILE/_KEY_FILE, _TOKEN(_FILE), _INSECURE
   (clients); <SERVICE>_GRPC_TLS_CERT_FILE/_KEY_FILE, _TLS_CLIENT_CA_FILE, _TOKEN(_FILE), _INSECURE (servers)
+waiting at start (seconds, default 0 = fail at once): MESH_STREAMS_WAIT_SECONDS (NATS reachable, JetStream
+  answering, streams provisioned), REWARD_MESH_START_WAIT_SECONDS (train: the learner listening, a consumer per domain)
 
 example: reward-mesh demo
 `;

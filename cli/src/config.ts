@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import {
   type BusOptions,
   envEnum,
+  envInt,
   envString,
   type GrpcClientSecurity,
   loadBusOptions,
@@ -59,6 +60,13 @@ export interface CliConfig {
    * @default plaintext, to loopback addresses only
    */
   readonly grpc: GrpcClientSecurity;
+  /**
+   * How long `train` waits at start for its learner to listen (a remote `grpc://` learner still
+   * loading) and for a service to consume each task domain (`REWARD_MESH_START_WAIT_SECONDS`, seconds;
+   * 0 = fail at once). NATS itself is waited for with `MESH_STREAMS_WAIT_SECONDS`.
+   * @default 0
+   */
+  readonly startWaitSeconds: number;
   /** The environment handed to service processes. */
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -75,6 +83,7 @@ export function loadCliConfig(env = processEnv()): CliConfig {
     logFormat: envEnum(env, "REWARD_MESH_LOG_FORMAT", LOG_FORMATS, "human"),
     python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
     grpc: loadGrpcClientSecurity(env),
+    startWaitSeconds: envInt(env, "REWARD_MESH_START_WAIT_SECONDS", 0, 0, 86400),
     env,
   };
 }

@@ -261,6 +261,8 @@ async function trainInDirectory(
         bus,
         learner,
         logger,
+        startWaitSeconds: o.cli.startWaitSeconds,
+        learnerWhere: handle.where,
         ...(o.onStep ? { onStep: o.onStep } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
       });

@@ -15,6 +15,7 @@ import {
   type JetStreamClient,
   JetStreamApiCodes,
   JetStreamApiError,
+  JetStreamError,
   type JetStreamManager,
   jetstream,
   jetstreamManager,
@@ -24,8 +25,11 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import {
+  ConnectionError,
   connect,
+  NoRespondersError,
   headers as natsHeaders,
+  TimeoutError,
   type MsgHdrs,
   type NatsConnection,
   nanos,
@@ -41,7 +45,8 @@ import {
   RolloutSchema,
 } from "@reward-mesh/proto";
 import type { BusOptions, NatsAuthOptions } from "./config.js";
-import { InvalidArgumentError, MeshError, UnavailableError } from "./errors.js";
+import { ConfigError, InvalidArgumentError, MeshError, UnavailableError } from "./errors.js";
+import { NatsAuthRefusedError } from "./local-nats.js";
 import { isAuthorizationError, isPermissionViolation, natsConnectionOptions } from "./nats-auth.js";
 import {
   checkSubjectToken,
@@ -67,6 +72,7 @@ export async function connectBus(
   natsUrl: string,
   name: string,
   auth?: NatsAuthOptions,
+  timeoutMs?: number,
 ): Promise<NatsConnection> {
   const credentials = natsConnectionOptions(auth);
   try {
@@ -74,6 +80,7 @@ export async function connectBus(
       ...credentials,
       servers: natsUrl.split(",").map((s) => s.trim()),
       name,
+      ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       // No async stack capture per request: nats.js otherwise allocates Error objects for every
@@ -171,24 +178,60 @@ export class StreamsNotProvisionedError extends UnavailableError {
 }
 
 /**
- * {@link ensureStreams}, waiting up to `o.streamsWaitSeconds` for streams this user may not create to
- * be provisioned by the admin (polling, 250 ms doubling to 2 s); then the last error, with the wait.
+ * True for an error that a NATS or JetStream still starting up gives and that goes away by itself: the
+ * server not listening yet (refused, unresolvable, reset, timed out), JetStream not enabled yet or not
+ * answering (no responders, 503 during a cluster's leader election), and a stream the admin has not
+ * provisioned yet ({@link StreamsNotProvisionedError}). Never a refusal of the credentials or a
+ * permission violation, a bad key file, or a TLS failure: those need a person.
  */
-async function ensureStreamsWaiting(jsm: JetStreamManager, o: BusOptions): Promise<void> {
-  const waitMs = (o.streamsWaitSeconds ?? 0) * 1000;
-  const deadline = Date.now() + waitMs;
-  for (let delay = 250; ; delay = Math.min(2 * delay, 2000)) {
-    try {
-      return await ensureStreams(jsm, o);
-    } catch (err) {
-      if (!(err instanceof StreamsNotProvisionedError) || waitMs === 0) throw err;
-      if (Date.now() + delay > deadline)
-        throw new StreamsNotProvisionedError(`${err.message} — waited ${o.streamsWaitSeconds} s`, {
-          cause: err,
-        });
-      await new Promise((r) => setTimeout(r, delay));
-    }
+export function isStartupTransient(err: unknown): boolean {
+  if (err instanceof StreamsNotProvisionedError) return true;
+  const chain: unknown[] = [];
+  for (let e: unknown = err; e !== undefined && chain.length < 8; e = (e as { cause?: unknown })?.cause)
+    chain.push(e);
+  for (const e of chain) {
+    if (
+      e instanceof NatsAuthRefusedError ||
+      e instanceof ConfigError ||
+      isAuthorizationError(e) ||
+      isPermissionViolation(e) ||
+      (e instanceof Error && /certificate|\btls\b|ssl|self[- ]signed|unable to verify/i.test(e.message))
+    )
+      return false;
   }
+  return chain.some(
+    (e) =>
+      e instanceof ConnectionError ||
+      e instanceof NoRespondersError ||
+      e instanceof TimeoutError ||
+      (e instanceof JetStreamApiError &&
+        (e.status === 503 || e.code === JetStreamApiCodes.JetStreamNotEnabledForAccount)) ||
+      (e instanceof JetStreamError && /not enabled|unavailable|503/i.test(e.message)) ||
+      (e instanceof Error &&
+        /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|connection refused|timeout|no responders|not enabled|temporarily unavailable|503/i.test(
+          e.message + String((e as { code?: unknown }).code ?? ""),
+        )),
+  );
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Start-up hooks of {@link openBus} (tests). */
+export interface OpenBusHooks {
+  /** Called after each failed attempt that will be retried, with its error and the delay before the next. */
+  readonly onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
+}
+
+/** The mesh's message of an attempt that gave up at the deadline. */
+function gaveUp(o: BusOptions, err: unknown): UnavailableError {
+  const why = err instanceof Error ? err.message : String(err);
+  const waited = `waited ${o.streamsWaitSeconds} s (MESH_STREAMS_WAIT_SECONDS)`;
+  if (err instanceof StreamsNotProvisionedError)
+    return new StreamsNotProvisionedError(`${why} — waited ${o.streamsWaitSeconds} s`, { cause: err });
+  return new UnavailableError(
+    `NATS JetStream at ${o.natsUrl} did not become available: ${waited}; last error: ${why}`,
+    { cause: err },
+  );
 }
 
 /** The NATS user may not create or update the mesh streams: it is not the mesh's admin. */
@@ -295,24 +338,63 @@ export interface MeshBus {
   close(): Promise<void>;
 }
 
-/** Connects (with `o.auth`) and provisions or checks the mesh streams. */
-export async function openBus(o: BusOptions, name: string): Promise<MeshBus> {
+/**
+ * Connects (with `o.auth`) and provisions or checks the mesh streams.
+ *
+ * With `o.streamsWaitSeconds` > 0 it keeps trying until that deadline, polling 250 ms doubling to 2 s,
+ * while the failure is one of start-up ({@link isStartupTransient}: NATS not reachable yet, JetStream not
+ * enabled or answering 503 yet, streams not provisioned yet), then fails naming the URL, the wait and the
+ * last error. A refusal of the credentials or a permission violation fails at once, as with no wait.
+ */
+export async function openBus(o: BusOptions, name: string, hooks: OpenBusHooks = {}): Promise<MeshBus> {
+  const waitMs = (o.streamsWaitSeconds ?? 0) * 1000;
+  if (waitMs === 0) return openBusOnce(o, name);
+  const deadline = Date.now() + waitMs;
+  let nc: NatsConnection | undefined;
+  for (let attempt = 1, delay = 250; ; attempt++, delay = Math.min(2 * delay, 2000)) {
+    try {
+      // Connected once: nats.js reconnects by itself from then on, so keep the connection.
+      nc ??= await connectBus(
+        o.natsUrl,
+        name,
+        o.auth,
+        Math.max(1000, Math.min(20_000, deadline - Date.now())),
+      );
+      const jsm = await jetstreamManager(nc);
+      await ensureStreams(jsm, o);
+      return meshBus(nc, jsm);
+    } catch (err) {
+      if (!isStartupTransient(err) || Date.now() + delay > deadline) {
+        await nc?.close();
+        throw isStartupTransient(err) ? gaveUp(o, err) : err;
+      }
+      hooks.onRetry?.(err, attempt, delay);
+      await sleep(delay);
+    }
+  }
+}
+
+async function openBusOnce(o: BusOptions, name: string): Promise<MeshBus> {
   const nc = await connectBus(o.natsUrl, name, o.auth);
   try {
     const jsm = await jetstreamManager(nc);
-    await ensureStreamsWaiting(jsm, o);
-    return {
-      nc,
-      js: jetstream(nc),
-      jsm,
-      close: async () => {
-        if (!nc.isClosed()) await nc.drain();
-      },
-    };
+    await ensureStreams(jsm, o);
+    return meshBus(nc, jsm);
   } catch (err) {
     await nc.close();
     throw err;
   }
+}
+
+function meshBus(nc: NatsConnection, jsm: JetStreamManager): MeshBus {
+  return {
+    nc,
+    js: jetstream(nc),
+    jsm,
+    close: async () => {
+      if (!nc.isClosed()) await nc.drain();
+    },
+  };
 }
 
 function tracedHeaders(ctx: Context | undefined): MsgHdrs {

@@ -515,8 +515,10 @@ export interface BusOptions {
    */
   readonly auth?: NatsAuthOptions;
   /**
-   * How long a process that may not create the streams waits for them to be provisioned before it gives
-   * up (seconds; 0 = fail at once). In a cluster the provisioning Job and the services start together.
+   * How long a process waits at start for NATS to be reachable, JetStream to answer and the streams it
+   * may not create to be provisioned before it gives up (seconds; 0 = fail at once). Credentials the
+   * server refuses fail at once regardless. In a cluster NATS, the provisioning Job and the services
+   * start together.
    * @default 0
    */
   readonly streamsWaitSeconds?: number;
@@ -560,7 +562,7 @@ export const BUS_ENV = defineEnv({
     maximum: 86400,
     default: 0,
     description:
-      "How long a process that may not create the mesh streams waits for them to be provisioned (0 = fail at once; the Helm chart sets it, since its provisioning Job starts with the services).",
+      "How long a process waits at start for the mesh's NATS: for the server to be reachable, for JetStream to answer (not 503 during leader election) and for the streams it may not create to be provisioned, retrying 250 ms doubling to 2 s (0 = fail at once; a refusal of the credentials always fails at once; the Helm chart sets it, since NATS, its provisioning Job and the services start together).",
   },
 });
 

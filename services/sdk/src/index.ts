@@ -111,12 +111,13 @@ export {
 } from "./validate.js";
 
 // ---- mesh plumbing (trainer, CLI, tests, benchmarks) ----
-export type { MeshBus, ProvisionedStream } from "./bus.js";
+export type { MeshBus, OpenBusHooks, ProvisionedStream } from "./bus.js";
 export {
   busMessageLimit,
   connectBus,
   ensureStreams,
   INSTANCE_HEADER,
+  isStartupTransient,
   NotStreamAdminError,
   StreamsNotProvisionedError,
   openBus,

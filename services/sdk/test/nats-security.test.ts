@@ -14,6 +14,7 @@ import {
   connectBus,
   createLimiter,
   defineRewardService,
+  freePort,
   isPermissionViolation,
   type MeshBus,
   openBus,
@@ -22,6 +23,7 @@ import {
   type RunningWorker,
   Streams,
   silentLogger,
+  startNatsServer,
   startWorker,
 } from "../src/index.js";
 import {
@@ -127,6 +129,25 @@ describe("NATS with the mesh's generated users", () => {
     await bus.close();
   });
 
+  it("with MESH_STREAMS_WAIT_SECONDS, a wrong password still fails at once", async () => {
+    const started = Date.now();
+    let retries = 0;
+    await assert.rejects(
+      openBus(
+        {
+          ...testBusOptions(nats.url),
+          auth: { user: "echo", password: "wrong" },
+          streamsWaitSeconds: 60,
+        },
+        "echo-wrong",
+        { onRetry: () => retries++ },
+      ),
+      /refused the connection/,
+    );
+    assert.equal(retries, 0, "an authorization refusal is never retried");
+    assert.ok(Date.now() - started < 5000, "it did not wait");
+  });
+
   it("a service may publish only its own rewards and dead letters", async () => {
     const ok = await publishReward(echo.js, result("sec1", "r-own", "echo", 1), "t");
     assert.equal(ok.duplicate, false);
@@ -211,5 +232,54 @@ describe("NATS with the mesh's generated users", () => {
     assert.equal(stored.length, 1);
     assert.equal(stored[0]!.value.components[0]!.value, rollout.response.length);
     assert.equal(worker.stats().duplicates, 0, "echo's result was stored, not taken for a duplicate");
+  });
+});
+
+describe("MESH_STREAMS_WAIT_SECONDS while NATS is not up yet", () => {
+  it("a bus opened before the server starts connects once it does", async () => {
+    const port = await freePort();
+    const url = `nats://127.0.0.1:${port}`;
+    let retries = 0;
+    let failedOnce!: () => void;
+    const firstFailure = new Promise<void>((r) => {
+      failedOnce = r;
+    });
+    const opening = openBus({ ...testBusOptions(url), streamsWaitSeconds: 120 }, "early", {
+      onRetry: () => {
+        retries++;
+        failedOnce();
+      },
+    });
+    // The server starts only after the opener has been turned away at least once.
+    await firstFailure;
+    const server = await startNatsServer({ port });
+    try {
+      const bus = await opening;
+      assert.ok(retries >= 1);
+      assert.ok(await bus.jsm.streams.info(Streams.rewards), "the streams were provisioned");
+      await bus.close();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("gives up after the wait, naming the URL, the wait and the last error", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    let retries = 0;
+    await assert.rejects(
+      openBus({ ...testBusOptions(url), streamsWaitSeconds: 1 }, "never", { onRetry: () => retries++ }),
+      (err: Error) => {
+        assert.match(err.message, new RegExp(`NATS JetStream at ${url} did not become available`));
+        assert.match(err.message, /waited 1 s \(MESH_STREAMS_WAIT_SECONDS\)/);
+        assert.match(err.message, /last error: NATS at .* is not reachable/);
+        return true;
+      },
+    );
+    assert.ok(retries >= 1, "it retried before giving up");
+  });
+
+  it("without a wait, an unreachable server fails at once, as before", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    await assert.rejects(openBus(testBusOptions(url), "no-wait"), /NATS at .* is not reachable/);
   });
 });

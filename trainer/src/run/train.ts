@@ -13,14 +13,7 @@
 import { appendFileSync } from "node:fs";
 import { create, type JsonObject, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { AdvantageBatchSchema, RolloutSchema } from "@reward-mesh/proto";
-import {
-  advantageSubject,
-  checkDomainsConsumed,
-  type Logger,
-  type MeshBus,
-  publishRollout,
-  silentLogger,
-} from "@reward-mesh/sdk";
+import { advantageSubject, type Logger, type MeshBus, publishRollout, silentLogger } from "@reward-mesh/sdk";
 import { computeAdvantages } from "../advantage/engine.js";
 import type { AdvantageBatchResult } from "../advantage/types.js";
 import {
@@ -31,6 +24,7 @@ import {
   type TrainStepResult,
 } from "../learner/index.js";
 import { type AssembledGroup, createGroupAssembler, type ExpectedGroup } from "./assembler.js";
+import { learnerInfoWaiting, waitForDomainsConsumed } from "./startup.js";
 import {
   componentId,
   missingResultsByService,
@@ -96,6 +90,17 @@ export interface TrainingOptions {
    * step stays journalled and is resumed by the next run). A policy update in progress is finished.
    */
   readonly signal?: AbortSignal;
+  /**
+   * How long start-up waits for the learner to answer (gRPC UNAVAILABLE: a remote learner not listening
+   * yet) and for a service to consume every task domain, in seconds (`REWARD_MESH_START_WAIT_SECONDS`
+   * through the CLI). 0 = fail at once.
+   * @default 0
+   */
+  readonly startWaitSeconds?: number;
+  /** Where the learner is, for the wait's log line (`reward-mesh train` passes the address). */
+  readonly learnerWhere?: string;
+  /** Called before each retry of a start-up wait (tests). */
+  readonly onStartRetry?: (kind: "learner" | "consumer", err: unknown) => void;
 }
 
 /** How a run ended. */
@@ -137,7 +142,14 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   const compiled = compileAdvantage(config);
   const taskById = new Map(tasks.map((t) => [t.id, t]));
   writeAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
-  const info = await learner.info();
+  const wait = {
+    seconds: o.startWaitSeconds ?? 0,
+    logger,
+    ...(o.learnerWhere !== undefined ? { learnerWhere: o.learnerWhere } : {}),
+    ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.onStartRetry ? { onRetry: o.onStartRetry } : {}),
+  };
+  const info = await learnerInfoWaiting(learner, wait);
   const policy = info.tokenizer === FRAGMENT_TOKENIZER ? "fragments" : "text";
   if (policy === "fragments") {
     const text = tasks.find((t) => !t.vocabulary || !t.render);
@@ -150,7 +162,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   logger.info({ learner: info.name, model: info.model, policy }, "learner ready");
   // A rollout on a domain no service consumes would sit in the stream, never scored: refuse to start
   // (first: it names the domain, where the Describe check below would name a silent service).
-  await checkDomainsConsumed(bus, new Set(tasks.map(taskDomainOf)));
+  await waitForDomainsConsumed(bus, new Set(tasks.map(taskDomainOf)), wait);
   // Before step 1: every service of the run answers Describe and offers what the config asks.
   const contracts = await describeRunServices(bus, config, [...new Set(tasks.map(taskDomainOf))], {
     timeoutMs: config.validation.describeTimeoutMs,
