@@ -8,18 +8,54 @@
  * @module
  */
 
-// ---- for service authors ----
-export type {
-  ComponentDeclaration,
-  ComponentValue,
-  RewardServiceDefinition,
-  RewardServiceSpec,
-  ScoreContext,
-  ServiceStats,
-  ScoreCallOptions,
-} from "./service.js";
-export { checkedComponent, defineRewardService } from "./service.js";
-export type { Env, BusOptions, NatsAuthOptions, ServiceEnv, ServiceRuntimeOptions } from "./config.js";
+// ---- mesh plumbing (trainer, CLI, tests, benchmarks) ----
+export type { MeshBus, OpenBusHooks, ProvisionedStream } from "./bus.js";
+export {
+  busMessageLimit,
+  connectBus,
+  ensureStreams,
+  INSTANCE_HEADER,
+  isStartupTransient,
+  NotStreamAdminError,
+  openBus,
+  provisionMeshStreams,
+  provisionStreams,
+  publishDeadLetter,
+  publishReward,
+  publishRollout,
+  StreamsNotProvisionedError,
+} from "./bus.js";
+export type { BusOptions, Env, NatsAuthOptions, ServiceEnv, ServiceRuntimeOptions } from "./config.js";
+export {
+  applyTelemetryDefaults,
+  BUS_ENV,
+  COMMON_SERVICE_ENV,
+  defineServiceEnv,
+  envBool,
+  envEnum,
+  envInt,
+  envNumber,
+  envString,
+  GRPC_CLIENT_SECURITY_ENV,
+  GRPC_SHARED_PREFIX,
+  grpcServerSecurityEnv,
+  isServiceEnv,
+  LOG_ENV,
+  loadBusOptions,
+  loadGrpcClientSecurity,
+  loadGrpcServerSecurity,
+  loadNatsAuthOptions,
+  loadServiceRuntimeOptions,
+  MIN_TOKEN_LENGTH,
+  NATS_AUTH_ENV,
+  NatsAuthEnv,
+  processEnv,
+  serviceEnvSchema,
+  serviceRuntimeEnv,
+  telemetryExportConfigured,
+} from "./config.js";
+export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
+export { DESCRIBE_QUEUE, requestDescribe, startDescribeResponder } from "./describe.js";
 export type { EnvSpec, EnvValue, EnvValues, EnvVarSpec } from "./env-spec.js";
 export {
   BOOLEAN_VALUES,
@@ -31,33 +67,16 @@ export {
   readEnv,
 } from "./env-spec.js";
 export {
-  applyTelemetryDefaults,
-  BUS_ENV,
-  COMMON_SERVICE_ENV,
-  defineServiceEnv,
-  GRPC_CLIENT_SECURITY_ENV,
-  grpcServerSecurityEnv,
-  isServiceEnv,
-  LOG_ENV,
-  NATS_AUTH_ENV,
-  serviceEnvSchema,
-  serviceRuntimeEnv,
-  envBool,
-  envEnum,
-  envInt,
-  envNumber,
-  envString,
-  GRPC_SHARED_PREFIX,
-  loadBusOptions,
-  loadGrpcClientSecurity,
-  loadGrpcServerSecurity,
-  loadNatsAuthOptions,
-  NatsAuthEnv,
-  loadServiceRuntimeOptions,
-  MIN_TOKEN_LENGTH,
-  processEnv,
-  telemetryExportConfigured,
-} from "./config.js";
+  ConfigError,
+  InvalidArgumentError,
+  isInvalidArgumentError,
+  isRetryable,
+  MeshError,
+  NotFoundError,
+  ServiceContractError,
+  toGrpcStatus,
+  UnavailableError,
+} from "./errors.js";
 export type {
   BearerToken,
   GrpcChannelSettings,
@@ -72,10 +91,10 @@ export {
   AUTHORIZATION_METADATA_KEY,
   bearerTokenClientInterceptor,
   bearerTokenInterceptor,
+  CLIENT_SECURITY_HINTS,
   checkBearerToken,
   checkCertificates,
   checkKeyPair,
-  CLIENT_SECURITY_HINTS,
   createSecureGrpcClient,
   createServerCredentials,
   describeServerSecurity,
@@ -86,49 +105,12 @@ export {
   serverInterceptors,
   TOKEN_EXEMPT_PREFIX,
 } from "./grpc-security.js";
-export {
-  ConfigError,
-  InvalidArgumentError,
-  isInvalidArgumentError,
-  isRetryable,
-  MeshError,
-  NotFoundError,
-  ServiceContractError,
-  toGrpcStatus,
-  UnavailableError,
-} from "./errors.js";
-export type { ClosableLogger, LogFields, LogFormat, Logger, LoggerOptions } from "./logger.js";
-export { createLogger, formatHumanLogLine, LOG_FORMATS, silentLogger } from "./logger.js";
-export type { RunningService, ServiceExtras } from "./runtime.js";
-export { serveRewardService, startRewardService } from "./runtime.js";
-export {
-  MAX_MESSAGE_BYTES,
-  MAX_RESPONSE_CHARS,
-  NATS_HEADER_ROOM,
-  NATS_MAX_PAYLOAD,
-  taskDomain,
-  validateRollout,
-} from "./validate.js";
-
-// ---- mesh plumbing (trainer, CLI, tests, benchmarks) ----
-export type { MeshBus, OpenBusHooks, ProvisionedStream } from "./bus.js";
-export {
-  busMessageLimit,
-  connectBus,
-  ensureStreams,
-  INSTANCE_HEADER,
-  isStartupTransient,
-  NotStreamAdminError,
-  StreamsNotProvisionedError,
-  openBus,
-  provisionMeshStreams,
-  provisionStreams,
-  publishDeadLetter,
-  publishReward,
-  publishRollout,
-} from "./bus.js";
-export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
-export { DESCRIBE_QUEUE, requestDescribe, startDescribeResponder } from "./describe.js";
+export type { HealthState } from "./health.js";
+export { createHealthState, HealthStatus } from "./health.js";
+export type { WaitServingOptions } from "./health-client.js";
+export { waitServing } from "./health-client.js";
+export type { Limiter } from "./limiter.js";
+export { createLimiter } from "./limiter.js";
 export type { LocalNats, StartNatsOptions } from "./local-nats.js";
 export {
   ensureNats,
@@ -138,12 +120,8 @@ export {
   startNatsServer,
   waitForJetStream,
 } from "./local-nats.js";
-export {
-  isAuthorizationError,
-  isPermissionViolation,
-  natsAuthEnv,
-  natsConnectionOptions,
-} from "./nats-auth.js";
+export type { ClosableLogger, LogFields, LogFormat, Logger, LoggerOptions } from "./logger.js";
+export { createLogger, formatHumanLogLine, LOG_FORMATS, silentLogger } from "./logger.js";
 export type { MeshAuth, NatsPermissions, ServiceIdentity } from "./nats-accounts.js";
 export {
   adminPermissions,
@@ -154,28 +132,33 @@ export {
   trainerPermissions,
   writeMeshAuth,
 } from "./nats-accounts.js";
+export {
+  isAuthorizationError,
+  isPermissionViolation,
+  natsAuthEnv,
+  natsConnectionOptions,
+} from "./nats-auth.js";
 export { freePort } from "./net.js";
 export type { RewardServiceClientOptions } from "./reward-client.js";
 export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
-export type { WaitServingOptions } from "./health-client.js";
-export { waitServing } from "./health-client.js";
-export type { OrphanSubject, RolloutConsumer, RolloutTopology } from "./topology.js";
-export {
-  checkDomainsConsumed,
-  consumersOf,
-  findOrphanSubjects,
-  inspectRollouts,
-  listRolloutConsumers,
-  subjectMatches,
-} from "./topology.js";
-export type { StoredMessage } from "./stream-reader.js";
-export { readStream } from "./stream-reader.js";
-export type { HealthState } from "./health.js";
-export { createHealthState, HealthStatus } from "./health.js";
-export type { Limiter } from "./limiter.js";
-export { createLimiter } from "./limiter.js";
+export type { RunningService, ServiceExtras } from "./runtime.js";
+export { serveRewardService, startRewardService } from "./runtime.js";
 export type { GrpcServerOptions, GrpcServicesOptions, HostedService, RunningGrpcServer } from "./server.js";
 export { createRewardServiceImpl, grpcService, startGrpcServer, startGrpcServices } from "./server.js";
+// ---- for service authors ----
+export type {
+  ComponentDeclaration,
+  ComponentValue,
+  RewardServiceDefinition,
+  RewardServiceSpec,
+  ScoreCallOptions,
+  ScoreContext,
+  ServiceStats,
+} from "./service.js";
+export { checkedComponent, defineRewardService } from "./service.js";
+export type { StoredMessage } from "./stream-reader.js";
+export { readStream } from "./stream-reader.js";
+export type { StreamName } from "./subjects.js";
 export {
   advantageSubject,
   checkSubjectToken,
@@ -189,17 +172,34 @@ export {
   StreamSubjects,
   Streams,
 } from "./subjects.js";
-export type { StreamName } from "./subjects.js";
+export { closestName, didYouMean, editDistance } from "./suggest.js";
 export {
   extractFromHeaders,
   extractFromMetadata,
-  inSpan,
+  INSTRUMENTATION_SCOPE,
   injectIntoHeaders,
   injectIntoMetadata,
-  INSTRUMENTATION_SCOPE,
+  inSpan,
   meshMeter,
   meshTracer,
 } from "./telemetry.js";
+export type { OrphanSubject, RolloutConsumer, RolloutTopology } from "./topology.js";
+export {
+  checkDomainsConsumed,
+  consumersOf,
+  findOrphanSubjects,
+  inspectRollouts,
+  listRolloutConsumers,
+  subjectMatches,
+  UnconsumedDomainError,
+} from "./topology.js";
+export {
+  MAX_MESSAGE_BYTES,
+  MAX_RESPONSE_CHARS,
+  NATS_HEADER_ROOM,
+  NATS_MAX_PAYLOAD,
+  taskDomain,
+  validateRollout,
+} from "./validate.js";
 export type { RunningWorker, WorkerOptions, WorkerStats } from "./worker.js";
 export { ensureConsumer, startWorker } from "./worker.js";
-export { closestName, didYouMean, editDistance } from "./suggest.js";

@@ -8,7 +8,7 @@ import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io
 import { connectBus, type MeshBus } from "./bus.js";
 import type { NatsAuthOptions } from "./config.js";
 import { UnavailableError } from "./errors.js";
-import { Streams, StreamSubjects } from "./subjects.js";
+import { StreamSubjects, Streams } from "./subjects.js";
 
 /** One durable consumer of `MESH_ROLLOUTS`. */
 export interface RolloutConsumer {
@@ -64,9 +64,19 @@ export function consumersOf(consumers: readonly RolloutConsumer[], domain: strin
   return consumers.filter((c) => c.filters.some((f) => subjectMatches(f, probe)));
 }
 
+/** No durable consumer reads rollouts of {@link domain}: a rollout published there would never be scored. */
+export class UnconsumedDomainError extends UnavailableError {
+  constructor(
+    message: string,
+    readonly domain: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
- * Throws {@link UnavailableError} naming the first of `domains` that no durable consumer reads: a rollout
- * published there would sit in the stream, never scored.
+ * Throws {@link UnconsumedDomainError} naming the first of `domains` that no durable consumer reads: a
+ * rollout published there would sit in the stream, never scored.
  */
 export async function checkDomainsConsumed(
   bus: Pick<MeshBus, "jsm">,
@@ -76,8 +86,9 @@ export async function checkDomainsConsumed(
   for (const domain of domains) {
     if (consumersOf(consumers, domain).length > 0) continue;
     const known = consumers.map((c) => c.name).join(", ") || "none";
-    throw new UnavailableError(
+    throw new UnconsumedDomainError(
       `no service consumes domain '${domain}': nothing reads mesh.rollouts.${domain}.<run> (durable consumers on ${Streams.rollouts}: ${known}); start a service whose domains include '${domain}' (e.g. reward-mesh up) first`,
+      domain,
     );
   }
 }

@@ -5,14 +5,16 @@
  * both are polled (250 ms doubling to 2 s) until the deadline; without one (0) they fail at once.
  * @module
  */
+
+import { grpc } from "@reward-mesh/proto";
 import {
   checkDomainsConsumed,
   isStartupTransient,
   type Logger,
   type MeshBus,
   UnavailableError,
+  UnconsumedDomainError,
 } from "@reward-mesh/sdk";
-import { grpc } from "@reward-mesh/proto";
 import { type Learner, type LearnerInfo, RemoteLearnerError } from "../learner/index.js";
 
 /** Options of the start-up waits. */
@@ -118,6 +120,5 @@ export async function waitForDomainsConsumed(
 
 /** The domain `checkDomainsConsumed`'s refusal names (none for any other error). */
 function unconsumedDomain(err: unknown): string | undefined {
-  if (!(err instanceof UnavailableError)) return undefined;
-  return /^no service consumes domain '([^']+)'/.exec(err.message)?.[1];
+  return err instanceof UnconsumedDomainError ? err.domain : undefined;
 }
