@@ -266,6 +266,13 @@ describe("defaults", async () => {
       const c = container(find(objs, "Deployment", `${FULL}-${name}`), "service");
       assert.equal(envVar(c, "MESH_STREAMS_WAIT_SECONDS")?.value, "600", `${name} waits for the streams`);
     }
+    const trainer = container(trainerWorkload(objs), "trainer");
+    assert.equal(envVar(trainer, "MESH_STREAMS_WAIT_SECONDS")?.value, "600");
+    assert.equal(
+      envVar(trainer, "REWARD_MESH_START_WAIT_SECONDS")?.value,
+      "900",
+      "waits for learner and consumers",
+    );
   });
 
   it("the sandbox pods (bwrap mode) get exactly what rootless bubblewrap needs", () => {
