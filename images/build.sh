@@ -108,17 +108,40 @@ offline_base() { # <target> -> the offline base's tag (built when missing)
   echo "$tag"
 }
 
+# Builds the missing offline bases of every requested image at once: each is mostly a download from the
+# Debian mirror (minutes on a fresh machine), so side by side they take about as long as the largest.
+bases_prebuilt=0
+prebuild_offline_bases() {
+  [ $bases_prebuilt = 1 ] && return 0
+  bases_prebuilt=1
+  local pids=() t failed=0
+  for t in "${targets[@]}"; do
+    # Online with Docker Hub down, an image whose public base is already here keeps it.
+    if [ $mode != offline ] && have_image "$(public_base "$t")"; then continue; fi
+    (offline_base "$t" >/dev/null) &
+    pids+=($!)
+  done
+  for t in "${pids[@]}"; do wait "$t" || failed=1; done
+  rebuild_bases=0 # rebuilt just now, if asked
+  return $failed
+}
+
 hub_unreachable=0
+public_base() { # <target> -> its public base image
+  case $1 in
+    mesh) echo "${MESH_BASE_IMAGE:-node:20-bookworm-slim}" ;;
+    learner) echo "${LEARNER_BASE_IMAGE:-pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime}" ;;
+    nats) echo "${NATS_BASE_IMAGE:-debian:bookworm-slim}" ;;
+  esac
+}
+
 choose_base() { # <target>: sets base (not in a subshell: hub_unreachable must stick)
   local public
-  case $1 in
-    mesh) public=${MESH_BASE_IMAGE:-node:20-bookworm-slim} ;;
-    learner) public=${LEARNER_BASE_IMAGE:-pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime} ;;
-    nats) public=${NATS_BASE_IMAGE:-debian:bookworm-slim} ;;
-  esac
+  public=$(public_base "$1")
   base=$public
   on_offline_base=0
   if [ $mode = offline ]; then
+    prebuild_offline_bases || return 1
     base=$(offline_base "$1") || return 1
     on_offline_base=1
     return
@@ -128,6 +151,7 @@ choose_base() { # <target>: sets base (not in a subshell: hub_unreachable must s
   if [ $mode = online ]; then echo "images/build.sh: cannot pull $public" >&2; return 1; fi
   hub_unreachable=1
   echo "images/build.sh: $public is not present and cannot be pulled: building on an offline Debian base" >&2
+  prebuild_offline_bases || return 1
   base=$(offline_base "$1") || return 1
   on_offline_base=1
 }
