@@ -7,7 +7,7 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { ComponentStatus } from "@reward-mesh/proto";
+import { type Client, ComponentStatus, type grpc, type reflectionV1 } from "@reward-mesh/proto";
 import { defineRewardService, InvalidArgumentError, type RewardServiceDefinition } from "../src/index.js";
 
 /** Options of the echo fixture. */
@@ -76,4 +76,26 @@ export function installTestTracing(): { exporter: InMemorySpanExporter; provider
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   return { exporter, provider };
+}
+
+/** The gRPC status code of `p`'s rejection (or "ok"). */
+export async function outcome(p: Promise<unknown>): Promise<grpc.status | "ok"> {
+  try {
+    await p;
+    return "ok";
+  } catch (err) {
+    return (err as grpc.ServiceError).code;
+  }
+}
+
+/** Asks a reflection client to list services and reads the stream to its end (for refusal checks). */
+export async function listServicesByReflection(
+  client: Client<typeof reflectionV1.ServerReflection>,
+): Promise<void> {
+  async function* list() {
+    yield { messageRequest: { case: "listServices" as const, value: "" } };
+  }
+  for await (const _ of client.serverReflectionInfo(list(), { timeoutMs: 5_000 })) {
+    // nothing is expected: the callers check the status the stream ends with
+  }
 }

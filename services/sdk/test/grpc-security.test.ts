@@ -12,9 +12,9 @@ import {
   createLimiter,
   createSecureGrpcClient,
   type Env,
-  grpcChannelSettings,
   type GrpcClientSecurity,
   type GrpcServerSecurity,
+  grpcChannelSettings,
   hostOfTarget,
   isLoopbackHost,
   loadGrpcClientSecurity,
@@ -26,7 +26,7 @@ import {
   waitServing,
 } from "../src/index.js";
 import { createTestPki, makeRollout, type TestPki } from "../src/testing/index.js";
-import { createEchoService } from "./fixtures.js";
+import { createEchoService, listServicesByReflection, outcome } from "./fixtures.js";
 
 const TOKEN = "test-token-0123456789abcdef";
 let pki: TestPki;
@@ -50,16 +50,6 @@ async function startEcho(security: GrpcServerSecurity, host = "127.0.0.1"): Prom
     logger: silentLogger,
     security,
   });
-}
-
-/** The gRPC status code of `p`'s rejection (or "ok"). */
-async function outcome(p: Promise<unknown>): Promise<grpc.status | "ok"> {
-  try {
-    await p;
-    return "ok";
-  } catch (err) {
-    return (err as grpc.ServiceError).code;
-  }
 }
 
 async function describeWith(address: string, security: GrpcClientSecurity): Promise<grpc.status | "ok"> {
@@ -215,15 +205,7 @@ describe("bearer token", () => {
         }
       };
       assert.equal(await outcome(stream()), grpc.status.UNAUTHENTICATED);
-      async function* list() {
-        yield { messageRequest: { case: "listServices" as const, value: "" } };
-      }
-      const reflect = async () => {
-        for await (const _ of r.serverReflectionInfo(list(), { timeoutMs: 5_000 })) {
-          // nothing may arrive
-        }
-      };
-      assert.equal(await outcome(reflect()), grpc.status.UNAUTHENTICATED);
+      assert.equal(await outcome(listServicesByReflection(r)), grpc.status.UNAUTHENTICATED);
     } finally {
       c.close();
       r.close();

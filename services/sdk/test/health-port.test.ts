@@ -18,20 +18,10 @@ import {
   startRewardService,
 } from "../src/index.js";
 import { createTestPki, makeRollout, type TestPki } from "../src/testing/index.js";
-import { createEchoService } from "./fixtures.js";
+import { createEchoService, listServicesByReflection, outcome } from "./fixtures.js";
 
 const S = health.HealthCheckResponse_ServingStatus;
 const TOKEN = "health-port-token-0123456789";
-
-/** The gRPC status code of `p`'s rejection (or "ok"). */
-async function outcome(p: Promise<unknown>): Promise<grpc.status | "ok"> {
-  try {
-    await p;
-    return "ok";
-  } catch (err) {
-    return (err as grpc.ServiceError).code;
-  }
-}
 
 describe("health port: plaintext, health only, beside a TLS main port", () => {
   let pki: TestPki;
@@ -102,15 +92,7 @@ describe("health port: plaintext, health only, beside a TLS main port", () => {
         await outcome(r.score({ rollout: makeRollout({ response: "x" }) }, { timeoutMs: 5_000 })),
         grpc.status.UNIMPLEMENTED,
       );
-      async function* reqs() {
-        yield { messageRequest: { case: "listServices" as const, value: "" } };
-      }
-      const drain = async () => {
-        for await (const _ of refl.serverReflectionInfo(reqs(), { timeoutMs: 5_000 })) {
-          // nothing expected
-        }
-      };
-      assert.equal(await outcome(drain()), grpc.status.UNIMPLEMENTED);
+      assert.equal(await outcome(listServicesByReflection(refl)), grpc.status.UNIMPLEMENTED);
     } finally {
       r.close();
       refl.close();

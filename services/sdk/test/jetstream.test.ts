@@ -14,8 +14,8 @@ import {
   publishReward,
   publishRollout,
   type RunningWorker,
-  silentLogger,
   Streams,
+  silentLogger,
   startWorker,
 } from "../src/index.js";
 import {
@@ -25,8 +25,8 @@ import {
   startTestNats,
   testBusOptions,
 } from "../src/testing/index.js";
-import { createEchoService, installTestTracing } from "./fixtures.js";
 import { serverAtLeast } from "../src/worker.js";
+import { createEchoService, installTestTracing } from "./fixtures.js";
 
 const { exporter, provider } = installTestTracing();
 

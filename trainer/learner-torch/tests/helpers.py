@@ -4,6 +4,7 @@ import json
 import os
 import sys
 
+import grpc
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -147,3 +148,12 @@ def make_pki(directory):
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def code_of(fn):
+    """The gRPC status code of a failing call, or "ok"."""
+    try:
+        fn()
+        return "ok"
+    except grpc.RpcError as e:
+        return e.code()

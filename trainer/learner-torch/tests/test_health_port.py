@@ -22,15 +22,6 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
-def code_of(fn):
-    """The status code of a failing call, or "ok"."""
-    try:
-        fn()
-        return "ok"
-    except grpc.RpcError as e:
-        return e.code()
-
-
 class HealthPort(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -67,11 +58,11 @@ class HealthPort(unittest.TestCase):
                 self.assertEqual(statuses[LEARNER_SERVICE_NAME].status, SERVING)
                 # Nothing but health there.
                 learner = learner_pb2_grpc.LearnerStub(ch)
-                self.assertEqual(code_of(lambda: learner.Info(pb.LearnerInfoRequest(), timeout=10)), grpc.StatusCode.UNIMPLEMENTED)
+                self.assertEqual(helpers.code_of(lambda: learner.Info(pb.LearnerInfoRequest(), timeout=10)), grpc.StatusCode.UNIMPLEMENTED)
                 # The main port refuses plaintext.
                 with grpc.insecure_channel(f"127.0.0.1:{running.port}") as main:
                     stub = learner_pb2_grpc.LearnerStub(main)
-                    self.assertEqual(code_of(lambda: stub.Info(pb.LearnerInfoRequest(), timeout=10)), grpc.StatusCode.UNAVAILABLE)
+                    self.assertEqual(helpers.code_of(lambda: stub.Info(pb.LearnerInfoRequest(), timeout=10)), grpc.StatusCode.UNAVAILABLE)
                 # One status for both ports: stopping shows NOT_SERVING on the health port.
                 watch = h.Watch(health_pb2.HealthCheckRequest(service=""), timeout=20)
                 self.assertEqual(next(watch).status, SERVING)
@@ -83,7 +74,7 @@ class HealthPort(unittest.TestCase):
                 stopper.join(timeout=20)
                 self.assertFalse(stopper.is_alive())
                 self.assertEqual(
-                    code_of(lambda: h.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)),
+                    helpers.code_of(lambda: h.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)),
                     grpc.StatusCode.UNAVAILABLE,
                 )
         finally:

@@ -19,15 +19,6 @@ TOKEN = "py-test-token-0123456789"
 READ = helpers.read_bytes
 
 
-def code_of(fn):
-    """The status code of a failing call, or "ok"."""
-    try:
-        fn()
-        return "ok"
-    except grpc.RpcError as e:
-        return e.code()
-
-
 class Tls(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -60,7 +51,7 @@ class Tls(unittest.TestCase):
     def info(self, channel, token=None):
         md = (("authorization", f"Bearer {token}"),) if token else None
         with channel as ch:
-            return code_of(lambda: learner_pb2_grpc.LearnerStub(ch).Info(pb.LearnerInfoRequest(), timeout=10, metadata=md))
+            return helpers.code_of(lambda: learner_pb2_grpc.LearnerStub(ch).Info(pb.LearnerInfoRequest(), timeout=10, metadata=md))
 
     def test_tls_serves_a_client_trusting_the_ca_and_refuses_others(self):
         self.assertEqual(self.tls.security, "TLS")
