@@ -17,8 +17,8 @@ import { RewardResultSchema } from "@reward-mesh/proto";
 import { ensureDockerForTests } from "@reward-mesh/sandbox/testing";
 import { type MeshBus, openBus, publishRollout, readStream, Streams, waitServing } from "@reward-mesh/sdk";
 import { makeRollout, testBusOptions } from "@reward-mesh/sdk/testing";
-import { type K8sObject, podNetwork, podSpecOf, runPod, type StartedPod } from "./docker-pod.js";
-import { find, renderChart, repoRoot } from "./helm.js";
+import { podNetwork, runPod, type StartedPod, secretValue } from "./docker-pod.js";
+import { find, type K8sObject, podSpec, renderChart, repoRoot } from "./helm.js";
 
 const run = promisify(execFile);
 const docker = await ensureDockerForTests();
@@ -43,7 +43,7 @@ type Probe = any;
 /** The named or numbered container port a probe refers to. */
 function probePort(workload: K8sObject, port: number | string): number {
   if (typeof port === "number") return port;
-  for (const c of podSpecOf(workload).spec.containers ?? [])
+  for (const c of podSpec(workload).containers ?? [])
     for (const p of c.ports ?? []) if (p.name === port) return p.containerPort as number;
   throw new Error(`${workload.metadata.name}: no container port named ${port}`);
 }
@@ -65,7 +65,7 @@ function tcpOpen(host: string, port: number): Promise<boolean> {
 
 /** Runs the container's own readiness probe against it until it passes (polling, 90 s at most). */
 async function waitReady(workload: K8sObject, pod: StartedPod): Promise<string> {
-  const probe: Probe = podSpecOf(workload).spec.containers[0].readinessProbe;
+  const probe: Probe = podSpec(workload).containers[0].readinessProbe;
   assert.ok(probe, `${workload.metadata.name} has a readiness probe`);
   const deadline = Date.now() + 90_000;
   if (probe.grpc) {
@@ -99,10 +99,6 @@ async function waitReady(workload: K8sObject, pod: StartedPod): Promise<string> 
     throw new Error(`${workload.metadata.name}: port ${port} never opened; logs:\n${await pod.logs()}`);
   }
   throw new Error(`${workload.metadata.name}: unsupported probe ${JSON.stringify(probe)}`);
-}
-
-function secret(docs: readonly K8sObject[], name: string, key: string): string {
-  return Buffer.from(String(find(docs, "Secret", name)["data"][key]), "base64").toString();
 }
 
 describe("the chart's containers, run with Docker as rendered", {
@@ -178,7 +174,7 @@ describe("the chart's containers, run with Docker as rendered", {
   });
 
   it("scores rollouts through NATS end to end, with the trainer's credentials from the chart's Secret", async () => {
-    const password = secret(docs, `${FULL}-nats-auth`, "trainer");
+    const password = secretValue(docs, `${FULL}-nats-auth`, "trainer");
     trainer = await openBus(
       {
         ...testBusOptions(`nats://${natsIp}:4222`),

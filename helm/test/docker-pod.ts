@@ -14,44 +14,19 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 
+import { type Any, find, type K8sObject, podSpec } from "./helm.js";
+
 const run = promisify(execFile);
 
-/** A Kubernetes object as rendered (only the fields read here are typed). */
-export interface K8sObject {
-  readonly apiVersion: string;
-  readonly kind: string;
-  readonly metadata: {
-    readonly name: string;
-    readonly namespace?: string;
-    readonly labels?: Record<string, string>;
-    readonly annotations?: Record<string, string>;
-  };
-  // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are checked by kubernetes-models elsewhere
-  readonly [k: string]: any;
+type Json = Any;
+
+/** The labels of a workload's pods (or of a bare Pod). */
+function podLabels(o: K8sObject): Record<string, string> {
+  return (o.kind === "Pod" ? o.metadata["labels"] : o["spec"]?.template?.metadata?.labels) ?? {};
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see K8sObject
-type Json = any;
-
-/** The Pod template of a workload (Deployment, StatefulSet, Job) or a bare Pod. */
-export function podSpecOf(o: K8sObject): { labels: Record<string, string>; spec: Json } {
-  if (o.kind === "Pod") return { labels: o.metadata.labels ?? {}, spec: o["spec"] };
-  const t = o["spec"]?.template;
-  if (!t) throw new Error(`${o.kind}/${o.metadata.name} has no pod template`);
-  return { labels: t.metadata?.labels ?? {}, spec: t.spec };
-}
-
-/** Finds one object by kind and name (throws naming what exists when absent). */
-export function find(docs: readonly K8sObject[], kind: string, name: string): K8sObject {
-  const o = docs.find((d) => d.kind === kind && d.metadata.name === name);
-  if (!o) {
-    const have = docs.filter((d) => d.kind === kind).map((d) => d.metadata.name);
-    throw new Error(`no ${kind}/${name} in the render (have: ${have.join(", ") || "none"})`);
-  }
-  return o;
-}
-
-function secretValue(docs: readonly K8sObject[], name: string, key: string): string {
+/** The decoded value of `key` in the rendered Secret `name`. */
+export function secretValue(docs: readonly K8sObject[], name: string, key: string): string {
   const s = find(docs, "Secret", name);
   if (s["stringData"]?.[key] !== undefined) return String(s["stringData"][key]);
   const b64 = s["data"]?.[key];
@@ -219,7 +194,8 @@ function writeVolumeFiles(
 }
 
 function dockerRunArgs(o: RunPodOptions): { args: string[]; name: string } {
-  const { labels, spec } = podSpecOf(o.workload);
+  const labels = podLabels(o.workload);
+  const spec = podSpec(o.workload);
   const containers: Json[] = spec.containers ?? [];
   const c = o.container ? containers.find((x) => x.name === o.container) : containers[0];
   if (!c)
