@@ -12,9 +12,9 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import {
-  type JetStreamClient,
   JetStreamApiCodes,
   JetStreamApiError,
+  type JetStreamClient,
   JetStreamError,
   type JetStreamManager,
   jetstream,
@@ -27,12 +27,12 @@ import {
 import {
   ConnectionError,
   connect,
-  NoRespondersError,
-  headers as natsHeaders,
-  TimeoutError,
   type MsgHdrs,
   type NatsConnection,
+  NoRespondersError,
   nanos,
+  headers as natsHeaders,
+  TimeoutError,
 } from "@nats-io/transport-node";
 import type { Context } from "@opentelemetry/api";
 import { context } from "@opentelemetry/api";
@@ -48,14 +48,15 @@ import type { BusOptions, NatsAuthOptions } from "./config.js";
 import { ConfigError, InvalidArgumentError, MeshError, UnavailableError } from "./errors.js";
 import { NatsAuthRefusedError } from "./local-nats.js";
 import { isAuthorizationError, isPermissionViolation, natsConnectionOptions } from "./nats-auth.js";
+import { retryUntil } from "./retry.js";
 import {
   checkSubjectToken,
   dlqSubject,
   rewardSubject,
   rolloutSubject,
+  type StreamName,
   StreamSubjects,
   Streams,
-  type StreamName,
 } from "./subjects.js";
 import { injectIntoHeaders } from "./telemetry.js";
 import { MAX_MESSAGE_BYTES, NATS_HEADER_ROOM, NATS_MAX_PAYLOAD, taskDomain } from "./validate.js";
@@ -214,8 +215,6 @@ export function isStartupTransient(err: unknown): boolean {
   );
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Start-up hooks of {@link openBus} (tests). */
 export interface OpenBusHooks {
   /** Called after each failed attempt that will be retried, with its error and the delay before the next. */
@@ -351,26 +350,25 @@ export async function openBus(o: BusOptions, name: string, hooks: OpenBusHooks =
   if (waitMs === 0) return openBusOnce(o, name);
   const deadline = Date.now() + waitMs;
   let nc: NatsConnection | undefined;
-  for (let attempt = 1, delay = 250; ; attempt++, delay = Math.min(2 * delay, 2000)) {
-    try {
-      // Connected once: nats.js reconnects by itself from then on, so keep the connection.
-      nc ??= await connectBus(
-        o.natsUrl,
-        name,
-        o.auth,
-        Math.max(1000, Math.min(20_000, deadline - Date.now())),
-      );
-      const jsm = await jetstreamManager(nc);
-      await ensureStreams(jsm, o);
-      return meshBus(nc, jsm);
-    } catch (err) {
-      if (!isStartupTransient(err) || Date.now() + delay > deadline) {
-        await nc?.close();
-        throw isStartupTransient(err) ? gaveUp(o, err) : err;
-      }
-      hooks.onRetry?.(err, attempt, delay);
-      await sleep(delay);
-    }
+  try {
+    return await retryUntil(
+      async () => {
+        // Connected once: nats.js reconnects by itself from then on, so keep the connection.
+        nc ??= await connectBus(
+          o.natsUrl,
+          name,
+          o.auth,
+          Math.max(1000, Math.min(20_000, deadline - Date.now())),
+        );
+        const jsm = await jetstreamManager(nc);
+        await ensureStreams(jsm, o);
+        return meshBus(nc, jsm);
+      },
+      { deadline, retryable: isStartupTransient, gaveUp: (err) => gaveUp(o, err), onRetry: hooks.onRetry },
+    );
+  } catch (err) {
+    await (nc as NatsConnection | undefined)?.close();
+    throw err;
   }
 }
 

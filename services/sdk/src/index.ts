@@ -139,6 +139,8 @@ export {
   natsConnectionOptions,
 } from "./nats-auth.js";
 export { freePort } from "./net.js";
+export type { RetryUntilOptions } from "./retry.js";
+export { retryUntil } from "./retry.js";
 export type { RewardServiceClientOptions } from "./reward-client.js";
 export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";

@@ -12,6 +12,7 @@ import {
   isStartupTransient,
   type Logger,
   type MeshBus,
+  retryUntil,
   UnavailableError,
   UnconsumedDomainError,
 } from "@reward-mesh/sdk";
@@ -30,8 +31,6 @@ export interface StartupWait {
   readonly onRetry?: (kind: "learner" | "consumer", err: unknown) => void;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** A learner that is not listening (yet): gRPC UNAVAILABLE. Never a configuration or input error. */
 export function isLearnerNotListening(err: unknown): boolean {
   return err instanceof RemoteLearnerError && err.code === grpc.status.UNAVAILABLE;
@@ -49,19 +48,16 @@ async function poll<T>(
   onWait: (err: unknown) => void,
   gaveUp: (err: unknown) => Error,
 ): Promise<T> {
-  const deadline = Date.now() + w.seconds * 1000;
-  for (let delay = 250; ; delay = Math.min(2 * delay, 2000)) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (w.seconds <= 0 || !retryable(err)) throw err;
-      if (Date.now() + delay > deadline) throw gaveUp(err);
-      if (w.signal?.aborted) throw err;
+  return retryUntil(attempt, {
+    deadline: Date.now() + w.seconds * 1000,
+    retryable: (err) => w.seconds > 0 && retryable(err),
+    gaveUp,
+    onRetry: (err) => {
       onWait(err);
       w.onRetry?.(kind, err);
-      await sleep(delay);
-    }
-  }
+    },
+    ...(w.signal ? { signal: w.signal } : {}),
+  });
 }
 
 const after = (w: StartupWait) => `after waiting ${w.seconds} s`;
