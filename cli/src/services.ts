@@ -80,6 +80,18 @@ export const SERVICES: readonly ServiceEntry[] = [
       return m.createEfficiencyService(m.loadConfig());
     },
   },
+  {
+    name: "reward-model",
+    envPrefix: "REWARD_MODEL",
+    defaultPort: 50068,
+    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/reward-model/main")),
+    load: async () => {
+      const m = await import("@reward-mesh/reward-model");
+      const service = m.createRewardModelService(m.loadConfig());
+      await service.ready; // the ONNX model loads asynchronously; a bad model file fails here
+      return service;
+    },
+  },
 ];
 
 /** Thrown for an unknown service name; lists the known ones. */
