@@ -69,7 +69,11 @@ async function startMode(modelDir: string, maxBatch: number, transport: Transpor
     intraOpThreads: INTRA_OP_THREADS,
   });
   await def.ready;
-  const server = await startGrpcServer(def, { port: 0, limiter: createLimiter(CONCURRENCY), logger: silentLogger });
+  const server = await startGrpcServer(def, {
+    port: 0,
+    limiter: createLimiter(CONCURRENCY),
+    logger: silentLogger,
+  });
   const client = createGrpcClient(RewardService, server.address);
   const score =
     transport === "grpc"

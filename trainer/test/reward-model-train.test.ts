@@ -20,7 +20,13 @@ import {
   startTestNats,
   testBusOptions,
 } from "@reward-mesh/sdk/testing";
-import { builtinTasks, createEmbeddedLearner, readMetrics, resolveRunConfig, runTraining } from "../src/index.js";
+import {
+  builtinTasks,
+  createEmbeddedLearner,
+  readMetrics,
+  resolveRunConfig,
+  runTraining,
+} from "../src/index.js";
 
 let nats: LocalNats;
 let bus: MeshBus;
@@ -76,7 +82,13 @@ it("trains on the reward model's score through the mesh", async () => {
 
   // The published rewards are the model's scores: the same rollouts over gRPC give the same values.
   const n = steps * 2 * 4;
-  const rollouts = await readStream(bus, Streams.rollouts, "mesh.rollouts.>", (d) => fromBinary(RolloutSchema, d), n);
+  const rollouts = await readStream(
+    bus,
+    Streams.rollouts,
+    "mesh.rollouts.>",
+    (d) => fromBinary(RolloutSchema, d),
+    n,
+  );
   const rewards = await readStream(
     bus,
     Streams.rewards,

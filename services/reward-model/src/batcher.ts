@@ -55,7 +55,7 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
       for (const p of batch) p.reject(err);
       return;
     }
-    batch.forEach((p, i) => p.resolve(outputs[i]!));
+    for (const [i, p] of batch.entries()) p.resolve(outputs[i]!);
   };
 
   const flush = () => {

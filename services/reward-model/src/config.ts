@@ -57,7 +57,8 @@ export const REWARD_MODEL_ENV = defineEnv({
     type: "integer",
     minimum: 0,
     default: 0,
-    description: "Longest sequence fed to the model, special tokens included; 0 = tokenizer_config model_max_length.",
+    description:
+      "Longest sequence fed to the model, special tokens included; 0 = tokenizer_config model_max_length.",
   },
   REWARD_MODEL_TRUNCATION: {
     type: "string",

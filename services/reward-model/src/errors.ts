@@ -21,7 +21,9 @@ export class ModelLoadError extends MeshError {
 /** Whether `err` is a {@link ModelLoadError} (by name and shape, not `instanceof`). */
 export function isModelLoadError(err: unknown): err is ModelLoadError {
   return (
-    err instanceof Error && err.name === "ModelLoadError" && typeof (err as { file?: unknown }).file === "string"
+    err instanceof Error &&
+    err.name === "ModelLoadError" &&
+    typeof (err as { file?: unknown }).file === "string"
   );
 }
 

@@ -14,22 +14,20 @@ const PYTHON = "/usr/bin/python3";
 const FILES = ["tokenizer.json", "tokenizer_config.json", "model.onnx", "reference.json"];
 const hasTorch = spawnSync(PYTHON, ["-c", "import torch"], { stdio: "ignore" }).status === 0;
 
-it(
-  "model/build.py rebuilds the committed model files unchanged",
-  { skip: hasTorch ? false : `${PYTHON} has no torch (bash scripts/bootstrap.sh --with-torch installs it)` },
-  () => {
-    const out = mkdtempSync(join(tmpdir(), "rm-reward-model-build-"));
-    try {
-      const r = spawnSync(PYTHON, [join(BUNDLED_MODEL_DIR, "build.py"), out], { encoding: "utf8" });
-      assert.equal(r.status, 0, r.stderr);
-      for (const f of FILES) {
-        assert.ok(
-          readFileSync(join(out, f)).equals(readFileSync(join(BUNDLED_MODEL_DIR, f))),
-          `${f} differs from a fresh build: rerun /usr/bin/python3 services/reward-model/model/build.py and commit`,
-        );
-      }
-    } finally {
-      rmSync(out, { recursive: true, force: true });
+it("model/build.py rebuilds the committed model files unchanged", {
+  skip: hasTorch ? false : `${PYTHON} has no torch (bash scripts/bootstrap.sh --with-torch installs it)`,
+}, () => {
+  const out = mkdtempSync(join(tmpdir(), "rm-reward-model-build-"));
+  try {
+    const r = spawnSync(PYTHON, [join(BUNDLED_MODEL_DIR, "build.py"), out], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    for (const f of FILES) {
+      assert.ok(
+        readFileSync(join(out, f)).equals(readFileSync(join(BUNDLED_MODEL_DIR, f))),
+        `${f} differs from a fresh build: rerun /usr/bin/python3 services/reward-model/model/build.py and commit`,
+      );
     }
-  },
-);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});

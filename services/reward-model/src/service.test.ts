@@ -64,7 +64,10 @@ describe("reward-model service against the reference computation", () => {
     );
     results.forEach((r, i) => {
       const want = reference.cases[i]!.score;
-      assert.ok(Math.abs(value(r, "score") - want) <= TOLERANCE, `case ${i}: ${value(r, "score")} vs ${want}`);
+      assert.ok(
+        Math.abs(value(r, "score") - want) <= TOLERANCE,
+        `case ${i}: ${value(r, "score")} vs ${want}`,
+      );
     });
     const stats = s.batchStats();
     assert.equal(stats.items, reference.cases.length);
@@ -145,7 +148,20 @@ describe("reward-model inputs", () => {
     assert.equal(f.ids.length, 12);
     assert.equal(f.truncated, 3);
     const words = f.ids.map((id) => t.tokenizer.id_to_token(id));
-    assert.deepEqual(words, ["[CLS]", "four", "five", "six", "seven", "eight", "nine", "ten", "[SEP]", "yes", "no", "[SEP]"]);
+    assert.deepEqual(words, [
+      "[CLS]",
+      "four",
+      "five",
+      "six",
+      "seven",
+      "eight",
+      "nine",
+      "ten",
+      "[SEP]",
+      "yes",
+      "no",
+      "[SEP]",
+    ]);
     const g = encodePair(t, "a b", "one two three four five six seven eight nine ten eleven", "left");
     assert.deepEqual(
       g.ids.map((id) => t.tokenizer.id_to_token(id)),
@@ -224,7 +240,10 @@ describe("reward-model start-up failures", () => {
       return;
     }
     assert.equal(outcome.name, "ExecutionProviderError");
-    assert.match(outcome.message, /CUDA execution provider is not available.*ONNXRUNTIME_NODE_INSTALL=cuda12/);
+    assert.match(
+      outcome.message,
+      /CUDA execution provider is not available.*ONNXRUNTIME_NODE_INSTALL=cuda12/,
+    );
   });
 });
 
@@ -247,14 +266,23 @@ describe("reward-model configuration", () => {
   it("fails start-up on bad configuration with the variable's name", () => {
     const bad: [Record<string, string>, RegExp][] = [
       [{ REWARD_MODEL_MAX_BATCH: "0" }, /'REWARD_MODEL_MAX_BATCH' must be in \[1, 1024\]/],
-      [{ REWARD_MODEL_EXECUTION_PROVIDER: "tpu" }, /'REWARD_MODEL_EXECUTION_PROVIDER' must be one of cpu, cuda/],
-      [{ REWARD_MODEL_DOMAINS: "custom,Bad Domain" }, /'REWARD_MODEL_DOMAINS' has an invalid domain 'Bad Domain'/],
+      [
+        { REWARD_MODEL_EXECUTION_PROVIDER: "tpu" },
+        /'REWARD_MODEL_EXECUTION_PROVIDER' must be one of cpu, cuda/,
+      ],
+      [
+        { REWARD_MODEL_DOMAINS: "custom,Bad Domain" },
+        /'REWARD_MODEL_DOMAINS' has an invalid domain 'Bad Domain'/,
+      ],
       [{ REWARD_MODEL_DOMAINS: " , " }, /'REWARD_MODEL_DOMAINS' must list at least one domain/],
       [
         { REWARD_MODEL_CALIBRATION: "sigmoid", REWARD_MODEL_CALIBRATION_SCALE: "0" },
         /'REWARD_MODEL_CALIBRATION_SCALE' must be > 0, got 0/,
       ],
-      [{ REWARD_MODEL_MAX_TOKENS: "2" }, /'REWARD_MODEL_MAX_TOKENS' must be 0 \(the tokenizer's limit\) or >= 4/],
+      [
+        { REWARD_MODEL_MAX_TOKENS: "2" },
+        /'REWARD_MODEL_MAX_TOKENS' must be 0 \(the tokenizer's limit\) or >= 4/,
+      ],
     ];
     for (const [env, message] of bad) {
       assert.throws(

@@ -13,13 +13,7 @@ import type { Rollout } from "@reward-mesh/proto";
 import { defineRewardService, type RewardServiceDefinition } from "@reward-mesh/sdk";
 import { createBatcher } from "./batcher.js";
 import type { RewardModelOptions } from "./config.js";
-import {
-  type EncodedPair,
-  encodePair,
-  loadRewardModel,
-  loadTokenizer,
-  type RewardModel,
-} from "./model.js";
+import { type EncodedPair, encodePair, loadRewardModel, loadTokenizer, type RewardModel } from "./model.js";
 
 /** Version of the scoring logic (the model itself is configuration). */
 export const REWARD_MODEL_SERVICE_VERSION = "1.0.0";

@@ -18,9 +18,9 @@ import {
 } from "@reward-mesh/sdk/testing";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const reference = JSON.parse(
-  readFileSync(new URL("../model/reference.json", import.meta.url), "utf8"),
-) as { cases: { prompt: string; response: string; score: number }[] };
+const reference = JSON.parse(readFileSync(new URL("../model/reference.json", import.meta.url), "utf8")) as {
+  cases: { prompt: string; response: string; score: number }[];
+};
 let nats: LocalNats;
 let bus: MeshBus;
 let service: ServiceProcess;
@@ -84,7 +84,11 @@ it("scores rollouts of each text domain published on JetStream", async () => {
     makeRollout({
       runId,
       response: c0.response,
-      task: { id: "c", domain: "code", kind: { case: "code", value: { language: "python", prompt: c0.prompt } } },
+      task: {
+        id: "c",
+        domain: "code",
+        kind: { case: "code", value: { language: "python", prompt: c0.prompt } },
+      },
     }),
     makeRollout({
       runId,
