@@ -97,8 +97,9 @@ export const REWARD_MODEL_ENV = defineEnv({
     type: "integer",
     minimum: 0,
     maximum: 256,
-    default: 0,
-    description: "ONNX Runtime intra-op threads; 0 = its default (one per core).",
+    default: 1,
+    description:
+      "ONNX Runtime intra-op threads of one model call; 0 = ONNX Runtime's default (one per core).",
   },
   REWARD_MODEL_SCORE_BOUND: {
     type: "number",
@@ -179,7 +180,11 @@ export interface RewardModelOptions {
   readonly executionProvider: ExecutionProvider;
   /** CUDA device id (with `executionProvider: "cuda"`). @default 0 */
   readonly cudaDevice: number;
-  /** ONNX Runtime intra-op threads; 0 = ONNX Runtime's default. @default 0 */
+  /**
+   * ONNX Runtime intra-op threads of one model call; 0 = ONNX Runtime's default (one per core, which
+   * ignores container CPU limits and busy-waits between calls).
+   * @default 1 — the service shares its machine with the rest of the mesh; raise it on a dedicated one.
+   */
   readonly intraOpThreads: number;
   /**
    * `score` is declared in `[-scoreBound, scoreBound]` (the contract needs finite bounds); a model output
@@ -253,10 +258,13 @@ export function loadConfig(env: Env = processEnv()): RewardModelConfig {
     if (envKey) throw new ConfigError(envKey, (err as Error).message.slice(key.length + 3), { cause: err });
     throw err;
   }
+  // `env` with REWARD_MODEL_CONCURRENCY defaulting to the max batch; every other read still goes to `env`.
   const concurrencySet = (env.REWARD_MODEL_CONCURRENCY ?? "").trim() !== "";
-  const runtimeEnv = concurrencySet
+  const runtimeEnv: Env = concurrencySet
     ? env
-    : { ...env, REWARD_MODEL_CONCURRENCY: String(Math.min(options.maxBatch, 4096)) };
+    : Object.create(env, {
+        REWARD_MODEL_CONCURRENCY: { value: String(options.maxBatch), enumerable: true },
+      });
   return {
     ...options,
     runtime: loadServiceRuntimeOptions("REWARD_MODEL", REWARD_MODEL_DEFAULT_PORT, runtimeEnv),
