@@ -206,19 +206,32 @@ export interface RewardModelConfig extends RewardModelOptions {
 
 const DOMAIN = /^[a-z0-9_-]+$/;
 
+/** Where an option comes from, for error messages: its field name, or its variable in {@link loadConfig}. */
+type KeyOf = (field: "domains" | "calibration.scale" | "maxTokens") => string;
+
 /** Checks options a schema cannot state; throws {@link ConfigError} `'<key>' <problem>`. */
-export function checkRewardModelOptions(o: RewardModelOptions): void {
-  if (o.domains.length === 0) throw new ConfigError("domains", "must list at least one domain");
+export function checkRewardModelOptions(o: RewardModelOptions, keyOf: KeyOf = (field) => field): void {
+  if (o.domains.length === 0) throw new ConfigError(keyOf("domains"), "must list at least one domain");
   for (const d of o.domains) {
-    if (!DOMAIN.test(d)) throw new ConfigError("domains", `has an invalid domain '${d}' (want [a-z0-9_-]+)`);
+    if (!DOMAIN.test(d))
+      throw new ConfigError(keyOf("domains"), `has an invalid domain '${d}' (want [a-z0-9_-]+)`);
   }
   if (o.calibration.kind !== "none" && !(o.calibration.scale > 0)) {
-    throw new ConfigError("calibration.scale", `must be > 0, got ${o.calibration.scale}`);
+    throw new ConfigError(keyOf("calibration.scale"), `must be > 0, got ${o.calibration.scale}`);
   }
   if (o.maxTokens !== 0 && o.maxTokens < 4) {
-    throw new ConfigError("maxTokens", `must be 0 (the tokenizer's limit) or >= 4, got ${o.maxTokens}`);
+    throw new ConfigError(
+      keyOf("maxTokens"),
+      `must be 0 (the tokenizer's limit) or >= 4, got ${o.maxTokens}`,
+    );
   }
 }
+
+const ENV_KEYS = {
+  domains: "REWARD_MODEL_DOMAINS",
+  "calibration.scale": "REWARD_MODEL_CALIBRATION_SCALE",
+  maxTokens: "REWARD_MODEL_MAX_TOKENS",
+} as const;
 
 /**
  * Reads the `REWARD_MODEL_*` variables and the runtime options. `REWARD_MODEL_CONCURRENCY` defaults to
@@ -246,18 +259,7 @@ export function loadConfig(env: Env = processEnv()): RewardModelConfig {
       scale: v.REWARD_MODEL_CALIBRATION_SCALE,
     },
   };
-  try {
-    checkRewardModelOptions(options);
-  } catch (err) {
-    const key = (err as ConfigError).key;
-    const envKey = {
-      domains: "REWARD_MODEL_DOMAINS",
-      "calibration.scale": "REWARD_MODEL_CALIBRATION_SCALE",
-      maxTokens: "REWARD_MODEL_MAX_TOKENS",
-    }[key];
-    if (envKey) throw new ConfigError(envKey, (err as Error).message.slice(key.length + 3), { cause: err });
-    throw err;
-  }
+  checkRewardModelOptions(options, (field) => ENV_KEYS[field]);
   // `env` with REWARD_MODEL_CONCURRENCY defaulting to the max batch; every other read still goes to `env`.
   const concurrencySet = (env.REWARD_MODEL_CONCURRENCY ?? "").trim() !== "";
   const runtimeEnv: Env = concurrencySet

@@ -6,7 +6,7 @@
  * @module
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import * as ort from "onnxruntime-node";
 import type { RewardModelOptions, Truncation } from "./config.js";
@@ -200,7 +200,7 @@ export async function loadRewardModel(
   options: RewardModelOptions,
   tokenizer: LoadedTokenizer = loadTokenizer(options.modelDir, options.maxTokens),
 ): Promise<RewardModel> {
-  const file = resolve(join(options.modelDir, options.modelFile));
+  const file = resolve(options.modelDir, options.modelFile);
   const session = await createSession(file, options);
   checkSignature(file, session);
   const output = session.outputNames[0]!;
