@@ -206,8 +206,18 @@ export interface RewardModelConfig extends RewardModelOptions {
 
 const DOMAIN = /^[a-z0-9_-]+$/;
 
+/** The variable of each option {@link checkRewardModelOptions} checks. */
+const ENV_KEYS = {
+  domains: "REWARD_MODEL_DOMAINS",
+  "calibration.scale": "REWARD_MODEL_CALIBRATION_SCALE",
+  maxTokens: "REWARD_MODEL_MAX_TOKENS",
+  maxBatch: "REWARD_MODEL_MAX_BATCH",
+  maxWaitMs: "REWARD_MODEL_MAX_WAIT_MS",
+  scoreBound: "REWARD_MODEL_SCORE_BOUND",
+} as const;
+
 /** Where an option comes from, for error messages: its field name, or its variable in {@link loadConfig}. */
-type KeyOf = (field: "domains" | "calibration.scale" | "maxTokens") => string;
+type KeyOf = (field: keyof typeof ENV_KEYS) => string;
 
 /** Checks options a schema cannot state; throws {@link ConfigError} `'<key>' <problem>`. */
 export function checkRewardModelOptions(o: RewardModelOptions, keyOf: KeyOf = (field) => field): void {
@@ -219,6 +229,12 @@ export function checkRewardModelOptions(o: RewardModelOptions, keyOf: KeyOf = (f
   if (o.calibration.kind !== "none" && !(o.calibration.scale > 0)) {
     throw new ConfigError(keyOf("calibration.scale"), `must be > 0, got ${o.calibration.scale}`);
   }
+  if (!(Number.isSafeInteger(o.maxBatch) && o.maxBatch >= 1))
+    throw new ConfigError(keyOf("maxBatch"), `must be an integer >= 1, got ${o.maxBatch}`);
+  if (!(Number.isFinite(o.maxWaitMs) && o.maxWaitMs >= 0))
+    throw new ConfigError(keyOf("maxWaitMs"), `must be a finite number >= 0, got ${o.maxWaitMs}`);
+  if (!(Number.isFinite(o.scoreBound) && o.scoreBound >= 0))
+    throw new ConfigError(keyOf("scoreBound"), `must be a finite number >= 0, got ${o.scoreBound}`);
   if (o.maxTokens !== 0 && o.maxTokens < 4) {
     throw new ConfigError(
       keyOf("maxTokens"),
@@ -226,12 +242,6 @@ export function checkRewardModelOptions(o: RewardModelOptions, keyOf: KeyOf = (f
     );
   }
 }
-
-const ENV_KEYS = {
-  domains: "REWARD_MODEL_DOMAINS",
-  "calibration.scale": "REWARD_MODEL_CALIBRATION_SCALE",
-  maxTokens: "REWARD_MODEL_MAX_TOKENS",
-} as const;
 
 /**
  * Reads the `REWARD_MODEL_*` variables and the runtime options. `REWARD_MODEL_CONCURRENCY` defaults to

@@ -248,6 +248,20 @@ describe("reward-model start-up failures", () => {
 });
 
 describe("reward-model configuration", () => {
+  it("checks options given in code too, naming the option", () => {
+    assert.throws(() => createRewardModelService(options({ maxBatch: 0 })), {
+      name: "ConfigError",
+      message: "'maxBatch' must be an integer >= 1, got 0",
+    });
+    assert.throws(
+      () => createRewardModelService(options({ calibration: { kind: "sigmoid", shift: 0, scale: -1 } })),
+      { name: "ConfigError", message: "'calibration.scale' must be > 0, got -1" },
+    );
+    assert.throws(() => createRewardModelService(options({ scoreBound: Number.POSITIVE_INFINITY })), {
+      message: "'scoreBound' must be a finite number >= 0, got Infinity",
+    });
+  });
+
   it("loads defaults: the bundled model, every text domain, concurrency = max batch", () => {
     const c = loadConfig({ REWARD_MODEL_MAX_WAIT_MS: " ", REWARD_MODEL_GRPC_PORT: "0" });
     assert.equal(c.modelDir, BUNDLED_MODEL_DIR);

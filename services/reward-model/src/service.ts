@@ -12,7 +12,7 @@
 import type { Rollout } from "@reward-mesh/proto";
 import { defineRewardService, type RewardServiceDefinition } from "@reward-mesh/sdk";
 import { createBatcher } from "./batcher.js";
-import type { RewardModelOptions } from "./config.js";
+import { checkRewardModelOptions, type RewardModelOptions } from "./config.js";
 import { type EncodedPair, encodePair, loadRewardModel, loadTokenizer, type RewardModel } from "./model.js";
 
 /** Version of the scoring logic (the model itself is configuration). */
@@ -48,10 +48,12 @@ export function calibrate(x: number, shift: number, scale: number): number {
 }
 
 /**
- * Creates the reward-model service. The tokenizer is read now (a bad file throws `ModelLoadError` here);
+ * Creates the reward-model service. The options are checked and the tokenizer is read now (a bad option
+ * throws `ConfigError`, a bad file `ModelLoadError`);
  * the ONNX session loads in the background — await {@link RewardModelService.ready} before serving.
  */
 export function createRewardModelService(options: RewardModelOptions): RewardModelService {
+  checkRewardModelOptions(options);
   const tokenizer = loadTokenizer(options.modelDir, options.maxTokens);
   const encode = (rollout: Rollout): EncodedPair =>
     encodePair(tokenizer, promptText(rollout), rollout.response, options.truncation);
