@@ -55,6 +55,16 @@ export {
   telemetryExportConfigured,
 } from "./config.js";
 export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
+export type { DiscoveredService, ServiceManifest } from "./discovery.js";
+export {
+  discoverServices,
+  findWorkspaceRoot,
+  loadDiscoveredService,
+  parseServiceManifest,
+  SERVICE_MANIFEST_SCHEMA,
+  ServiceManifestError,
+  workspaceFolders,
+} from "./discovery.js";
 export { DESCRIBE_QUEUE, requestDescribe, startDescribeResponder } from "./describe.js";
 export type { EnvSpec, EnvValue, EnvValues, EnvVarSpec } from "./env-spec.js";
 export {

@@ -1,0 +1,48 @@
+/**
+ * Every reward service of this repository declares itself (`rewardMesh.service` in its package.json),
+ * and the declaration agrees with the service: its definition (name, domains), its config's default
+ * port and environment prefix (the published environment schema), and the Helm chart's values block.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { discoverServices, loadDiscoveredService } from "@reward-mesh/sdk";
+import { parse } from "yaml";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const services = discoverServices(root);
+
+describe("service manifests", () => {
+  it("every services/* folder with a main.ts has a valid manifest", () => {
+    const withMain = readdirSync(join(root, "services"))
+      .filter((d) => existsSync(join(root, "services", d, "src", "main.ts")))
+      .sort();
+    assert.deepEqual(services.map((s) => s.dir.split("/").at(-1)).sort(), withMain);
+  });
+
+  for (const s of services) {
+    it(`${s.manifest.name}: the definition, the env schema and the Helm values agree with the manifest`, async () => {
+      const def = await loadDiscoveredService(s); // checks name and domains
+      assert.equal(def.name, s.manifest.name);
+      const schema = JSON.parse(
+        readFileSync(join(root, "services/sdk/schema/service-env.schema.json"), "utf8"),
+      );
+      const env = schema.definitions[s.manifest.name];
+      assert.ok(env, `service-env.schema.json has no definition of '${s.manifest.name}'`);
+      assert.equal(
+        env.properties[`${s.manifest.envPrefix}_GRPC_PORT`]?.default,
+        String(s.manifest.defaultPort),
+      );
+      const values = parse(readFileSync(join(root, "helm/reward-mesh/values.yaml"), "utf8"));
+      const block = values.services[s.manifest.name];
+      assert.ok(
+        block,
+        `helm/reward-mesh/values.yaml has no services.${s.manifest.name} (npm run generate adds it)`,
+      );
+      assert.equal(block.port, s.manifest.defaultPort);
+      assert.deepEqual(block.domains, s.manifest.domains);
+    });
+  }
+});
