@@ -39,7 +39,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const config = loadCliConfig();
   switch (command) {
     case "serve":
-      await runServe(args);
+      await runServe(args, config.grpc);
       return -1; // keeps running until a signal
     case "score":
       return runScore(args, process.stdin, process.stdout, process.stderr, config.grpc);

@@ -151,6 +151,8 @@ export {
 export { freePort } from "./net.js";
 export type { RetryUntilOptions } from "./retry.js";
 export { retryUntil } from "./retry.js";
+export type { RemoteService, RemoteServiceOptions } from "./remote.js";
+export { connectRemoteService } from "./remote.js";
 export type { RewardServiceClientOptions } from "./reward-client.js";
 export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";
