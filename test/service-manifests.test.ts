@@ -10,6 +10,8 @@ import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { discoverServices, loadDiscoveredService } from "@reward-mesh/sdk";
 import { parse } from "yaml";
+// @ts-expect-error a plain-JS script without declarations
+import { VALUES_PATH, valuesWithServices } from "../scripts/gen-helm-services.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const services = discoverServices(root);
@@ -45,4 +47,25 @@ describe("service manifests", () => {
       assert.deepEqual(block.domains, s.manifest.domains);
     });
   }
+
+  it("the Helm values' services are what scripts/gen-helm-services.mjs writes; a new service gets a block", () => {
+    const text = readFileSync(VALUES_PATH as string, "utf8");
+    const gen = valuesWithServices as (t: string, s?: unknown[]) => string;
+    assert.equal(gen(text, services), text);
+    const extra = {
+      manifest: {
+        name: "word-count",
+        envPrefix: "WORD_COUNT",
+        defaultPort: 50090,
+        domains: ["custom"],
+        factory: "f",
+      },
+    };
+    const grown = parse(gen(text, [...services, extra]));
+    assert.equal(grown.services["word-count"].port, 50090);
+    assert.equal(grown.services["word-count"].healthPort, 50100);
+    assert.deepEqual(grown.services["word-count"].domains, ["custom"]);
+    assert.deepEqual(Object.keys(grown.services["word-count"]), Object.keys(grown.services.length));
+    assert.throws(() => gen(text, services.slice(1)), /services\.\S+ is no discovered service/);
+  });
 });

