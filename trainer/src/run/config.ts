@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { discoverServices } from "@reward-mesh/sdk";
+import { didYouMean, discoverServices } from "@reward-mesh/sdk";
 import { Ajv } from "ajv";
 import { parse as parseYaml } from "yaml";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
@@ -623,7 +623,7 @@ export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfi
     if (!Object.hasOwn(serviceDomains, c.service)) {
       throw new RunConfigError(
         `components[${i}].service`,
-        `unknown service '${c.service}': add it under 'services' with the domains it scores`,
+        `unknown service '${c.service}'${didYouMean(c.service, Object.keys(serviceDomains))}: this build's services are ${Object.keys(serviceDomains).join(", ")}; a service from elsewhere (e.g. behind 'reward-mesh serve --remote') goes under 'services' with the domains it scores`,
       );
     }
   }
