@@ -10,8 +10,13 @@ import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { discoverServices, loadDiscoveredService } from "@reward-mesh/sdk";
 import { parse } from "yaml";
-// @ts-expect-error a plain-JS script without declarations
-import { VALUES_PATH, valuesWithServices } from "../scripts/gen-helm-services.mjs";
+import {
+  DOCKERFILE_PATH,
+  dockerfileWithWorkspaces,
+  VALUES_PATH,
+  valuesWithServices,
+  // @ts-expect-error a plain-JS script without declarations
+} from "../scripts/gen-service-lists.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const services = discoverServices(root);
@@ -48,7 +53,7 @@ describe("service manifests", () => {
     });
   }
 
-  it("the Helm values' services are what scripts/gen-helm-services.mjs writes; a new service gets a block", () => {
+  it("the Helm values' services are what scripts/gen-service-lists.mjs writes; a new service gets a block", () => {
     const text = readFileSync(VALUES_PATH as string, "utf8");
     const gen = valuesWithServices as (t: string, s?: unknown[]) => string;
     assert.equal(gen(text, services), text);
@@ -67,5 +72,16 @@ describe("service manifests", () => {
     assert.deepEqual(grown.services["word-count"].domains, ["custom"]);
     assert.deepEqual(Object.keys(grown.services["word-count"]), Object.keys(grown.services.length));
     assert.throws(() => gen(text, services.slice(1)), /services\.\S+ is no discovered service/);
+  });
+
+  it("the mesh image copies every workspace's package.json (scripts/gen-service-lists.mjs); a new one gets a line", () => {
+    const text = readFileSync(DOCKERFILE_PATH as string, "utf8");
+    const gen = dockerfileWithWorkspaces as (t: string, f?: string[]) => string;
+    assert.equal(gen(text), text);
+    const grown = gen(text, [join(root, "proto"), join(root, "services", "word-count"), join(root, "cli")]);
+    assert.match(
+      grown,
+      /checks it too\)\.\nCOPY proto\/package.json proto\/\nCOPY services\/word-count\/package.json services\/word-count\/\nCOPY cli\/package.json cli\/\nRUN /,
+    );
   });
 });

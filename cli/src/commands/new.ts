@@ -101,8 +101,8 @@ export function runNew(args: readonly string[], stdout: Writable, cwd: string = 
     mkdirSync(scope, { recursive: true });
     if (!existsSync(join(scope, name))) symlinkSync(relative(scope, dir), join(scope, name), "dir");
   }
-  // The generated files that list every service: the environment schema and the Helm values.
-  for (const script of ["gen-service-env-schema.mjs", "gen-helm-services.mjs"]) {
+  // The generated files that list every service: the environment schema, the Helm values, the Dockerfile.
+  for (const script of ["gen-service-env-schema.mjs", "gen-service-lists.mjs"]) {
     const gen = join(root, "scripts", script);
     if (!existsSync(gen)) continue;
     const r = spawnSync(process.execPath, ["--import", "tsx", gen], { cwd: root, encoding: "utf8" });

@@ -1,7 +1,11 @@
 #!/usr/bin/env node
-// Keeps the Helm chart's `services:` values in step with the services' manifests (`rewardMesh.service`
-// in each service's package.json, found by @reward-mesh/sdk discoverServices): the chart cannot read
-// package.json at install time, so this script writes what it needs into values.yaml.
+// Writes the lists of services into the files that cannot discover them at run time, from the services'
+// manifests (`rewardMesh.service` in each service's package.json, found by @reward-mesh/sdk
+// discoverServices) and the root's workspaces:
+// * images/mesh/Dockerfile: the deps stage copies every workspace's package.json before `npm ci` (a
+//   Dockerfile cannot glob folders and keep their paths without BuildKit-only syntax), between the
+//   `# Every workspace's package.json` comment and its RUN line;
+// * helm/reward-mesh/values.yaml: the chart cannot read package.json at install time, so:
 //   * a discovered service without a block gets one (the defaults of every block, its manifest's port,
 //     health port = port + 10, domains) and a `## @param services.<name>` line; the README's values
 //     table is rewritten;
@@ -9,17 +13,34 @@
 //     sandbox, autoscaling — is the chart's own and left alone);
 //   * a block no service declares is an error (remove it, or add the service's manifest).
 // The edit is textual, so that the rest of values.yaml (comments, flow style) is kept byte for byte.
-//   node --import tsx scripts/gen-helm-services.mjs          write values.yaml (and the README table)
-//   node --import tsx scripts/gen-helm-services.mjs --check  fail when values.yaml differs
+//   node --import tsx scripts/gen-service-lists.mjs          write both (and the chart README's table)
+//   node --import tsx scripts/gen-service-lists.mjs --check  fail when either differs
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { discoverServices } from "@reward-mesh/sdk";
+import { relative } from "node:path";
+import { discoverServices, workspaceFolders } from "@reward-mesh/sdk";
 import { parse } from "yaml";
 import { valuesTable, withTable } from "../helm/test/values-doc.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const VALUES_PATH = `${root}helm/reward-mesh/values.yaml`;
 const README_PATH = `${root}helm/reward-mesh/README.md`;
+export const DOCKERFILE_PATH = `${root}images/mesh/Dockerfile`;
+
+/** The mesh Dockerfile's text with one `COPY <ws>/package.json <ws>/` line per workspace. */
+export function dockerfileWithWorkspaces(text, folders = workspaceFolders(root)) {
+  const lines = text.split("\n");
+  let start = lines.findIndex((l) => l.startsWith("# Every workspace's package.json"));
+  while (start >= 0 && lines[start + 1]?.startsWith("#")) start++; // the rest of the comment
+  const end = lines.findIndex((l, i) => i > start && l.startsWith("RUN "));
+  if (start < 0 || end < 0)
+    throw new Error(
+      "images/mesh/Dockerfile: no '# Every workspace's package.json' comment followed by a RUN line",
+    );
+  const copies = folders.map((f) => relative(root, f)).map((ws) => `COPY ${ws}/package.json ${ws}/`);
+  lines.splice(start + 1, end - start - 1, ...copies);
+  return lines.join("\n");
+}
 
 /** The lines of a new service block (two-space indented under `services:`). */
 function newBlock(m) {
@@ -96,17 +117,28 @@ export function valuesWithServices(text, services = discoverServices(root)) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const text = readFileSync(VALUES_PATH, "utf8");
   const want = valuesWithServices(text);
+  const docker = readFileSync(DOCKERFILE_PATH, "utf8");
+  const wantDocker = dockerfileWithWorkspaces(docker);
   if (process.argv.includes("--check")) {
-    if (want !== text) {
+    const stale = [
+      want !== text && "helm/reward-mesh/values.yaml",
+      wantDocker !== docker && "images/mesh/Dockerfile",
+    ];
+    if (stale.some(Boolean)) {
       console.error(
-        "gen-helm-services: helm/reward-mesh/values.yaml's services differ from the manifests — run node --import tsx scripts/gen-helm-services.mjs",
+        `gen-service-lists: ${stale.filter(Boolean).join(" and ")} differ from the services — run node --import tsx scripts/gen-service-lists.mjs`,
       );
       process.exit(1);
     }
-    console.log("gen-helm-services: helm/reward-mesh/values.yaml's services match the manifests");
+    console.log(
+      "gen-service-lists: helm/reward-mesh/values.yaml and images/mesh/Dockerfile match the services",
+    );
   } else {
     writeFileSync(VALUES_PATH, want);
     writeFileSync(README_PATH, withTable(readFileSync(README_PATH, "utf8"), valuesTable(want)));
-    console.log("gen-helm-services: wrote helm/reward-mesh/values.yaml and its README table");
+    writeFileSync(DOCKERFILE_PATH, wantDocker);
+    console.log(
+      "gen-service-lists: wrote helm/reward-mesh/values.yaml (and its README table) and images/mesh/Dockerfile",
+    );
   }
 }
