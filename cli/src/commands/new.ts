@@ -23,7 +23,8 @@ export const NEW_COMMAND: CommandSpec = {
     { name: "service", description: "what to create (only 'service')" },
     {
       name: "<name>",
-      description: "the service name: lower case, digits, '-' or '_' (a NATS subject token)",
+      description:
+        "the service name: at most 20 lower case letters, digits or '-' (a NATS subject token and a DNS label)",
     },
   ],
   options: {
@@ -47,7 +48,8 @@ export const NEW_COMMAND: CommandSpec = {
     },
   },
   notes: [
-    "Writes services/<name>/ only (and the generated environment schema); run 'npm install' to record it in package-lock.json.",
+    "Writes services/<name>/ only, then regenerates the files that list every service (the environment\n" +
+      "schema, the Helm values' services, the mesh Dockerfile); run 'npm install' to record it in package-lock.json.",
   ],
   examples: ["reward-mesh new service word-count --domain custom"],
 };
