@@ -35,12 +35,10 @@ const q = (s: string) => JSON.stringify(s);
 // generated main.ts (not this module) installs the OpenTelemetry SDK.
 const OTEL_SDK_NODE = ["@opentelemetry", "sdk-node"].join("/");
 
-/** Every file, by path relative to the service folder. */
-export function serviceFiles(n: ServiceNames): Record<string, string> {
+/** `package.json`, with the `rewardMesh.service` manifest discovery reads. */
+function packageJson(n: ServiceNames): string {
   const { name, prefix: P, pascal } = n;
-  const domains = `[${n.domains.map(q).join(", ")}]`;
-  const files: Record<string, string> = {};
-  files["package.json"] = `${JSON.stringify(
+  return `${JSON.stringify(
     {
       name: `@reward-mesh/${name}`,
       version: "0.1.0",
@@ -66,8 +64,12 @@ export function serviceFiles(n: ServiceNames): Record<string, string> {
     null,
     2,
   )}\n`;
+}
 
-  files["src/config.ts"] = `/**
+/** `src/config.ts`: the environment, declared once (`defineEnv`, `defineServiceEnv`). */
+function configTs(n: ServiceNames): string {
+  const { name, prefix: P, pascal } = n;
+  return `/**
  * Configuration of the ${name} service (prefix \`${P}_\`). The only module here that reads the
  * environment.
  * @module
@@ -120,8 +122,12 @@ export function loadConfig(env: Env = processEnv()): ${pascal}Config {
   return { maxWords: v.${P}_MAX_WORDS, runtime: loadServiceRuntimeOptions(${q(P)}, ${P}_DEFAULT_PORT, env) };
 }
 `;
+}
 
-  files["src/errors.ts"] = `/**
+/** `src/errors.ts`. */
+function errorsTs(n: ServiceNames): string {
+  const { name } = n;
+  return `/**
  * Errors of the ${name} service. Bad metadata is the caller's fault: an {@link InvalidArgumentError}
  * naming the metadata key (INVALID_ARGUMENT over gRPC, dead-lettered over JetStream).
  * @module
@@ -133,8 +139,13 @@ export function invalidMetadata(key: string, problem: string): InvalidArgumentEr
   return new InvalidArgumentError(\`rollout.metadata["\${key}"]\`, problem);
 }
 `;
+}
 
-  files["src/service.ts"] = `/**
+/** `src/service.ts`: the definition and its (example) scoring. */
+function serviceTs(n: ServiceNames): string {
+  const { name, prefix: P, pascal } = n;
+  const domains = `[${n.domains.map(q).join(", ")}]`;
+  return `/**
  * The ${name} service: \`words\` (whitespace-separated words of the response) and \`brevity\`
  * (1 − min(1, words / max_words)). Replace this scoring with yours: declare each component (name,
  * range) and return one value per declared component.
@@ -186,8 +197,12 @@ export function create${pascal}Service(options: ${pascal}Options): RewardService
   });
 }
 `;
+}
 
-  files["src/main.ts"] = `/**
+/** `src/main.ts`: the process entrypoint. */
+function mainTs(n: ServiceNames): string {
+  const { name, pascal } = n;
+  return `/**
  * Entrypoint of the ${name} service: config, OpenTelemetry SDK, gRPC + JetStream worker, drain on SIGTERM.
  * Run with \`reward-mesh serve ${name}\`.
  */
@@ -203,8 +218,12 @@ otel.start();
 const logger = createLogger({ service: ${q(name)}, level: config.runtime.logLevel });
 await serveRewardService(create${pascal}Service(config), config.runtime, logger, () => otel.shutdown());
 `;
+}
 
-  files["src/index.ts"] = `/**
+/** `src/index.ts`: the public exports. */
+function indexTs(n: ServiceNames): string {
+  const { name, prefix: P, pascal } = n;
+  return `/**
  * \`@reward-mesh/${name}\`: the ${name} reward service.
  * @module
  */
@@ -212,8 +231,12 @@ export type { ${pascal}Config, ${pascal}Options } from "./config.js";
 export { ${P}_DEFAULT_PORT, ${P}_ENV, ${P}_SERVICE_ENV, loadConfig } from "./config.js";
 export { create${pascal}Service, MAX_WORDS_METADATA, ${P}_SERVICE_VERSION } from "./service.js";
 `;
+}
 
-  files["src/service.test.ts"] = `import assert from "node:assert/strict";
+/** `src/service.test.ts`: the scoring and the configuration, in process. */
+function serviceTestTs(n: ServiceNames): string {
+  const { name, prefix: P, pascal } = n;
+  return `import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { makeRollout } from "@reward-mesh/sdk/testing";
 import { loadConfig } from "./config.js";
@@ -246,9 +269,13 @@ describe("${name} service", () => {
   });
 });
 `;
+}
 
-  files[`test/${name}.test.ts`] =
-    `/** The ${name} service end to end: its real process entrypoint, real NATS, real gRPC. */
+/** `test/<name>.test.ts`: the real process through real NATS and gRPC. */
+function e2eTestTs(n: ServiceNames): string {
+  const { name, prefix: P } = n;
+  const domains = `[${n.domains.map(q).join(", ")}]`;
+  return `/** The ${name} service end to end: its real process entrypoint, real NATS, real gRPC. */
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -309,8 +336,12 @@ it("drains and exits 0 on SIGTERM", async () => {
   assert.equal(await service.stop(), 0);
 });
 `;
+}
 
-  files["README.md"] = `# ${name}
+/** `README.md`. */
+function readme(n: ServiceNames): string {
+  const { name, prefix: P } = n;
+  return `# ${name}
 
 A reward service (gRPC \`rewardmesh.v1.RewardService\` + a JetStream worker), made by
 \`reward-mesh new service ${name}\`. It declares itself in \`package.json\` (\`rewardMesh.service\`:
@@ -347,5 +378,19 @@ reward-mesh serve ${name}
 node scripts/run-tests.mjs services/${name}/
 \`\`\`
 `;
-  return files;
+}
+
+/** Every file, by path relative to the service folder. */
+export function serviceFiles(n: ServiceNames): Record<string, string> {
+  return {
+    "package.json": packageJson(n),
+    "src/config.ts": configTs(n),
+    "src/errors.ts": errorsTs(n),
+    "src/service.ts": serviceTs(n),
+    "src/main.ts": mainTs(n),
+    "src/index.ts": indexTs(n),
+    "src/service.test.ts": serviceTestTs(n),
+    [`test/${n.name}.test.ts`]: e2eTestTs(n),
+    "README.md": readme(n),
+  };
 }
