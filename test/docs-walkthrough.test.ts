@@ -77,7 +77,7 @@ const docsDir = join(root, "docs");
 for (const file of existsSync(docsDir) ? readdirSync(docsDir).filter((f) => f.endsWith(".md")) : []) {
   const script = walkthrough(readFileSync(join(docsDir, file), "utf8"));
   if (script.trim() === "") continue;
-  it(`docs/${file}: the walkthrough runs in a fresh copy of the repository`, async () => {
+  it(`docs/${file}: the walkthrough runs in a fresh copy of the repository`, async (t) => {
     const dir = scratchCopy();
     const port = await freePort();
     const t0 = performance.now();
@@ -98,7 +98,7 @@ for (const file of existsSync(docsDir) ? readdirSync(docsDir).filter((f) => f.en
         );
       });
       const seconds = (performance.now() - t0) / 1000;
-      process.stdout.write(`# docs/${file}: walkthrough took ${seconds.toFixed(1)} s\n`);
+      t.diagnostic(`docs/${file}: walkthrough took ${seconds.toFixed(1)} s`);
       assert.ok(relative(root, dir).startsWith(".."), "ran outside this checkout");
     } finally {
       rmSync(dir, { recursive: true, force: true });
