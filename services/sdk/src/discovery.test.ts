@@ -1,9 +1,15 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { discoverServices, findWorkspaceRoot, parseServiceManifest, workspaceFolders } from "./discovery.js";
+import {
+  discoverServices,
+  findWorkspaceRoot,
+  loadDiscoveredService,
+  parseServiceManifest,
+  workspaceFolders,
+} from "./discovery.js";
 
 const good = {
   name: "demo",
@@ -113,5 +119,36 @@ describe("service discovery", () => {
       () => discoverServices(root),
       /'workspaces\[0\]' \("packages\/\*\*"\) must be a folder or 'folder\/\*'/,
     );
+  });
+
+  it("loads a service's definition from its index (an async factory too) and checks it against the manifest", async () => {
+    service("alpha", good);
+    const index = join(root, "services", "alpha", "src", "index.ts");
+    const write = (name: string, domains: string[]) =>
+      writeFileSync(
+        index,
+        `export const loadConfig = () => ({ greeting: "hi" });\nexport const createDemo = async (c: { greeting: string }) => ({ name: ${JSON.stringify(name)}, domains: ${JSON.stringify(domains)}, greeting: c.greeting });\n`,
+      );
+    write("demo", ["custom"]);
+    const [s] = discoverServices(root);
+    assert.equal(((await loadDiscoveredService(s!)) as unknown as { greeting: string }).greeting, "hi");
+    // Each check imports a fresh copy of the index (a query string), as a changed file would be.
+    const load = async () => {
+      const copy = join(root, "services", "alpha", "src", `index-${Math.random().toString(36).slice(2)}.ts`);
+      writeFileSync(copy, readFileSync(index));
+      return loadDiscoveredService({ ...s!, indexPath: copy });
+    };
+    write("other", ["custom"]);
+    await assert.rejects(
+      load(),
+      /@x\/alpha: 'rewardMesh.service.name' is 'demo' but its definition is named 'other'/,
+    );
+    write("demo", ["code"]);
+    await assert.rejects(
+      load(),
+      /'rewardMesh.service.domains' is \[custom\] but its definition consumes \[code\]/,
+    );
+    writeFileSync(index, "export const loadConfig = () => ({});\n");
+    await assert.rejects(load(), /does not export 'createDemo' \(rewardMesh.service.factory\)/);
   });
 });

@@ -202,7 +202,8 @@ export function discoverServices(root: string = findWorkspaceRoot()): Discovered
 }
 
 /**
- * The service's definition configured from the environment: its index's `factory(loadConfig())`.
+ * The service's definition configured from the environment: its index's `factory(loadConfig())`
+ * (awaited: a factory may be async).
  * Checks that the definition agrees with the manifest (name and domains).
  */
 export async function loadDiscoveredService(s: DiscoveredService): Promise<RewardServiceDefinition> {
@@ -213,7 +214,10 @@ export async function loadDiscoveredService(s: DiscoveredService): Promise<Rewar
     throw new ServiceManifestError(`${where} does not export 'loadConfig'`);
   if (typeof m[factory] !== "function")
     throw new ServiceManifestError(`${where} does not export '${factory}' (rewardMesh.service.factory)`);
-  const def = (m[factory] as (c: unknown) => RewardServiceDefinition)((m["loadConfig"] as () => unknown)());
+  // A factory may be async (e.g. one that loads a model first).
+  const def = await (
+    m[factory] as (c: unknown) => RewardServiceDefinition | Promise<RewardServiceDefinition>
+  )((m["loadConfig"] as () => unknown)());
   if (def.name !== s.manifest.name)
     throw new ServiceManifestError(
       `${s.packageName}: 'rewardMesh.service.name' is '${s.manifest.name}' but its definition is named '${def.name}'`,
