@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when proto/src/gen (TypeScript) or the learner's Python stubs differ from what the .proto files
+# Fails when proto/src/gen (TypeScript), the learner's or the Python reward-service example's stubs differ from what the .proto files
 # generate (drift check), runs `buf lint` on the contracts, and `buf breaking` against the released
 # contract (proto/breaking-baseline.binpb, `buf build` of rewardmesh.v1 before the text-learner change).
 set -euo pipefail
@@ -27,10 +27,17 @@ if ! diff -ru src/gen "$tmp/gen" >"$tmp/diff"; then
 fi
 echo "check-generated: proto/src/gen matches the protos"
 py_gen=../trainer/learner-torch/reward_mesh_learner/_gen
-bash ../scripts/generate-python.sh "$tmp/py"
+bash ../scripts/generate-python.sh "$tmp/py" "$tmp/py-reward"
 if ! diff -ru -x __pycache__ "$py_gen" "$tmp/py" >"$tmp/pydiff"; then
   head -50 "$tmp/pydiff"
   echo "check-generated: $py_gen is stale — run 'npm run generate' and commit the result" >&2
   exit 1
 fi
 echo "check-generated: the learner's Python stubs match the protos"
+py_reward=../examples/python-reward-service/_gen
+if ! diff -ru -x __pycache__ "$py_reward" "$tmp/py-reward" >"$tmp/pyrdiff"; then
+  head -50 "$tmp/pyrdiff"
+  echo "check-generated: $py_reward is stale — run 'npm run generate' and commit the result" >&2
+  exit 1
+fi
+echo "check-generated: the Python reward-service example's stubs match the protos"

@@ -1,5 +1,5 @@
 /**
- * Every README's examples run: a ```sh block followed by a ```json block must print that JSON (one
+ * Every README's (and docs/*.md guide's) examples run: a ```sh block followed by a ```json block must print that JSON (one
  * object per line; `durationMs` ignored), and every ```ts block must run to completion.
  */
 import assert from "node:assert/strict";
@@ -27,6 +27,11 @@ function readmes(): string[] {
   ])
     out.push(join(root, dir, "README.md"));
   for (const s of readdirSync(join(root, "services"))) out.push(join(root, "services", s, "README.md"));
+  // The guides and the examples (docs/*.md walkthroughs also run in test/docs-walkthrough.test.ts).
+  if (existsSync(join(root, "docs")))
+    for (const f of readdirSync(join(root, "docs"))) if (f.endsWith(".md")) out.push(join(root, "docs", f));
+  if (existsSync(join(root, "examples")))
+    for (const e of readdirSync(join(root, "examples"))) out.push(join(root, "examples", e, "README.md"));
   return out.filter((f) => existsSync(f));
 }
 

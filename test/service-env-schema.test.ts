@@ -10,15 +10,15 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { AGENTDOJO_SERVICE_ENV, loadConfig as agentdojo } from "@reward-mesh/agentdojo";
-import { AST_SERVICE_ENV, loadConfig as ast } from "@reward-mesh/ast";
-import { CODE_EXEC_SERVICE_ENV, loadConfig as codeExec } from "@reward-mesh/code-exec";
-import { EFFICIENCY_SERVICE_ENV, loadConfig as efficiency } from "@reward-mesh/efficiency";
-import { LENGTH_SERVICE_ENV, loadConfig as length } from "@reward-mesh/length";
-import { REWARD_MODEL_SERVICE_ENV, loadConfig as rewardModel } from "@reward-mesh/reward-model";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { SANDBOX_CONFIG_ENV } from "@reward-mesh/sandbox";
-import { COMMON_SERVICE_ENV, type ServiceEnv, serviceEnvSchema } from "@reward-mesh/sdk";
-import { loadConfig as toolCall, TOOL_CALL_SERVICE_ENV } from "@reward-mesh/tool-call";
+import {
+  COMMON_SERVICE_ENV,
+  discoverServices,
+  isServiceEnv,
+  type ServiceEnv,
+  serviceEnvSchema,
+} from "@reward-mesh/sdk";
 import { Ajv } from "ajv";
 import {
   buildServiceEnvSchema,
@@ -40,25 +40,16 @@ type Property = {
 };
 type Definition = { properties: Record<string, Property> };
 
-const LOADERS: Record<string, (env: Env) => unknown> = {
-  length,
-  "code-exec": codeExec,
-  ast,
-  efficiency,
-  "tool-call": toolCall,
-  agentdojo,
-  "reward-model": rewardModel,
-};
-
-const SPECS: Record<string, ServiceEnv> = {
-  length: LENGTH_SERVICE_ENV,
-  "code-exec": CODE_EXEC_SERVICE_ENV,
-  ast: AST_SERVICE_ENV,
-  efficiency: EFFICIENCY_SERVICE_ENV,
-  "tool-call": TOOL_CALL_SERVICE_ENV,
-  agentdojo: AGENTDOJO_SERVICE_ENV,
-  "reward-model": REWARD_MODEL_SERVICE_ENV,
-};
+// Every discovered service (its package.json manifest): a new service is checked without an edit here.
+const LOADERS: Record<string, (env: Env) => unknown> = {};
+const SPECS: Record<string, ServiceEnv> = {};
+for (const d of discoverServices(fileURLToPath(new URL("..", import.meta.url)))) {
+  const m = (await import(pathToFileURL(d.indexPath).href)) as Record<string, unknown>;
+  const spec = Object.values(m).find(isServiceEnv);
+  assert.ok(spec, `${d.packageName} exports no defineServiceEnv(...) from its index`);
+  LOADERS[d.manifest.name] = m["loadConfig"] as (env: Env) => unknown;
+  SPECS[d.manifest.name] = spec;
+}
 
 const schema = JSON.parse(readFileSync(SCHEMA_PATH as string, "utf8")) as {
   definitions: Record<string, Definition>;

@@ -9,6 +9,7 @@ import { type CommandSpec, formatHelp } from "./args.js";
 import { CHECK_COMMAND } from "./commands/check.js";
 import { DEMO_COMMAND } from "./commands/demo.js";
 import { EXPERIMENT_COMMAND } from "./commands/experiment.js";
+import { NEW_COMMAND } from "./commands/new.js";
 import { PROVISION_COMMAND } from "./commands/provision.js";
 import { SCORE_COMMAND } from "./commands/score.js";
 import { SERVE_COMMAND } from "./commands/serve.js";
@@ -42,6 +43,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   EXPERIMENT_COMMAND,
   TASKS_COMMAND,
   DEMO_COMMAND,
+  NEW_COMMAND,
 ];
 
 const firstLine = (s: string) => s.split("\n")[0]!;

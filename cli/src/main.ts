@@ -9,6 +9,7 @@ import { ADVANTAGES_COMMAND, commandNamed, HELP, helpOf } from "./commands.js";
 import { runCheck } from "./commands/check.js";
 import { runDemo } from "./commands/demo.js";
 import { runExperiment } from "./commands/experiment.js";
+import { runNew } from "./commands/new.js";
 import { runProvision } from "./commands/provision.js";
 import { runScore } from "./commands/score.js";
 import { runServe } from "./commands/serve.js";
@@ -39,7 +40,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const config = loadCliConfig();
   switch (command) {
     case "serve":
-      await runServe(args);
+      await runServe(args, config.grpc);
       return -1; // keeps running until a signal
     case "score":
       return runScore(args, process.stdin, process.stdout, process.stderr, config.grpc);
@@ -66,6 +67,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return runDemo(args, config, process.stdout, process.stderr);
     case "tasks":
       return runTasks(args, process.stdout, process.stderr);
+    case "new":
+      return runNew(args, process.stdout);
     default:
       throw new Error(`command '${command}' is listed but not dispatched`);
   }

@@ -1,10 +1,15 @@
 /**
- * The reward services this build ships, by name. The CLI may import services (it is not one);
- * services never import each other.
+ * The reward services this build ships, by name: discovered from each service package's
+ * `rewardMesh.service` manifest (`@reward-mesh/sdk` `discoverServices`), never listed here. The CLI may
+ * import services (it is not one); services never import each other.
  * @module
  */
-import { fileURLToPath } from "node:url";
-import type { RewardServiceDefinition } from "@reward-mesh/sdk";
+import {
+  type DiscoveredService,
+  discoverServices,
+  loadDiscoveredService,
+  type RewardServiceDefinition,
+} from "@reward-mesh/sdk";
 
 /** How the CLI starts and loads one service. */
 export interface ServiceEntry {
@@ -12,87 +17,27 @@ export interface ServiceEntry {
   /** Environment prefix of its options (e.g. `LENGTH` → `LENGTH_GRPC_PORT`). */
   readonly envPrefix: string;
   readonly defaultPort: number;
+  /** Rollout domains it consumes (its manifest's, equal to its definition's). */
+  readonly domains: readonly string[];
   /** Absolute path of its `main.ts` (what `serve` and `up` run). */
   readonly mainPath: () => string;
   /** Its definition configured from the environment, for in-process scoring. */
   readonly load: () => Promise<RewardServiceDefinition>;
 }
 
-/** Every available service. */
-export const SERVICES: readonly ServiceEntry[] = [
-  {
-    name: "length",
-    envPrefix: "LENGTH",
-    defaultPort: 50061,
-    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/length/main")),
-    load: async () => {
-      const m = await import("@reward-mesh/length");
-      return m.createLengthService(m.loadConfig());
-    },
-  },
-  {
-    name: "tool-call",
-    envPrefix: "TOOL_CALL",
-    defaultPort: 50065,
-    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/tool-call/main")),
-    load: async () => {
-      const m = await import("@reward-mesh/tool-call");
-      return m.createToolCallService(m.loadConfig());
-    },
-  },
-  {
-    name: "agentdojo",
-    envPrefix: "AGENTDOJO",
-    defaultPort: 50066,
-    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/agentdojo/main")),
-    load: async () => {
-      const m = await import("@reward-mesh/agentdojo");
-      return m.createAgentDojoService(m.loadConfig());
-    },
-  },
-  {
-    name: "code-exec",
-    envPrefix: "CODE_EXEC",
-    defaultPort: 50062,
-    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/code-exec/main")),
-    load: async () => {
-      const m = await import("@reward-mesh/code-exec");
-      return m.createCodeExecService(m.loadConfig());
-    },
-  },
-  {
-    name: "ast",
-    envPrefix: "AST",
-    defaultPort: 50063,
-    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/ast/main")),
-    load: async () => {
-      const m = await import("@reward-mesh/ast");
-      return m.createAstService(m.loadConfig());
-    },
-  },
-  {
-    name: "efficiency",
-    envPrefix: "EFFICIENCY",
-    defaultPort: 50064,
-    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/efficiency/main")),
-    load: async () => {
-      const m = await import("@reward-mesh/efficiency");
-      return m.createEfficiencyService(m.loadConfig());
-    },
-  },
-  {
-    name: "reward-model",
-    envPrefix: "REWARD_MODEL",
-    defaultPort: 50068,
-    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/reward-model/main")),
-    load: async () => {
-      const m = await import("@reward-mesh/reward-model");
-      const service = m.createRewardModelService(m.loadConfig());
-      await service.ready; // the ONNX model loads asynchronously; a bad model file fails here
-      return service;
-    },
-  },
-];
+function entryOf(s: DiscoveredService): ServiceEntry {
+  return {
+    name: s.manifest.name,
+    envPrefix: s.manifest.envPrefix,
+    defaultPort: s.manifest.defaultPort,
+    domains: s.manifest.domains,
+    mainPath: () => s.mainPath,
+    load: () => loadDiscoveredService(s),
+  };
+}
+
+/** Every available service (sorted by name), discovered once when the CLI loads. */
+export const SERVICES: readonly ServiceEntry[] = discoverServices().map(entryOf);
 
 /** Thrown for an unknown service name; lists the known ones. */
 export class UnknownServiceError extends Error {
@@ -104,7 +49,7 @@ export function serviceEntry(name: string): ServiceEntry {
   const e = SERVICES.find((s) => s.name === name);
   if (!e)
     throw new UnknownServiceError(
-      `unknown service '${name}'; available: ${SERVICES.map((s) => s.name).join(", ")}`,
+      `unknown service '${name}'; available: ${SERVICES.map((s) => s.name).join(", ")} (a service is a workspace package with a 'rewardMesh.service' manifest; see docs/reward-services.md)`,
     );
   return e;
 }

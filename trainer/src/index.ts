@@ -171,6 +171,7 @@ export type {
 } from "./run/validation.js";
 export {
   checkResult,
+  checkDomainsScored,
   checkRunAgainstContracts,
   contractOf,
   createResultValidator,

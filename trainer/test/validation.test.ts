@@ -124,6 +124,22 @@ describe("the run checks the services' Describe before step 1", () => {
   });
 });
 
+describe("a domain no service of the run scores", () => {
+  it("fails the run before step 1, naming the domain and what the services score", async () => {
+    const t0 = Date.now();
+    await assert.rejects(
+      train(doc("unscored-domain", { components: [{ service: "ast", component: "similarity", weight: 1 }] })),
+      (e: Error) =>
+        e.name === "RunContractError" &&
+        e.message.startsWith(
+          "the run has tasks of domain 'custom', but no service of its components scores 'custom' (they score: ast [code])",
+        ),
+    );
+    assert.ok(Date.now() - t0 < 5_000, "fails at once, before any wait");
+    assert.equal(existsSync(join(dir, "unscored-domain", "metrics.jsonl")), false, "no step ran");
+  });
+});
+
 describe("forged results on the bus", () => {
   it("are rejected, counted per service and reason, and never trained on", async () => {
     const runId = "forged";

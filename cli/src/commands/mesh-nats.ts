@@ -47,9 +47,10 @@ function hasCredentials(auth: NatsAuthOptions | undefined): boolean {
   return Object.entries(auth ?? {}).some(([k, v]) => k !== "inboxPrefix" && v !== undefined);
 }
 
-/** Service names and the domains each consumes, from the services' own definitions. */
+/** Service names and the domains each consumes, from their manifests. */
 async function serviceIdentities(): Promise<ServiceIdentity[]> {
-  return Promise.all(SERVICES.map(async (e) => ({ name: e.name, domains: (await e.load()).domains })));
+  // The manifests' domains: discovery checks them against each definition when it is loaded.
+  return Promise.all(SERVICES.map(async (e) => ({ name: e.name, domains: e.domains })));
 }
 
 function localHostPort(url: string): { host: string; port: number } {

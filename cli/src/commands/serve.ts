@@ -1,9 +1,12 @@
 /**
  * `reward-mesh serve <service>`: runs one reward service in this process (gRPC + JetStream worker),
- * exactly as its `main.ts` does in a container.
+ * exactly as its `main.ts` does in a container. `reward-mesh serve --remote host:port`: the sidecar
+ * for a reward service implemented elsewhere (any language): Describe, then ScoreStream, behind the
+ * same JetStream worker.
  * @module
  */
 import { pathToFileURL } from "node:url";
+import type { GrpcClientSecurity } from "@reward-mesh/sdk";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
@@ -12,22 +15,52 @@ import { SERVICES, serviceEntry } from "../services.js";
 export const SERVE_COMMAND: CommandSpec = {
   name: "serve",
   summary: "run one reward service (gRPC server + JetStream worker) until SIGTERM/SIGINT",
-  positionals: [{ name: "<service>", description: SERVICES.map((s) => s.name).join(", ") }],
-  options: {},
+  positionals: [
+    { name: "[service]", description: `${SERVICES.map((s) => s.name).join(", ")} (not with --remote)` },
+  ],
+  options: {
+    remote: {
+      type: "string",
+      value: "host:port",
+      description:
+        "run the JetStream worker for a RewardService served elsewhere (any language): Describe gives its name, domains and components, ScoreStream its results",
+    },
+    "wait-seconds": {
+      type: "string",
+      value: "N",
+      default: "30",
+      description: "--remote: how long to wait for the remote service to answer Describe",
+    },
+  },
   notes: [
     "Its settings come from the environment: <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, NATS_URL,\n" +
       "<SERVICE>_GRPC_TLS_* / _TOKEN / _INSECURE, <SERVICE>_HEALTH_PORT (a plaintext health-only port for\n" +
-      "Kubernetes gRPC probes), LOG_LEVEL, OTEL_* (see the service's README).",
+      "Kubernetes gRPC probes), LOG_LEVEL, OTEL_* (see the service's README). With --remote, <SERVICE> is the\n" +
+      "remote's name in UPPER_SNAKE case, its gRPC front defaults to an ephemeral port, and REWARD_MESH_GRPC_*\n" +
+      "secure the connection to the remote.",
   ],
-  examples: ["LENGTH_GRPC_PORT=50061 reward-mesh serve length"],
+  examples: ["LENGTH_GRPC_PORT=50061 reward-mesh serve length", "reward-mesh serve --remote 127.0.0.1:50100"],
 };
 
 /** Usage of the serve command. */
 export const SERVE_USAGE = `${usageLine(SERVE_COMMAND)}   (options come from <PREFIX>_* environment variables)`;
 
-/** Imports the service's entrypoint, which runs until SIGTERM/SIGINT. */
-export async function runServe(args: readonly string[]): Promise<void> {
-  const { positionals } = parseCommand(SERVE_COMMAND, args);
+/** Imports the service's entrypoint (or starts the sidecar), which runs until SIGTERM/SIGINT. */
+export async function runServe(args: readonly string[], security: GrpcClientSecurity = {}): Promise<void> {
+  const { values, positionals } = parseCommand(SERVE_COMMAND, args);
+  const remote = values["remote"];
+  if (typeof remote === "string") {
+    if (positionals.length !== 0)
+      throw new UsageError(`'--remote' serves the remote's service; drop '${positionals[0]}'`);
+    if (!/^[^\s:]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$/.test(remote))
+      throw new UsageError(`'--remote' must be host:port, got '${remote}'`);
+    const wait = Number(values["wait-seconds"]);
+    if (!Number.isFinite(wait) || wait <= 0)
+      throw new UsageError("'--wait-seconds' must be a positive number");
+    const { runSidecar } = await import("../sidecar/main.js");
+    await runSidecar(remote, { waitMs: wait * 1000, security });
+    return;
+  }
   if (positionals.length !== 1) throw new UsageError(SERVE_USAGE);
   await import(pathToFileURL(serviceEntry(positionals[0]!).mainPath()).href);
 }

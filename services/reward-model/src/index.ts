@@ -21,6 +21,7 @@ export type { RewardModelService } from "./service.js";
 export {
   calibrate,
   createRewardModelService,
+  loadRewardModelService,
   promptText,
   REWARD_MODEL_SERVICE_VERSION,
 } from "./service.js";

@@ -48,6 +48,16 @@ export function calibrate(x: number, shift: number, scale: number): number {
 }
 
 /**
+ * Creates the reward-model service and waits for its ONNX session (the factory service discovery calls:
+ * a bad model file fails here, before the service serves).
+ */
+export async function loadRewardModelService(options: RewardModelOptions): Promise<RewardModelService> {
+  const service = createRewardModelService(options);
+  await service.ready;
+  return service;
+}
+
+/**
  * Creates the reward-model service. The options are checked and the tokenizer is read now (a bad option
  * throws `ConfigError`, a bad file `ModelLoadError`);
  * the ONNX session loads in the background — await {@link RewardModelService.ready} before serving.

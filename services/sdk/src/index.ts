@@ -55,6 +55,16 @@ export {
   telemetryExportConfigured,
 } from "./config.js";
 export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
+export type { DiscoveredService, ServiceManifest } from "./discovery.js";
+export {
+  discoverServices,
+  findWorkspaceRoot,
+  loadDiscoveredService,
+  parseServiceManifest,
+  SERVICE_MANIFEST_SCHEMA,
+  ServiceManifestError,
+  workspaceFolders,
+} from "./discovery.js";
 export { DESCRIBE_QUEUE, requestDescribe, startDescribeResponder } from "./describe.js";
 export type { EnvSpec, EnvValue, EnvValues, EnvVarSpec } from "./env-spec.js";
 export {
@@ -141,6 +151,8 @@ export {
 export { freePort } from "./net.js";
 export type { RetryUntilOptions } from "./retry.js";
 export { retryUntil } from "./retry.js";
+export type { RemoteService, RemoteServiceOptions } from "./remote.js";
+export { connectRemoteService } from "./remote.js";
 export type { RewardServiceClientOptions } from "./reward-client.js";
 export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";

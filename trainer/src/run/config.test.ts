@@ -51,7 +51,7 @@ describe("run config", () => {
       [{ ...base, colour: "red" }, /'colour' is not a known key/],
       [
         { components: [{ service: "nope", component: "x" }] },
-        /'components\[0\]\.service' unknown service 'nope'/,
+        /'components\[0\]\.service' unknown service 'nope': this build's services are agentdojo, ast, [a-z, -]*\blength\b.*'reward-mesh serve --remote'/,
       ],
       [{ components: ["rlla-tool", "rlla-tool"] }, /'components' lists tool-call\/format twice/],
       [{ components: "no-such-preset" }, /'components\[0\]' unknown preset "no-such-preset"/],

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { didYouMean, discoverServices } from "@reward-mesh/sdk";
 import { Ajv } from "ajv";
 import { parse as parseYaml } from "yaml";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
@@ -64,15 +65,14 @@ export const COMPONENT_PRESETS: Readonly<Record<string, readonly ComponentConfig
   overlong: [{ service: "length", component: "overlong", weight: 1 }],
 };
 
-/** Which rollout domains each known service scores (a component of a service that does not score a domain is NOT_APPLICABLE there). */
-export const DEFAULT_SERVICE_DOMAINS: Readonly<Record<string, readonly string[]>> = {
-  length: ["code", "tool_call", "agent", "custom"],
-  "code-exec": ["code"],
-  ast: ["code"],
-  efficiency: ["code"],
-  "tool-call": ["tool_call"],
-  agentdojo: ["agent"],
-};
+/**
+ * Which rollout domains each service of this build scores (a component of a service that does not
+ * score a domain is NOT_APPLICABLE there): the `rewardMesh.service.domains` of every service package
+ * (`discoverServices`), so a new service needs no entry here. A run's `services:` key adds or overrides.
+ */
+export const DEFAULT_SERVICE_DOMAINS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
+  discoverServices().map((s) => [s.manifest.name, s.manifest.domains]),
+);
 
 /** Where the policy lives. */
 export type LearnerConfig =
@@ -623,7 +623,7 @@ export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfi
     if (!Object.hasOwn(serviceDomains, c.service)) {
       throw new RunConfigError(
         `components[${i}].service`,
-        `unknown service '${c.service}': add it under 'services' with the domains it scores`,
+        `unknown service '${c.service}'${didYouMean(c.service, Object.keys(serviceDomains))}: this build's services are ${Object.keys(serviceDomains).join(", ")}; a service from elsewhere (e.g. behind 'reward-mesh serve --remote') goes under 'services' with the domains it scores`,
       );
     }
   }

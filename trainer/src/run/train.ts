@@ -51,7 +51,7 @@ import {
   TaskPolicyMismatchError,
   taskDomainOf,
 } from "./tasks.js";
-import { createResultValidator, describeRunServices } from "./validation.js";
+import { checkDomainsScored, createResultValidator, describeRunServices } from "./validation.js";
 
 /** One group of a step as progress listeners see it (the live page's "last groups"). */
 export interface StepGroup {
@@ -149,6 +149,8 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     ...(o.signal ? { signal: o.signal } : {}),
     ...(o.onStartRetry ? { onRetry: o.onStartRetry } : {}),
   };
+  // Before anything waits: tasks of a domain no service of the run scores would train at reward 0.
+  checkDomainsScored(config, [...new Set(tasks.map(taskDomainOf))]);
   const info = await learnerInfoWaiting(learner, wait);
   const policy = info.tokenizer === FRAGMENT_TOKENIZER ? "fragments" : "text";
   if (policy === "fragments") {

@@ -104,6 +104,22 @@ export function checkRunAgainstContracts(
   }
 }
 
+/**
+ * Every routing domain of the run's tasks is scored by at least one service of the run (pure): a domain
+ * whose rollouts no component's service scores would train silently at reward 0 (every component
+ * NOT_APPLICABLE). `domains` are the routing domains of the run's tasks.
+ */
+export function checkDomainsScored(config: RunConfig, domains: readonly string[]): void {
+  const services = runServices(config);
+  for (const domain of new Set(domains)) {
+    if (services.some((s) => (config.serviceDomains[s] ?? []).includes(domain))) continue;
+    const offered = services.map((s) => `${s} [${(config.serviceDomains[s] ?? []).join(", ")}]`).join("; ");
+    throw new RunContractError(
+      `the run has tasks of domain '${domain}', but no service of its components scores '${domain}' (they score: ${offered}): those groups would train at reward 0. Add a component of a service that scores '${domain}', or drop those tasks`,
+    );
+  }
+}
+
 /** Options of {@link describeRunServices}. */
 export interface DescribeRunOptions {
   readonly timeoutMs: number;

@@ -1,0 +1,53 @@
+/**
+ * Entrypoint of the sidecar (`reward-mesh serve --remote host:port`): a reward service implemented
+ * elsewhere, in any language, served on the mesh by this process (`@reward-mesh/sdk`
+ * `connectRemoteService`: Describe, then ScoreStream). Its options come from `<PREFIX>_*` variables,
+ * where PREFIX is the remote service's name in UPPER_SNAKE case (`py-length` → `PY_LENGTH_CONCURRENCY`),
+ * exactly as a TypeScript service's; its own gRPC front defaults to an ephemeral port.
+ * @module
+ */
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import {
+  applyTelemetryDefaults,
+  connectRemoteService,
+  createLogger,
+  type GrpcClientSecurity,
+  loadServiceRuntimeOptions,
+  type RunningService,
+  serveRewardService,
+} from "@reward-mesh/sdk";
+
+/** Options of {@link runSidecar}. */
+export interface SidecarOptions {
+  /** How long to wait for the remote to answer Describe. */
+  readonly waitMs: number;
+  /** TLS / token towards the remote (the CLI's `REWARD_MESH_GRPC_*`). */
+  readonly security: GrpcClientSecurity;
+}
+
+/** The environment prefix of a remote service's sidecar options. */
+export const sidecarPrefix = (service: string) => service.toUpperCase().replace(/[^A-Z0-9]/g, "_");
+
+/** Connects to the remote service, then runs its worker and gRPC front until SIGTERM/SIGINT. */
+export async function runSidecar(address: string, o: SidecarOptions): Promise<RunningService> {
+  applyTelemetryDefaults();
+  const boot = createLogger({ service: "sidecar" });
+  const remote = await connectRemoteService(address, {
+    waitMs: o.waitMs,
+    security: o.security,
+    onWait: (err) => boot.info({ address, err: String(err) }, "waiting for the remote reward service"),
+  });
+  const name = remote.definition.name;
+  const config = loadServiceRuntimeOptions(sidecarPrefix(name), 0);
+  const otel = new NodeSDK({ serviceName: `reward-mesh-${name}` });
+  otel.start();
+  const logger = createLogger({ service: name, level: config.logLevel });
+  logger.info(
+    { remote: address, version: remote.definition.version, domains: remote.definition.domains },
+    "sidecar connected",
+  );
+  return serveRewardService(remote.definition, config, logger, async () => {
+    remote.close();
+    await otel.shutdown();
+  });
+}

@@ -1,0 +1,164 @@
+/**
+ * `reward-mesh serve --remote`: a reward service written in Python (examples/python-reward-service,
+ * Debian's python3-grpcio, stubs generated from proto/) joins the mesh through the sidecar process and
+ * takes part in a short training run; the bus semantics are the SDK worker's (a rollout the remote
+ * refuses is dead-lettered naming the field; every result carries the remote's components, checked
+ * against its Describe). Real nats-server, real Python gRPC server, the real CLI process.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { fromBinary } from "@bufbuild/protobuf";
+import { DeadLetterSchema, RewardResultSchema } from "@reward-mesh/proto";
+import { type MeshBus, openBus, publishRollout, readStream, Streams } from "@reward-mesh/sdk";
+import { type LocalNats, makeRollout, startTestNats, testBusOptions } from "@reward-mesh/sdk/testing";
+import {
+  builtinTasks,
+  createEmbeddedLearner,
+  readMetrics,
+  resolveRunConfig,
+  runTraining,
+} from "@reward-mesh/trainer";
+
+const PYTHON = "/usr/bin/python3";
+const example = fileURLToPath(
+  new URL("../../examples/python-reward-service/reward_service.py", import.meta.url),
+);
+const cli = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
+const noGrpc = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf"]).status !== 0;
+
+/** A child process, its output so far, and a wait for a line of it. */
+function child(cmd: string, args: string[], env: Record<string, string>) {
+  const c: ChildProcess = spawn(cmd, args, { env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", ...env } });
+  let out = "";
+  c.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  c.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => c.once("exit", (code) => r(code)));
+  const waitFor = (re: RegExp, ms = 60_000) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const t0 = Date.now();
+      const tick = () => {
+        const m = re.exec(out);
+        if (m) return resolve(m);
+        if (c.exitCode !== null) return reject(new Error(`${cmd} exited ${c.exitCode}:\n${out}`));
+        if (Date.now() - t0 > ms) return reject(new Error(`no ${re} from ${cmd} within ${ms} ms:\n${out}`));
+        setTimeout(tick, 25);
+      };
+      tick();
+    });
+  const stop = async () => {
+    if (c.exitCode === null && c.signalCode === null) c.kill("SIGTERM");
+    return exited;
+  };
+  return { waitFor, stop, output: () => out };
+}
+
+describe("a Python reward service through `reward-mesh serve --remote`", {
+  skip: noGrpc && `${PYTHON} has no grpcio/protobuf (apt-get install python3-grpcio python3-protobuf)`,
+}, () => {
+  let nats: LocalNats;
+  let bus: MeshBus;
+  let python: ReturnType<typeof child>;
+  let sidecar: ReturnType<typeof child>;
+  let dir: string;
+
+  before(async () => {
+    nats = await startTestNats();
+    bus = await openBus(testBusOptions(nats.url), "serve-remote-test");
+    python = child(PYTHON, [example, "--port", "0"], { PYTHONDONTWRITEBYTECODE: "1" });
+    const address = (await python.waitFor(/listening on (\S+)/))[1]!;
+    sidecar = child(process.execPath, [cli, "serve", "--remote", address], {
+      NATS_URL: nats.url,
+      OTEL_TRACES_EXPORTER: "none",
+      OTEL_METRICS_EXPORTER: "none",
+      OTEL_LOGS_EXPORTER: "none",
+      PY_BREVITY_ACK_WAIT_MS: "2000",
+    });
+    await sidecar.waitFor(/py-brevity ready/);
+    dir = mkdtempSync(join(tmpdir(), "rm-remote-"));
+  });
+  after(async () => {
+    const code = await sidecar?.stop();
+    await python?.stop();
+    await bus?.close();
+    await nats?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    assert.equal(code, 0, `the sidecar drains and exits 0 on SIGTERM:\n${sidecar?.output()}`);
+  });
+
+  it("takes part in a training run (its components, named in the run's `services:`)", async () => {
+    const config = resolveRunConfig({
+      run: { id: "py-remote", seed: 5, outputDir: dir },
+      tasks: { sets: ["custom"] },
+      services: { "py-brevity": ["custom"] },
+      groupSize: 4,
+      promptsPerStep: 2,
+      steps: 3,
+      components: [
+        { service: "py-brevity", component: "brevity", weight: 1 },
+        { service: "py-brevity", component: "politeness", weight: 0.5 },
+      ],
+      groups: { deadlineMs: 20_000 },
+    });
+    const learner = createEmbeddedLearner({ seed: config.seed });
+    try {
+      const r = await runTraining({
+        config,
+        tasks: builtinTasks(["custom"]),
+        bus,
+        learner,
+        startWaitSeconds: 30,
+      });
+      assert.equal(r.lastStep, 3);
+    } finally {
+      await learner.close();
+    }
+    const lines = readMetrics(join(dir, "py-remote", "metrics.jsonl"));
+    assert.equal(lines.length, 3);
+    for (const l of lines) {
+      assert.equal(typeof l.weightedReward, "number", `step ${l.step} was scored`);
+      assert.ok(l.weightedReward! > 0, `step ${l.step}: brevity of short fragments is positive`);
+    }
+  });
+
+  it("scores over the bus with the remote's result and dead-letters what the remote refuses", async () => {
+    const runId = "py-bus";
+    const good = makeRollout({ runId, id: "py-bus-good", response: "Thanks!" });
+    const bad = makeRollout({ runId, id: "py-bus-bad", metadata: { "brevity.budget": "lots" } });
+    await publishRollout(bus.js, bad);
+    await publishRollout(bus.js, good);
+    const [res] = await readStream(
+      bus,
+      Streams.rewards,
+      `mesh.rewards.${runId}.py-brevity.*`,
+      (d) => fromBinary(RewardResultSchema, d),
+      1,
+    );
+    assert.equal(res!.value.rolloutId, good.id);
+    assert.equal(res!.value.serviceVersion, "1.0.0");
+    assert.deepEqual(
+      res!.value.components.map((c) => [c.name, c.value]),
+      [
+        ["brevity", 1 - 7 / 48],
+        ["politeness", 1],
+      ],
+    );
+    const dlq = await readStream(
+      bus,
+      Streams.dlq,
+      "mesh.dlq.py-brevity",
+      (d) => fromBinary(DeadLetterSchema, d),
+      1,
+    );
+    const letter = dlq.find((m) => m.value.subject === `mesh.rollouts.custom.${runId}`);
+    assert.ok(letter, "the refused rollout is dead-lettered");
+    assert.match(
+      letter.value.reason,
+      /'rollout\.metadata\["brevity\.budget"\]' must be a positive integer, got 'lots'/,
+    );
+  });
+});

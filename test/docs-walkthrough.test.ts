@@ -1,0 +1,107 @@
+/**
+ * The guides' walkthroughs run: in each docs/*.md, every ```sh walkthrough block, in order, is one bash
+ * script (set -euo pipefail) run in a scratch copy of this repository (its tracked and untracked files;
+ * node_modules entries linked to this checkout's, the @reward-mesh workspace links pointing into the
+ * copy, as `npm install` makes them; a fresh git index), with `reward-mesh` on PATH and a NATS of its own on a free port.
+ * So a walkthrough that scaffolds a service, tests it and trains with it does so as a user would,
+ * without touching this checkout. Each walkthrough's wall time is printed (the guide quotes it).
+ */
+import assert from "node:assert/strict";
+import { execFile, execFileSync } from "node:child_process";
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { freePort } from "@reward-mesh/sdk";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const run = promisify(execFile);
+// Test files the walkthrough runs must report to their own runner, not to this one.
+const { NODE_TEST_CONTEXT: _, ...inherited } = process.env;
+
+/** The ```sh walkthrough blocks of `md`, joined in order. */
+export function walkthrough(md: string): string {
+  return [...md.matchAll(/^```sh walkthrough\n([\s\S]*?)^```\s*$/gm)].map((m) => m[1]!).join("\n");
+}
+
+/** A scratch copy of this checkout, linked like an installed one. */
+function scratchCopy(): string {
+  const dir = mkdtempSync(join(tmpdir(), "rm-walkthrough-"));
+  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: root,
+    encoding: "utf8",
+  })
+    .split("\0")
+    .filter(Boolean);
+  for (const f of files) {
+    if (!existsSync(join(root, f))) continue; // deleted in the work tree
+    mkdirSync(dirname(join(dir, f)), { recursive: true });
+    copyFileSync(join(root, f), join(dir, f));
+  }
+  const nm = join(dir, "node_modules");
+  mkdirSync(join(nm, "@reward-mesh"), { recursive: true });
+  mkdirSync(join(nm, ".bin"));
+  for (const e of readdirSync(join(root, "node_modules"))) {
+    if (e === "@reward-mesh" || e === ".bin") continue;
+    symlinkSync(join(root, "node_modules", e), join(nm, e));
+  }
+  // Workspace links into the copy (relative, as npm writes them); .bin links keep their relative targets.
+  for (const e of readdirSync(join(root, "node_modules", "@reward-mesh"))) {
+    const target = readlinkSync(join(root, "node_modules", "@reward-mesh", e));
+    symlinkSync(target, join(nm, "@reward-mesh", e));
+  }
+  for (const e of readdirSync(join(root, "node_modules", ".bin"))) {
+    const p = join(root, "node_modules", ".bin", e);
+    if (lstatSync(p).isSymbolicLink()) symlinkSync(readlinkSync(p), join(nm, ".bin", e));
+  }
+  // A checkout is a git work tree (check-boundaries lists files with git).
+  execFileSync("git", ["init", "-q"], { cwd: dir });
+  execFileSync("git", ["add", "-A"], { cwd: dir });
+  return dir;
+}
+
+const docsDir = join(root, "docs");
+for (const file of existsSync(docsDir) ? readdirSync(docsDir).filter((f) => f.endsWith(".md")) : []) {
+  const script = walkthrough(readFileSync(join(docsDir, file), "utf8"));
+  if (script.trim() === "") continue;
+  it(`docs/${file}: the walkthrough runs in a fresh copy of the repository`, async (t) => {
+    const dir = scratchCopy();
+    const port = await freePort();
+    const t0 = performance.now();
+    try {
+      await run("bash", ["-euo", "pipefail", "-c", script], {
+        cwd: dir,
+        timeout: 480_000,
+        maxBuffer: 64 * 1024 * 1024,
+        env: {
+          ...inherited,
+          PATH: `${join(dir, "node_modules", ".bin")}:${process.env.PATH ?? ""}`,
+          NATS_URL: `nats://127.0.0.1:${port}`,
+          REWARD_MESH_NATS_STORE: join(dir, ".nats", "js"),
+        },
+      }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+        assert.fail(
+          `${err.message}\n--- stdout\n${err.stdout?.slice(-4000)}\n--- stderr\n${err.stderr?.slice(-4000)}`,
+        );
+      });
+      const seconds = (performance.now() - t0) / 1000;
+      t.diagnostic(`docs/${file}: walkthrough took ${seconds.toFixed(1)} s`);
+      assert.ok(relative(root, dir).startsWith(".."), "ran outside this checkout");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
