@@ -52,6 +52,7 @@ export {
   processEnv,
   serviceEnvSchema,
   serviceRuntimeEnv,
+  TELEMETRY_ENV,
   telemetryExportConfigured,
 } from "./config.js";
 export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
@@ -175,7 +176,10 @@ export {
   Streams,
 } from "./subjects.js";
 export { closestName, didYouMean, editDistance } from "./suggest.js";
+export type { OtlpReceiver, OtlpReceiverOptions, StoredSpan } from "./otlp-receiver.js";
+export { flattenOtlpTraces, readStoredSpans, renderWaterfall, startOtlpReceiver } from "./otlp-receiver.js";
 export {
+  activeContext,
   extractFromHeaders,
   extractFromMetadata,
   INSTRUMENTATION_SCOPE,
@@ -184,6 +188,9 @@ export {
   inSpan,
   meshMeter,
   meshTracer,
+  type RolloutSpanFields,
+  rolloutSpanAttributes,
+  spanContextOf,
 } from "./telemetry.js";
 export type { OrphanSubject, RolloutConsumer, RolloutTopology } from "./topology.js";
 export {
