@@ -39,9 +39,8 @@ import {
 } from "@reward-mesh/sdk";
 import { sandboxStartFailed } from "./errors.js";
 
-const sandboxOutcomes = meshMeter().createCounter("reward_mesh_sandbox_runs", {
-  description: "Sandbox executions of code-exec, per backend and outcome",
-});
+// Created on first use: the meter of the SDK main.ts starts after this module is imported.
+let sandboxOutcomes: ReturnType<ReturnType<typeof meshMeter>["createCounter"]> | undefined;
 
 /** Runs one sandbox execution inside a `reward/code-exec/sandbox` span (child of the score span) and counts its outcome. */
 async function sandboxed(run: () => Promise<TestReport>): Promise<TestReport> {
@@ -54,6 +53,9 @@ async function sandboxed(run: () => Promise<TestReport>): Promise<TestReport> {
       "sandbox.wall_ms": report.sandbox.wallTimeMs,
       "sandbox.tests_passed": report.passed,
       "sandbox.tests_total": report.total,
+    });
+    sandboxOutcomes ??= meshMeter().createCounter("reward_mesh_sandbox_runs", {
+      description: "Sandbox executions of code-exec, per backend and outcome",
     });
     sandboxOutcomes.add(1, { backend: report.sandbox.backend, outcome: String(outcome) });
     return report;

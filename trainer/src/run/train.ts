@@ -51,6 +51,9 @@ import {
   TaskPolicyMismatchError,
   taskDomainOf,
 } from "./tasks.js";
+import { appendExplainRecord, explainGroupRecord, explainPath } from "./explain.js";
+import { type StepTrace, startStepTrace } from "./step-trace.js";
+import { recordStepMetrics } from "./trainer-metrics.js";
 import { createResultValidator, describeRunServices } from "./validation.js";
 
 /** One group of a step as progress listeners see it (the live page's "last groups"). */
@@ -192,6 +195,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   assembler.markApplied(resumedFrom);
   let step = resumedFrom + 1;
   let stopped = false;
+  let st: StepTrace | undefined;
   try {
     let pending = readJsonIfExists<PendingStep>(paths.pending);
     if (pending && pending.step !== step) pending = undefined;
@@ -205,11 +209,14 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         break;
       }
       const t0 = performance.now();
+      st?.end();
+      st = startStepTrace(config.runId, step, { "reward.estimator": compiled.definition.name });
+      const stepTrace = st;
       // 1. Generate (or take the journalled generation of a resumed step).
       if (!pending) {
         const prompts = promptsForStep(tasks, config.seed, step, config.promptsPerStep);
         const g = config.generation;
-        const completions = await learner.generate({
+        const generateRequest = {
           prompts: prompts.map((t, j) => promptSpecOf(t, `s${step}-p${j}`, policy, g.maxNewTokens)),
           n: config.groupSize,
           seed: mixSeed(config.seed, step),
@@ -221,7 +228,10 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
                 ...(g.stop.length ? { stop: g.stop } : {}),
               }
             : {}),
-        });
+        };
+        const completions = await stepTrace.child("trainer/generate", { "reward.step": step }, [], () =>
+          learner.generate(generateRequest),
+        );
         pending = {
           step,
           createdAt: Date.now(),
@@ -265,11 +275,16 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             responseTokens: policy === "text" ? c.tokenIds.length : 0,
             metadata: { ...(task.metadata ?? {}) },
           });
-          publishes.push(publishRollout(bus.js, rollout));
+          publishes.push(
+            stepTrace.rollout({ runId: config.runId, step, groupId: g.groupId, id: ids[i]!, index: i, domain }, (ctx) =>
+              publishRollout(bus.js, rollout, ctx),
+            ),
+          );
         });
       }
       for (const e of expected) assembler.expect(e);
       await Promise.all(publishes);
+      const publishedAt = Date.now();
       const assembled: AssembledGroup[] = await assembler.collect(
         expected.map((e) => e.groupId),
         Date.now() + config.groups.deadlineMs,
@@ -282,6 +297,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         break;
       }
       const tScore = performance.now();
+      stepTrace.assembled(assembled, publishedAt);
 
       // 3. Advantages.
       const { prepared, droppedIncomplete, partialNotApplicable } = prepareGroups(
@@ -302,6 +318,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
           )
         : { estimator: compiled.definition.name, groups: [] };
       const tAdv = performance.now();
+      stepTrace.advantages(prepared.map((g, gi) => ({ source: g.source, result: result.groups[gi]! })));
 
       // 4. Policy update (idempotent per step).
       const samples: Sample[] = [];
@@ -328,7 +345,11 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       const train: TrainStepResult =
         samples.length === 0
           ? await skippedUpdate(learner, logger, step)
-          : await learner.trainStep({
+          : await stepTrace.child(
+              "trainer/train_step",
+              { "reward.run_id": config.runId, "reward.step": step, "reward.samples": samples.length },
+              stepTrace.rolloutSpans(samples.map((x) => x.sampleId)),
+              () => learner.trainStep({
               step,
               idempotencyKey: `${config.runId}:${step}`,
               samples,
@@ -345,7 +366,8 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
                 epochs: config.optim.epochs,
                 maxGradNorm: config.optim.maxGradNorm,
               },
-            });
+            }),
+            );
       const tTrain = performance.now();
 
       // 5. Metrics, checkpoint, publish.
@@ -395,9 +417,33 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       };
       writeAtomic(paths.checkpoint, JSON.stringify(ck));
       appendFileSync(paths.metrics, `${JSON.stringify(metrics)}\n`);
+      appendExplainRecord(explainPath(config.outputDir, config.runId), {
+        v: 1,
+        step,
+        estimator: result.estimator,
+        traceId: stepTrace.traceId,
+        components: config.components.map(componentId),
+        weights: config.components.map((c) => c.weight),
+        groups: prepared.map((g, gi) => {
+          const pg = pending!.groups.find((x) => x.groupId === g.source.group.groupId)!;
+          return explainGroupRecord(
+            g,
+            config,
+            pg.taskId,
+            domainByGroup.get(pg.groupId)!,
+            pendingLengths(pending!, g),
+            result.groups[gi]!.advantages,
+          );
+        }),
+        dropped: assembled
+          .filter((a) => !prepared.some((p) => p.source === a))
+          .map((a) => ({ groupId: a.group.groupId, rolloutIds: a.group.rolloutIds, missing: a.missing })),
+      });
+      recordStepMetrics(metrics as unknown as Parameters<typeof recordStepMetrics>[0]);
       removeIfExists(paths.pending);
       assembler.markApplied(step);
       await publishAdvantages(bus, config, step, train.policyVersion, prepared, result, metrics);
+      stepTrace.end();
       const journalled = pending;
       pending = undefined;
       o.onStep?.({
@@ -421,6 +467,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       });
     }
   } finally {
+    st?.end();
     await assembler.close();
   }
   return {
