@@ -177,7 +177,13 @@ export {
 } from "./subjects.js";
 export { closestName, didYouMean, editDistance } from "./suggest.js";
 export type { OtlpReceiver, OtlpReceiverOptions, StoredSpan } from "./otlp-receiver.js";
-export { flattenOtlpTraces, readStoredSpans, renderWaterfall, startOtlpReceiver } from "./otlp-receiver.js";
+export {
+  flattenOtlpTraces,
+  readStoredSpans,
+  renderWaterfall,
+  spansOfRollout,
+  startOtlpReceiver,
+} from "./otlp-receiver.js";
 export {
   activeContext,
   extractFromHeaders,

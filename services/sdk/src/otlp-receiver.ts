@@ -245,3 +245,36 @@ export function renderWaterfall(spans: readonly StoredSpan[], traceId: string): 
   walk("", 0);
   return `${lines.join("\n")}\n`;
 }
+
+/**
+ * The spans of `traceId` about one rollout: those whose `reward.rollout_id` is `rolloutId`, the step's
+ * and its group's spans (no rollout attribute; `reward.group_id` absent or `groupId`), and every span
+ * below one of them (e.g. a sandbox run under a score).
+ */
+export function spansOfRollout(
+  spans: readonly StoredSpan[],
+  traceId: string,
+  rolloutId: string,
+  groupId: string,
+): StoredSpan[] {
+  const mine = spans.filter((s) => s.traceId === traceId);
+  const keep = new Set(
+    mine
+      .filter((s) => {
+        const r = s.attributes["reward.rollout_id"];
+        if (r !== undefined) return r === rolloutId;
+        const g = s.attributes["reward.group_id"];
+        return g === undefined || g === groupId;
+      })
+      .map((s) => s.spanId),
+  );
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const s of mine)
+      if (!keep.has(s.spanId) && keep.has(s.parentSpanId) && s.attributes["reward.rollout_id"] === undefined) {
+        keep.add(s.spanId);
+        grew = true;
+      }
+  }
+  return mine.filter((s) => keep.has(s.spanId));
+}
