@@ -41,7 +41,7 @@ export const EXPLAIN_COMMAND: CommandSpec = {
   },
   notes: [
     "REWARD_MESH_TRACE_URL: a link template for the trace, e.g. http://localhost:16686/trace/{traceId} (Jaeger)",
-    "or http://localhost:3000/explore?left={\"queries\":[{\"query\":\"{traceId}\"}]} (Grafana Tempo).",
+    'or http://localhost:3000/explore?left={"queries":[{"query":"{traceId}"}]} (Grafana Tempo).',
   ],
   examples: [
     "reward-mesh explain --run demo-1 --rollout demo-1-s3-p0-5",

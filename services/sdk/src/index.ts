@@ -196,6 +196,7 @@ export {
   meshTracer,
   type RolloutSpanFields,
   rolloutSpanAttributes,
+  SECONDS_BUCKETS,
   spanContextOf,
 } from "./telemetry.js";
 export type { OrphanSubject, RolloutConsumer, RolloutTopology } from "./topology.js";

@@ -221,7 +221,8 @@ const nanos = (s: string) => BigInt(s);
 export function renderWaterfall(spans: readonly StoredSpan[], traceId: string): string {
   const mine = spans.filter((s) => s.traceId === traceId);
   if (mine.length === 0) return `no span of trace ${traceId} was received\n`;
-  const t0 = mine.reduce((m, s) => (nanos(s.startTimeUnixNano) < m ? nanos(s.startTimeUnixNano) : m), nanos(mine[0]!.startTimeUnixNano));
+  let t0 = nanos(mine[0]!.startTimeUnixNano);
+  for (const s of mine) if (nanos(s.startTimeUnixNano) < t0) t0 = nanos(s.startTimeUnixNano);
   const ids = new Set(mine.map((s) => s.spanId));
   const children = new Map<string, StoredSpan[]>();
   for (const s of mine) {
@@ -247,9 +248,10 @@ export function renderWaterfall(spans: readonly StoredSpan[], traceId: string): 
 }
 
 /**
- * The spans of `traceId` about one rollout: those whose `reward.rollout_id` is `rolloutId`, the step's
- * and its group's spans (no rollout attribute; `reward.group_id` absent or `groupId`), and every span
- * below one of them (e.g. a sandbox run under a score).
+ * The spans of `traceId` about one rollout: those whose `reward.rollout_id` is `rolloutId`, its group's
+ * spans (`reward.group_id` is `groupId`, no rollout attribute), their ancestors (the step span), and
+ * every span below one of them that names no other rollout or group (a sandbox run under a score, the
+ * step's generate and train step).
  */
 export function spansOfRollout(
   spans: readonly StoredSpan[],
@@ -258,20 +260,24 @@ export function spansOfRollout(
   groupId: string,
 ): StoredSpan[] {
   const mine = spans.filter((s) => s.traceId === traceId);
-  const keep = new Set(
-    mine
-      .filter((s) => {
-        const r = s.attributes["reward.rollout_id"];
-        if (r !== undefined) return r === rolloutId;
-        const g = s.attributes["reward.group_id"];
-        return g === undefined || g === groupId;
-      })
-      .map((s) => s.spanId),
-  );
+  const byId = new Map(mine.map((s) => [s.spanId, s]));
+  const keep = new Set<string>();
+  for (const s of mine) {
+    const r = s.attributes["reward.rollout_id"];
+    if (r === rolloutId || (r === undefined && s.attributes["reward.group_id"] === groupId)) {
+      for (let p: StoredSpan | undefined = s; p && !keep.has(p.spanId); p = byId.get(p.parentSpanId))
+        keep.add(p.spanId);
+    }
+  }
   for (let grew = true; grew; ) {
     grew = false;
     for (const s of mine)
-      if (!keep.has(s.spanId) && keep.has(s.parentSpanId) && s.attributes["reward.rollout_id"] === undefined) {
+      if (
+        !keep.has(s.spanId) &&
+        keep.has(s.parentSpanId) &&
+        s.attributes["reward.rollout_id"] === undefined &&
+        (s.attributes["reward.group_id"] ?? groupId) === groupId
+      ) {
         keep.add(s.spanId);
         grew = true;
       }

@@ -21,7 +21,7 @@ import {
 import { InvalidArgumentError, ServiceContractError } from "./errors.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { checkSubjectToken } from "./subjects.js";
-import { inSpan, meshMeter, rolloutSpanAttributes } from "./telemetry.js";
+import { inSpan, meshMeter, rolloutSpanAttributes, SECONDS_BUCKETS } from "./telemetry.js";
 import { validateRollout } from "./validate.js";
 
 /** Declares one component a service emits (part of the service's contract). */
@@ -176,9 +176,10 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
   const errorCounter = meter.createCounter("reward_mesh_score_errors", {
     description: "Score calls that failed (invalid input or a service fault)",
   });
-  const latency = meter.createHistogram("reward_mesh_score_duration", {
+  const latency = meter.createHistogram("reward_mesh_score_duration_seconds", {
     unit: "s",
     description: "Time to score one rollout, per service",
+    advice: { explicitBucketBoundaries: [...SECONDS_BUCKETS] },
   });
   const componentCounter = meter.createCounter("reward_mesh_component_results", {
     description: "Component values returned, per service, component and status",

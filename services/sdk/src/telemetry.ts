@@ -136,3 +136,8 @@ export function rolloutSpanAttributes(r: RolloutSpanFields): Record<string, stri
 export function activeContext(): Context {
   return context.active();
 }
+
+/** Histogram buckets of the mesh's durations in seconds (1 ms to 2 min: a length score to a slow sandbox or a train step). */
+export const SECONDS_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+];

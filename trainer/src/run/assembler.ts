@@ -132,7 +132,15 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   const seen = new Set<string>(); // rolloutId \0 service of results already placed
   const spanOf = new Map<string, SpanContext>(); // rolloutId \0 service -> its publish span
   let appliedThrough = -1;
-  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0, mismatched: 0, rejected: 0 };
+  const stats = {
+    received: 0,
+    duplicates: 0,
+    late: 0,
+    unexpected: 0,
+    outOfOrder: 0,
+    mismatched: 0,
+    rejected: 0,
+  };
   const admit = options.admit ?? (() => true);
 
   const place = (st: GroupState, r: RewardResult): void => {

@@ -45,11 +45,16 @@ export interface ExplainStepRecord {
   /** The groups that reached the engine, in engine order. */
   readonly groups: readonly ExplainGroupRecord[];
   /** Groups dropped before the engine (results missing at the deadline), with what was missing. */
-  readonly dropped: ReadonlyArray<{ readonly groupId: string; readonly rolloutIds: readonly string[]; readonly missing: readonly string[] }>;
+  readonly dropped: ReadonlyArray<{
+    readonly groupId: string;
+    readonly rolloutIds: readonly string[];
+    readonly missing: readonly string[];
+  }>;
 }
 
 /** The explain file of a run directory. */
-export const explainPath = (outputDir: string, runId: string) => `${runPaths(outputDir, runId).dir}/explain.jsonl`;
+export const explainPath = (outputDir: string, runId: string) =>
+  `${runPaths(outputDir, runId).dir}/explain.jsonl`;
 
 /** Appends a step's record (one compact JSON line). */
 export function appendExplainRecord(file: string, record: ExplainStepRecord): void {
@@ -202,7 +207,9 @@ export function explainRollout(
   const config = JSON.parse(readFileSync(paths.config, "utf8")) as RunConfig;
   const records = readExplainRecords(outputDir, runId);
   if (records.length === 0)
-    throw new ExplainNotFoundError(`run '${runId}' stored no explain records (${explainPath(outputDir, runId)})`);
+    throw new ExplainNotFoundError(
+      `run '${runId}' stored no explain records (${explainPath(outputDir, runId)})`,
+    );
   const { record, gi, rolloutIndex } = findGroup(records, target);
   // The whole step again (batch-level estimators and GRPO's batch scale look at every group).
   const result = computeAdvantages(
@@ -217,7 +224,9 @@ export function explainRollout(
   const g = record.groups[gi]!;
   const r = result.groups[gi]!;
   const d = r.diagnostics as GroupDiagnostics;
-  const reproduced = r.advantages.every((a, i) => Math.abs(a - g.advantages[i]!) <= 1e-12 * Math.max(1, Math.abs(a)));
+  const reproduced = r.advantages.every(
+    (a, i) => Math.abs(a - g.advantages[i]!) <= 1e-12 * Math.max(1, Math.abs(a)),
+  );
   const traced = !/^0*$/.test(record.traceId);
   return {
     runId,
@@ -247,7 +256,10 @@ export function explainRollout(
     imputed: g.imputed,
     reproduced,
     traceId: record.traceId,
-    traceUrl: traced && options.traceUrlTemplate ? options.traceUrlTemplate.replaceAll("{traceId}", record.traceId) : null,
+    traceUrl:
+      traced && options.traceUrlTemplate
+        ? options.traceUrlTemplate.replaceAll("{traceId}", record.traceId)
+        : null,
   };
 }
 
@@ -257,25 +269,33 @@ const num = (v: number | null, w = 8) => (v === null ? "n/a".padStart(w) : v.toF
 export function renderExplanation(e: GroupExplanation): string {
   const L: string[] = [];
   L.push(`run ${e.runId}  step ${e.step}  group ${e.groupId}  task ${e.taskId} (${e.domain})`);
-  L.push(`estimator ${e.estimator}${e.imputed ? "  (imputed results)" : ""}${e.degenerate ? "  (degenerate)" : ""}`);
+  L.push(
+    `estimator ${e.estimator}${e.imputed ? "  (imputed results)" : ""}${e.degenerate ? "  (degenerate)" : ""}`,
+  );
   L.push("");
   L.push("components and weights (configured → in this group):");
-  e.components.forEach((c, k) => L.push(`  ${c.padEnd(28)} ${num(e.weights[k]!)} → ${num(e.effectiveWeights[k]!)}`));
+  e.components.forEach((c, k) => {
+    L.push(`  ${c.padEnd(28)} ${num(e.weights[k]!)} → ${num(e.effectiveWeights[k]!)}`);
+  });
   L.push("");
   L.push("rollouts (value/status per component, weighted total, advantage):");
   e.rollouts.forEach((r, i) => {
     const mark = i === e.rolloutIndex ? "▶" : " ";
     const cells = r.values.map((v, k) => `${num(v, 7)} ${r.statuses[k]!.slice(0, 6).padEnd(6)}`).join(" ");
-    L.push(`${mark} ${r.rolloutId.padEnd(24)} ${cells}  total ${num(r.weightedTotal)}  adv ${num(r.advantage, 9)}`);
+    L.push(
+      `${mark} ${r.rolloutId.padEnd(24)} ${cells}  total ${num(r.weightedTotal)}  adv ${num(r.advantage, 9)}`,
+    );
   });
   L.push("");
   L.push("correlation matrix:");
-  e.correlation.forEach((row, k) => L.push(`  ${e.components[k]!.padEnd(28)} ${row.map((v) => num(v)).join(" ")}`));
+  e.correlation.forEach((row, k) => {
+    L.push(`  ${e.components[k]!.padEnd(28)} ${row.map((v) => num(v)).join(" ")}`);
+  });
   L.push("");
   L.push("share of the denominator (row sums):        GRPO   CorrGRPO");
-  e.components.forEach((c, k) =>
-    L.push(`  ${c.padEnd(36)} ${num(e.denominatorShares.grpo[k]!)} ${num(e.denominatorShares.corrGrpo[k]!)}`),
-  );
+  e.components.forEach((c, k) => {
+    L.push(`  ${c.padEnd(36)} ${num(e.denominatorShares.grpo[k]!)} ${num(e.denominatorShares.corrGrpo[k]!)}`);
+  });
   L.push(`coefficient sum S ${num(e.coefficientSum)}   denominator ${num(e.denominator)}`);
   L.push(
     e.sgrpo
@@ -292,7 +312,13 @@ export function renderExplanation(e: GroupExplanation): string {
     L.push("");
     L.push(`advantage of ${r.rolloutId}: ${r.advantage}`);
   }
-  L.push(e.reproduced ? "recomputed with the trainer's engine: identical to the applied advantages" : "WARNING: the engine now gives other advantages than the trainer applied");
-  L.push(`trace ${/^0*$/.test(e.traceId) ? "(not traced: telemetry was off)" : e.traceId}${e.traceUrl ? `  ${e.traceUrl}` : ""}`);
+  L.push(
+    e.reproduced
+      ? "recomputed with the trainer's engine: identical to the applied advantages"
+      : "WARNING: the engine now gives other advantages than the trainer applied",
+  );
+  L.push(
+    `trace ${/^0*$/.test(e.traceId) ? "(not traced: telemetry was off)" : e.traceId}${e.traceUrl ? `  ${e.traceUrl}` : ""}`,
+  );
   return `${L.join("\n")}\n`;
 }

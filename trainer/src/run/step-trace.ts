@@ -46,7 +46,9 @@ export interface StepTrace {
   /** A `trainer/assemble` span per group, from `startedAt` (epoch ms) to now, linked to its rollouts and results. */
   assembled(groups: readonly AssembledGroup[], startedAt: number): void;
   /** A `trainer/advantage` span per group with its advantages and flags, linked to its rollouts. */
-  advantages(groups: ReadonlyArray<{ readonly source: AssembledGroup; readonly result: AdvantageGroupResult }>): void;
+  advantages(
+    groups: ReadonlyArray<{ readonly source: AssembledGroup; readonly result: AdvantageGroupResult }>,
+  ): void;
   /** The `trainer/rollout` span contexts of `rolloutIds` (for links). */
   rolloutSpans(rolloutIds: readonly string[]): SpanContext[];
   /** Ends the step span. Idempotent. */
@@ -54,7 +56,11 @@ export interface StepTrace {
 }
 
 /** Starts the step span of `step` of `runId` (a new root: one trace per step, one subtree per rollout). */
-export function startStepTrace(runId: string, step: number, attributes: Record<string, string | number>): StepTrace {
+export function startStepTrace(
+  runId: string,
+  step: number,
+  attributes: Record<string, string | number>,
+): StepTrace {
   const tracer = meshTracer();
   const stepSpan = tracer.startSpan(
     "trainer/step",
@@ -135,7 +141,9 @@ export function startStepTrace(runId: string, step: number, attributes: Record<s
               "reward.group.kept": result.kept,
               "reward.group.degenerate": result.degenerate,
               ...(d?.denominator != null ? { "reward.denominator": d.denominator } : {}),
-              ...(d?.sgrpo ? { "reward.sgrpo.weight": d.sgrpo.weight, "reward.sgrpo.gated": d.sgrpo.gated } : {}),
+              ...(d?.sgrpo
+                ? { "reward.sgrpo.weight": d.sgrpo.weight, "reward.sgrpo.gated": d.sgrpo.gated }
+                : {}),
             },
             links: linksTo(self.rolloutSpans(source.group.rolloutIds)),
           },

@@ -276,8 +276,9 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             metadata: { ...(task.metadata ?? {}) },
           });
           publishes.push(
-            stepTrace.rollout({ runId: config.runId, step, groupId: g.groupId, id: ids[i]!, index: i, domain }, (ctx) =>
-              publishRollout(bus.js, rollout, ctx),
+            stepTrace.rollout(
+              { runId: config.runId, step, groupId: g.groupId, id: ids[i]!, index: i, domain },
+              (ctx) => publishRollout(bus.js, rollout, ctx),
             ),
           );
         });
@@ -349,24 +350,25 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
               "trainer/train_step",
               { "reward.run_id": config.runId, "reward.step": step, "reward.samples": samples.length },
               stepTrace.rolloutSpans(samples.map((x) => x.sampleId)),
-              () => learner.trainStep({
-              step,
-              idempotencyKey: `${config.runId}:${step}`,
-              samples,
-              loss: {
-                lossType: config.loss.type,
-                epsLow: config.loss.epsLow,
-                epsHigh: config.loss.epsHigh,
-                dualClipC: config.loss.dualClipC,
-                klBeta: config.loss.klBeta,
-                maxCompletionLength: config.loss.maxCompletionLength,
-              },
-              optim: {
-                lr: config.optim.lr,
-                epochs: config.optim.epochs,
-                maxGradNorm: config.optim.maxGradNorm,
-              },
-            }),
+              () =>
+                learner.trainStep({
+                  step,
+                  idempotencyKey: `${config.runId}:${step}`,
+                  samples,
+                  loss: {
+                    lossType: config.loss.type,
+                    epsLow: config.loss.epsLow,
+                    epsHigh: config.loss.epsHigh,
+                    dualClipC: config.loss.dualClipC,
+                    klBeta: config.loss.klBeta,
+                    maxCompletionLength: config.loss.maxCompletionLength,
+                  },
+                  optim: {
+                    lr: config.optim.lr,
+                    epochs: config.optim.epochs,
+                    maxGradNorm: config.optim.maxGradNorm,
+                  },
+                }),
             );
       const tTrain = performance.now();
 

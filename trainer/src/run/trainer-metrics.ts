@@ -4,7 +4,7 @@
  * Recorded once per step from the step's metrics line, so the dashboard and `metrics.jsonl` agree.
  * @module
  */
-import { meshMeter } from "@reward-mesh/sdk";
+import { meshMeter, SECONDS_BUCKETS } from "@reward-mesh/sdk";
 
 /** What {@link recordStepMetrics} reads from a step's metrics line. */
 interface StepLine {
@@ -17,7 +17,11 @@ interface StepLine {
     readonly grpoRow: readonly (number | null)[];
     readonly corrGrpoRow: readonly (number | null)[];
   };
-  readonly groups?: { readonly used: number; readonly dynamicSamplingDropped: number; readonly imputed: number };
+  readonly groups?: {
+    readonly used: number;
+    readonly dynamicSamplingDropped: number;
+    readonly imputed: number;
+  };
   readonly droppedGroups?: number;
   readonly rejectedResults?: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
@@ -40,7 +44,8 @@ function createInstruments() {
     }
   });
   const shares = meter.createObservableGauge("reward_mesh_trainer_denominator_share", {
-    description: "Each component's share of the advantage denominator in the last step (GRPO and CorrGRPO views)",
+    description:
+      "Each component's share of the advantage denominator in the last step (GRPO and CorrGRPO views)",
   });
   shares.addCallback((r) => {
     for (const [k, v] of latest.shares) {
@@ -51,8 +56,9 @@ function createInstruments() {
   return {
     latest,
     steps: meter.createCounter("reward_mesh_trainer_steps", { description: "Training steps applied" }),
-    phase: meter.createHistogram("reward_mesh_trainer_step_phase_duration", {
+    phase: meter.createHistogram("reward_mesh_trainer_step_phase_duration_seconds", {
       unit: "s",
+      advice: { explicitBucketBoundaries: [...SECONDS_BUCKETS] },
       description: "Time of each phase of a step (generate, score, advantages, train, total)",
     }),
     groups: meter.createCounter("reward_mesh_trainer_groups", {
@@ -71,7 +77,8 @@ export function recordStepMetrics(line: StepLine): void {
   const run = line.runId;
   m.steps.add(1, { run });
   for (const [phase, ms] of Object.entries(line.timingsMs)) m.phase.record(ms / 1000, { run, phase });
-  if (typeof line.weightedReward === "number") m.latest.reward.set(`${run}\u0000weighted_total`, line.weightedReward);
+  if (typeof line.weightedReward === "number")
+    m.latest.reward.set(`${run}\u0000weighted_total`, line.weightedReward);
   for (const [component, c] of Object.entries(line.components ?? {}))
     if (c.mean !== null) m.latest.reward.set(`${run}\u0000${component}`, c.mean);
   const sh = line.denominatorShares;
