@@ -7,6 +7,7 @@
  * engine's numbers, and that `/metrics` of a service and of the trainer count what happened.
  */
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -335,6 +336,46 @@ describe("one trace per rollout, explain and metrics", () => {
     const text = renderExplanation(e);
     assert.match(text, new RegExp(`advantage of ${rolloutId}: `));
     assert.match(text, /identical to the applied advantages/);
+  });
+
+  it("reward-mesh explain prints the explanation, --json, and the rollout's waterfall from the stored spans", async () => {
+    const cli = fileURLToPath(new URL("../../cli/bin/reward-mesh.mjs", import.meta.url));
+    const run = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [cli, "explain", "--run", runId, "--runs-dir", dir, ...args],
+          { env: { PATH: process.env["PATH"] ?? "", REWARD_MESH_TRACE_URL: "http://tempo/trace/{traceId}" } },
+          (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    const text = await run(["--rollout", rolloutId, "--waterfall", "--spans", spansFile]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, new RegExp(`step ${step} {2}group ${groupId}`));
+    assert.match(text.stdout, /share of the denominator/);
+    assert.match(text.stdout, /S-GRPO: weight/);
+    assert.match(text.stdout, /DAPO dynamic sampling: (kept|dropped)/);
+    assert.match(text.stdout, /http:\/\/tempo\/trace\/[0-9a-f]{32}/);
+    // The waterfall: where and how long, per hop, down to the sandbox.
+    assert.match(text.stdout, /reward-mesh-trainer: trainer\/step/);
+    assert.match(text.stdout, /reward-mesh-code-exec: reward\/code-exec\/sandbox/);
+    const json = await run(["--step", String(step), "--group", groupId, "--json"]);
+    assert.equal(json.code, 0, json.stderr);
+    const e = JSON.parse(json.stdout);
+    assert.deepEqual(
+      e,
+      JSON.parse(
+        JSON.stringify(
+          explainRollout(dir, runId, { step, groupId }, { traceUrlTemplate: "http://tempo/trace/{traceId}" }),
+        ),
+      ),
+    );
+    const missing = await run(["--rollout", "nope"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /no stored step holds rollout 'nope'/);
+    const usage = await run(["--step", "x", "--group", groupId]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /'--step' must be a positive integer, got 'x'/);
   });
 
   it("/metrics of each service and of the trainer counts what the run did", async () => {
