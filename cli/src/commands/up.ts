@@ -243,9 +243,7 @@ export const UP_COMMAND: CommandSpec = {
     },
     traces: {
       type: "boolean",
-      description:
-        "collect every process's spans in a local OTLP receiver (<runs-dir>/traces.jsonl) and serve\n" +
-        "Prometheus /metrics per service: see a rollout's trace with `reward-mesh explain --waterfall`",
+      description: "spans of every process to a local OTLP receiver (<runs-dir>/traces.jsonl), /metrics per service",
     },
     "traces-port": {
       type: "string",
