@@ -9,15 +9,22 @@
  *  - latency: rollouts paced at a fixed rate below capacity, publish→reward latency p50/p99 measured by a
  *    consumer of `mesh.rewards.<run>.length.*` in this process.
  *
+ *  - tracing cost: one replica with telemetry off (the default) against one with traces exported to a
+ *    local OTLP receiver and Prometheus metrics on (`REWARD_MESH_TELEMETRY=on`), alternated 3 times:
+ *    median throughput of each and their ratio (`tracing` in the result).
+ *
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
- * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service, to see what tracing costs).
+ * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service).
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import { RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
-import { type MeshBus, openBus, publishRollout, Streams } from "@reward-mesh/sdk";
+import { freePort, type MeshBus, openBus, publishRollout, Streams, startOtlpReceiver } from "@reward-mesh/sdk";
 import {
   type ServiceProcess,
   startServiceProcess,
@@ -27,6 +34,7 @@ import {
 import { machineInfo, writeBenchResult } from "./results.js";
 
 const N_THROUGHPUT = 5_000;
+const TRACING_ROUNDS = 3;
 const N_RAW = 10_000;
 const LATENCY_RATE = 500; // rollouts/s offered in the latency phase
 const LATENCY_SECONDS = 4;
@@ -121,15 +129,80 @@ function rollout(runId: string, i: number) {
   });
 }
 
-async function meshRun(bus: MeshBus, replicas: number) {
-  // Throughput.
-  const tRun = `bench-t${replicas}-${Date.now().toString(36)}`;
+/** Rollouts/s: N rollouts published pipelined, until the last reward is stored. */
+async function throughput(bus: MeshBus, tag: string): Promise<number> {
+  const tRun = `bench-${tag}-${Date.now().toString(36)}`;
   const tCol = await rewardCollector(bus, tRun, N_THROUGHPUT);
   const t0 = performance.now();
   await pipelined(N_THROUGHPUT, (i) => publishRollout(bus.js, rollout(tRun, i)));
   await tCol.done;
   const t1 = Math.max(...tCol.received.values());
-  const rolloutsPerSecond = N_THROUGHPUT / ((t1 - t0) / 1000);
+  return N_THROUGHPUT / ((t1 - t0) / 1000);
+}
+
+const median = (xs: number[]) => quantile(xs, 0.5);
+
+/**
+ * What tracing costs: one `length` replica with telemetry off (the default) and one with traces exported
+ * as OTLP/HTTP JSON to a local receiver (the mesh's own, as `up --traces` runs it) plus Prometheus
+ * metrics, alternated ROUNDS times on the same server; medians and their ratio.
+ */
+async function tracingCost(bus: MeshBus, natsUrl: string) {
+  const dir = mkdtempSync(join(tmpdir(), "bench-traces-"));
+  const receiver = await startOtlpReceiver({ file: join(dir, "spans.jsonl") });
+  const rates = { off: [] as number[], on: [] as number[] };
+  try {
+    for (let round = 0; round < TRACING_ROUNDS; round++) {
+      for (const mode of ["off", "on"] as const) {
+        const env: Record<string, string> =
+          mode === "on"
+            ? {
+                REWARD_MESH_TELEMETRY: "on",
+                OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.endpoint}/v1/traces`,
+                OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
+                OTEL_EXPORTER_PROMETHEUS_HOST: "127.0.0.1",
+                OTEL_EXPORTER_PROMETHEUS_PORT: String(await freePort()),
+              }
+            : {};
+        const p = await startServiceProcess(lengthMain, {
+          envPrefix: "LENGTH",
+          natsUrl,
+          env: {
+            LENGTH_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? "8",
+            // The helper turns exporters off unless told; "on" sets them back through the one switch.
+            ...(mode === "on" ? { OTEL_TRACES_EXPORTER: "", OTEL_METRICS_EXPORTER: "", OTEL_LOGS_EXPORTER: "" } : {}),
+            ...env,
+          },
+        });
+        try {
+          rates[mode].push(await throughput(bus, `trace-${mode}-${round}`));
+        } finally {
+          await p.stop();
+        }
+      }
+    }
+  } finally {
+    await receiver.close();
+  }
+  const spans = receiver.received();
+  rmSync(dir, { recursive: true, force: true });
+  const off = median(rates.off);
+  const on = median(rates.on);
+  return {
+    rounds: TRACING_ROUNDS,
+    rolloutsPerSecondOff: rates.off,
+    rolloutsPerSecondOn: rates.on,
+    medianOff: off,
+    medianOn: on,
+    ratioOnOff: on / off,
+    overheadPercent: 100 * (1 - on / off),
+    spansReceived: spans,
+  };
+}
+
+async function meshRun(bus: MeshBus, replicas: number) {
+  // Throughput.
+  const rolloutsPerSecond = await throughput(bus, `t${replicas}`);
 
   // Latency at a fixed offered rate.
   const lRun = `bench-l${replicas}-${Date.now().toString(36)}`;
@@ -188,6 +261,11 @@ try {
         `latency at ${LATENCY_RATE}/s p50 ${r.latency.p50Ms.toFixed(2)} ms p99 ${r.latency.p99Ms.toFixed(2)} ms\n`,
     );
   }
+  await Promise.all(children.splice(0).map((c) => c.stop()));
+  const tracing = await tracingCost(bus, nats.url);
+  process.stdout.write(
+    `tracing: off ${tracing.medianOff.toFixed(0)} rollouts/s, on ${tracing.medianOn.toFixed(0)} rollouts/s (median of ${tracing.rounds}; on/off ${tracing.ratioOnOff.toFixed(3)}, overhead ${tracing.overheadPercent.toFixed(1)} %; ${tracing.spansReceived} spans received)\n`,
+  );
   const result = {
     benchmark: "mesh",
     date: new Date().toISOString(),
@@ -195,6 +273,7 @@ try {
     natsServer: "local nats-server -js (file storage)",
     raw,
     runs,
+    tracing,
   };
   process.stdout.write(`wrote ${writeBenchResult("mesh", result)}\n`);
 } finally {

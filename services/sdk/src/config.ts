@@ -103,9 +103,10 @@ export function applyTelemetryDefaults(env: Record<string, string | undefined> =
     // The one switch: OTLP traces (to OTEL_EXPORTER_OTLP_ENDPOINT, the SDK's default otherwise) and a
     // Prometheus `/metrics` endpoint (OTEL_EXPORTER_PROMETHEUS_PORT, 9464 by default); any OTEL_*
     // variable set explicitly wins.
-    env["OTEL_TRACES_EXPORTER"] ??= "otlp";
-    env["OTEL_METRICS_EXPORTER"] ??= "prometheus";
-    env["OTEL_LOGS_EXPORTER"] ??= "none";
+    const unset = (k: string) => raw(env, k) === undefined;
+    if (unset("OTEL_TRACES_EXPORTER")) env["OTEL_TRACES_EXPORTER"] = "otlp";
+    if (unset("OTEL_METRICS_EXPORTER")) env["OTEL_METRICS_EXPORTER"] = "prometheus";
+    if (unset("OTEL_LOGS_EXPORTER")) env["OTEL_LOGS_EXPORTER"] = "none";
     return;
   }
   if (telemetryExportConfigured(env)) return;
