@@ -9,14 +9,15 @@
  *  - latency: rollouts paced at a fixed rate below capacity, publish→reward latency p50/p99 measured by a
  *    consumer of `mesh.rewards.<run>.length.*` in this process.
  *
- *  - tracing cost: one replica with telemetry off (the default) against one with traces exported to a
- *    local OTLP receiver and Prometheus metrics on (`REWARD_MESH_TELEMETRY=on`), alternated 3 times:
- *    median throughput of each and their ratio (`tracing` in the result).
+ *  - tracing cost: one replica with telemetry off (the default), with metrics only, with 10 % of traces
+ *    sampled, and with every trace exported to a local OTLP receiver plus Prometheus metrics
+ *    (`REWARD_MESH_TELEMETRY=on`), alternated 3 times: median throughput of each, their ratio to off, and
+ *    the service's own CPU per rollout (`tracing` in the result).
  *
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
- * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service).
+ * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service), BENCH_ONLY_TRACING=1 (only the tracing phase).
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,7 +25,14 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import { RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
-import { freePort, type MeshBus, openBus, publishRollout, Streams, startOtlpReceiver } from "@reward-mesh/sdk";
+import {
+  freePort,
+  type MeshBus,
+  openBus,
+  publishRollout,
+  Streams,
+  startOtlpReceiver,
+} from "@reward-mesh/sdk";
 import {
   type ServiceProcess,
   startServiceProcess,
@@ -142,6 +150,12 @@ async function throughput(bus: MeshBus, tag: string): Promise<number> {
 
 const median = (xs: number[]) => quantile(xs, 0.5);
 
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 /**
  * What tracing costs: one `length` replica with telemetry off (the default) and one with traces exported
  * as OTLP/HTTP JSON to a local receiver (the mesh's own, as `up --traces` runs it) plus Prometheus
@@ -150,14 +164,21 @@ const median = (xs: number[]) => quantile(xs, 0.5);
 async function tracingCost(bus: MeshBus, natsUrl: string) {
   const dir = mkdtempSync(join(tmpdir(), "bench-traces-"));
   const receiver = await startOtlpReceiver({ file: join(dir, "spans.jsonl") });
-  const rates = { off: [] as number[], on: [] as number[] };
+  const rates = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
+  // The service's own CPU per rollout: what tracing costs it, whatever else the shared machine runs.
+  const cpuUs = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
   try {
     for (let round = 0; round < TRACING_ROUNDS; round++) {
-      for (const mode of ["off", "on"] as const) {
+      for (const mode of ["off", "metrics", "sampled", "on"] as const) {
         const env: Record<string, string> =
-          mode === "on"
+          mode !== "off"
             ? {
                 REWARD_MESH_TELEMETRY: "on",
+                ...(mode === "metrics" ? { OTEL_TRACES_EXPORTER: "none" } : {}),
+                // Head sampling as production would run it: 1 trace in 10 recorded (and its children).
+                ...(mode === "sampled"
+                  ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
+                  : {}),
                 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.endpoint}/v1/traces`,
                 OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
                 OTEL_EXPORTER_PROMETHEUS_HOST: "127.0.0.1",
@@ -170,12 +191,16 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
           env: {
             LENGTH_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? "8",
             // The helper turns exporters off unless told; "on" sets them back through the one switch.
-            ...(mode === "on" ? { OTEL_TRACES_EXPORTER: "", OTEL_METRICS_EXPORTER: "", OTEL_LOGS_EXPORTER: "" } : {}),
+            ...(mode !== "off"
+              ? { OTEL_TRACES_EXPORTER: "", OTEL_METRICS_EXPORTER: "", OTEL_LOGS_EXPORTER: "" }
+              : {}),
             ...env,
           },
         });
         try {
+          const c0 = cpuSeconds(p.child.pid!);
           rates[mode].push(await throughput(bus, `trace-${mode}-${round}`));
+          cpuUs[mode].push(((cpuSeconds(p.child.pid!) - c0) / N_THROUGHPUT) * 1e6);
         } finally {
           await p.stop();
         }
@@ -191,10 +216,22 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
   return {
     rounds: TRACING_ROUNDS,
     rolloutsPerSecondOff: rates.off,
+    rolloutsPerSecondMetricsOnly: rates.metrics,
+    rolloutsPerSecondSampled10: rates.sampled,
     rolloutsPerSecondOn: rates.on,
     medianOff: off,
+    medianMetricsOnly: median(rates.metrics),
+    medianSampled10: median(rates.sampled),
+    ratioSampled10Off: median(rates.sampled) / off,
     medianOn: on,
     ratioOnOff: on / off,
+    serviceCpuMicrosPerRollout: {
+      off: median(cpuUs.off),
+      metricsOnly: median(cpuUs.metrics),
+      sampled10: median(cpuUs.sampled),
+      on: median(cpuUs.on),
+    },
+    serviceCpuRatioOnOff: median(cpuUs.on) / median(cpuUs.off),
     overheadPercent: 100 * (1 - on / off),
     spansReceived: spans,
   };
@@ -237,12 +274,13 @@ const nats = await startTestNats();
 const bus = await openBus(testBusOptions(nats.url), "bench-mesh");
 const children: ServiceProcess[] = [];
 try {
-  const raw = await rawRate(bus);
+  const onlyTracing = process.env.BENCH_ONLY_TRACING === "1";
+  const raw = onlyTracing ? { msgsPerSecond: Number.NaN, publishPerSecond: Number.NaN } : await rawRate(bus);
   process.stdout.write(
     `raw JetStream publish+consume+ack: ${raw.msgsPerSecond.toFixed(0)} msg/s (publish alone ${raw.publishPerSecond.toFixed(0)}/s)\n`,
   );
   const runs = [];
-  for (const replicas of [1, 2]) {
+  for (const replicas of onlyTracing ? [] : [1, 2]) {
     while (children.length < replicas)
       children.push(
         await startServiceProcess(lengthMain, {
@@ -264,7 +302,8 @@ try {
   await Promise.all(children.splice(0).map((c) => c.stop()));
   const tracing = await tracingCost(bus, nats.url);
   process.stdout.write(
-    `tracing: off ${tracing.medianOff.toFixed(0)} rollouts/s, on ${tracing.medianOn.toFixed(0)} rollouts/s (median of ${tracing.rounds}; on/off ${tracing.ratioOnOff.toFixed(3)}, overhead ${tracing.overheadPercent.toFixed(1)} %; ${tracing.spansReceived} spans received)\n`,
+    `tracing: off ${tracing.medianOff.toFixed(0)} rollouts/s, metrics only ${tracing.medianMetricsOnly.toFixed(0)}, 10 % sampled traces ${tracing.medianSampled10.toFixed(0)}, all traces + metrics ${tracing.medianOn.toFixed(0)} rollouts/s (median of ${tracing.rounds}; on/off ${tracing.ratioOnOff.toFixed(3)}, overhead ${tracing.overheadPercent.toFixed(1)} %; ${tracing.spansReceived} spans received)\n` +
+      `         service CPU per rollout: off ${tracing.serviceCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.serviceCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.serviceCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.serviceCpuMicrosPerRollout.on.toFixed(0)} µs (x${tracing.serviceCpuRatioOnOff.toFixed(2)})\n`,
   );
   const result = {
     benchmark: "mesh",
