@@ -17,6 +17,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { createGrpcClient, grpc, Trainer } from "@reward-mesh/proto";
 import {
   freePort,
   type MeshBus,
@@ -44,6 +45,7 @@ import {
   renderExplanation,
   resolveRunConfig,
   runTraining,
+  serveTrainer,
 } from "../src/index.js";
 import { compileAdvantage } from "../src/run/config.js";
 
@@ -376,6 +378,39 @@ describe("one trace per rollout, explain and metrics", () => {
     const usage = await run(["--step", "x", "--group", groupId]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /'--step' must be a positive integer, got 'x'/);
+  });
+
+  it("Trainer.Explain over gRPC answers what explain prints; NOT_FOUND and INVALID_ARGUMENT name what is wrong", async () => {
+    const server = await serveTrainer({ outputDir: dir, traceUrlTemplate: "http://jaeger/trace/{traceId}" });
+    const client = createGrpcClient(Trainer, server.address);
+    try {
+      const res = await client.explain({ runId, rolloutId }, { timeoutMs: 10_000 });
+      const e = explainRollout(dir, runId, { rolloutId }, { traceUrlTemplate: "http://jaeger/trace/{traceId}" });
+      assert.equal(res.step, e.step);
+      assert.equal(res.groupId, e.groupId);
+      assert.equal(res.rolloutIndex, 1);
+      assert.deepEqual(res.components, e.components);
+      assert.deepEqual(
+        res.rollouts.map((r) => r.advantage),
+        e.rollouts.map((r) => r.advantage),
+      );
+      assert.deepEqual(res.correlation, e.correlation.flat());
+      assert.deepEqual(res.corrGrpoShares, e.denominatorShares.corrGrpo);
+      assert.equal(res.sgrpoWeight, e.sgrpo!.weight);
+      assert.equal(res.kept, e.dynamicSampling!.kept);
+      assert.equal(res.reproduced, true);
+      assert.equal(res.traceUrl, `http://jaeger/trace/${e.traceId}`);
+      await assert.rejects(client.explain({ runId, rolloutId: "nope" }, { timeoutMs: 10_000 }), {
+        code: grpc.status.NOT_FOUND,
+        details: "no stored step holds rollout 'nope'",
+      });
+      await assert.rejects(client.explain({ runId, step: 1 }, { timeoutMs: 10_000 }), {
+        code: grpc.status.INVALID_ARGUMENT,
+      });
+    } finally {
+      client.close();
+      await server.close();
+    }
   });
 
   it("/metrics of each service and of the trainer counts what the run did", async () => {
