@@ -385,7 +385,12 @@ describe("one trace per rollout, explain and metrics", () => {
     const client = createGrpcClient(Trainer, server.address);
     try {
       const res = await client.explain({ runId, rolloutId }, { timeoutMs: 10_000 });
-      const e = explainRollout(dir, runId, { rolloutId }, { traceUrlTemplate: "http://jaeger/trace/{traceId}" });
+      const e = explainRollout(
+        dir,
+        runId,
+        { rolloutId },
+        { traceUrlTemplate: "http://jaeger/trace/{traceId}" },
+      );
       assert.equal(res.step, e.step);
       assert.equal(res.groupId, e.groupId);
       assert.equal(res.rolloutIndex, 1);

@@ -7,7 +7,7 @@
  */
 import type { Writable } from "node:stream";
 import { readStoredSpans, renderWaterfall, spansOfRollout } from "@reward-mesh/sdk";
-import { type ExplainTarget, explainRollout, renderExplanation } from "@reward-mesh/trainer";
+import { type ExplainTarget, explainRollout, renderExplanation, serveTrainer } from "@reward-mesh/trainer";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import type { CliConfig } from "../config.js";
 import { UsageError } from "../io.js";
@@ -22,7 +22,7 @@ export const EXPLAIN_COMMAND: CommandSpec = {
     "the correlation matrix, each component's share of the denominator under GRPO and CorrGRPO, the S-GRPO\n" +
     "weight and gate, the DAPO decision and the final advantage, recomputed with the trainer's engine.",
   options: {
-    run: { type: "string", value: "ID", description: "the run id", required: true },
+    run: { type: "string", value: "ID", description: "the run id (required unless --serve)" },
     rollout: { type: "string", value: "ID", description: "a rollout id (e.g. demo-1-s3-p0-5)" },
     step: { type: "string", value: "N", description: "a step (with --group)" },
     group: { type: "string", value: "ID", description: "a group of that step (e.g. s3-p0)" },
@@ -31,6 +31,12 @@ export const EXPLAIN_COMMAND: CommandSpec = {
     waterfall: {
       type: "boolean",
       description: "also print the rollout's trace (per hop: where, how long) from --spans",
+    },
+    serve: {
+      type: "string",
+      value: "PORT",
+      description:
+        "serve rewardmesh.v1.Trainer/Explain over gRPC on 127.0.0.1:PORT for <runs-dir> until Ctrl-C",
     },
     spans: {
       type: "string",
@@ -71,6 +77,7 @@ function targetOf(flags: Readonly<Record<string, string | boolean>>): ExplainTar
 export async function runExplain(args: readonly string[], cli: CliConfig, stdout: Writable): Promise<number> {
   const { values: flags, positionals } = parseCommand(EXPLAIN_COMMAND, args);
   if (positionals.length > 0) throw new UsageError(EXPLAIN_USAGE);
+  if (typeof flags["serve"] === "string") return serve(flags, cli, stdout);
   const run = flags["run"];
   if (typeof run !== "string") throw new UsageError(`'--run' is required\n${EXPLAIN_USAGE}`);
   const runsDir = String(flags["runs-dir"] ?? "runs");
@@ -95,5 +102,31 @@ export async function runExplain(args: readonly string[], cli: CliConfig, stdout
         : `no span of trace ${e.traceId} in ${spansFile} (was the run traced? reward-mesh up --traces)\n`,
     );
   }
+  return 0;
+}
+
+/** `--serve PORT`: Trainer.Explain over the runs directory until SIGINT/SIGTERM. */
+async function serve(
+  flags: Readonly<Record<string, string | boolean>>,
+  cli: CliConfig,
+  stdout: Writable,
+): Promise<number> {
+  const port = String(flags["serve"]);
+  if (!/^\d+$/.test(port) || Number(port) > 65_535)
+    throw new UsageError(`'--serve' must be a port number (0-65535), got '${port}'`);
+  const stopped = new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+  const server = await serveTrainer({
+    outputDir: String(flags["runs-dir"] ?? "runs"),
+    port: Number(port),
+    ...(cli.traceUrlTemplate ? { traceUrlTemplate: cli.traceUrlTemplate } : {}),
+  });
+  stdout.write(
+    `Trainer.Explain on ${server.address} (runs in ${String(flags["runs-dir"] ?? "runs")}); Ctrl-C to stop\n`,
+  );
+  await stopped;
+  await server.close();
   return 0;
 }

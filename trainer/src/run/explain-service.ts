@@ -20,7 +20,12 @@ import {
   silentLogger,
   startGrpcServices,
 } from "@reward-mesh/sdk";
-import { ExplainNotFoundError, type ExplainTarget, explainRollout, type GroupExplanation } from "./explain.js";
+import {
+  ExplainNotFoundError,
+  type ExplainTarget,
+  explainRollout,
+  type GroupExplanation,
+} from "./explain.js";
 
 /** Options of {@link createTrainerServiceImpl} and {@link serveTrainer}. */
 export interface TrainerServiceOptions {
@@ -72,7 +77,10 @@ function targetOf(req: TrainerExplainRequest): ExplainTarget {
   if (req.runId === "") throw new InvalidArgumentError("run_id", "is required");
   if (req.rolloutId !== "") {
     if (req.step !== 0 || req.groupId !== "")
-      throw new InvalidArgumentError("rollout_id", "goes alone: give either rollout_id or step with group_id");
+      throw new InvalidArgumentError(
+        "rollout_id",
+        "goes alone: give either rollout_id or step with group_id",
+      );
     return { rolloutId: req.rolloutId };
   }
   if (req.step === 0 || req.groupId === "")
