@@ -46,8 +46,8 @@ export const EXPLAIN_COMMAND: CommandSpec = {
     },
   },
   notes: [
-    "REWARD_MESH_TRACE_URL: a link template for the trace, e.g. http://localhost:16686/trace/{traceId} (Jaeger)",
-    'or http://localhost:3000/explore?left={"queries":[{"query":"{traceId}"}]} (Grafana Tempo).',
+    "REWARD_MESH_TRACE_URL: a link template for the trace, {traceId} replaced, e.g.\n" +
+      "http://localhost:16686/trace/{traceId} (Jaeger) or a Grafana Tempo explore URL.",
   ],
   examples: [
     "reward-mesh explain --run demo-1 --rollout demo-1-s3-p0-5",
