@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Writable } from "node:stream";
-import { freePort, type NatsAuthOptions, waitServing } from "@reward-mesh/sdk";
+import { applyTelemetryDefaults, freePort, type NatsAuthOptions, waitServing } from "@reward-mesh/sdk";
 import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
@@ -76,9 +76,10 @@ const tsxImport = () => import.meta.resolve("tsx");
  * exporter setting, the SDK's default OTLP exporter would retry a collector that is not there.
  */
 function telemetryDefaults(env: CliConfig["env"]): Record<string, string | undefined> {
-  const configured = Object.keys(env).some((k) => k.startsWith("OTEL_") && k.includes("EXPORTER"));
-  if (configured) return { ...env };
-  return { ...env, OTEL_TRACES_EXPORTER: "none", OTEL_METRICS_EXPORTER: "none", OTEL_LOGS_EXPORTER: "none" };
+  // The services' own rule (REWARD_MESH_TELEMETRY=on turns traces and /metrics on), decided here once.
+  const e = { ...env };
+  applyTelemetryDefaults(e);
+  return e;
 }
 
 function tail(file: string): string {
@@ -150,13 +151,23 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
     return Promise.all(
       entries.map(async (e) => {
         const port = await freePort();
-        const metricsPort = options.telemetry ? await freePort() : undefined;
+        // Prometheus /metrics: a port per service (they share this host).
+        const prometheus =
+          options.telemetry ||
+          /prometheus/.test(telemetryDefaults(config.env)["OTEL_METRICS_EXPORTER"] ?? "");
+        const metricsPort = prometheus ? await freePort() : undefined;
         if (stopping) return; // start-up was aborted meanwhile: start nothing more
         const logFile = join(logDir, `${e.name}.log`);
         const log = createWriteStream(logFile, { flags: "a" });
         const child = spawn(process.execPath, ["--import", tsxImport(), e.mainPath()], {
           env: {
             ...telemetryDefaults(config.env),
+            ...(metricsPort
+              ? {
+                  OTEL_EXPORTER_PROMETHEUS_HOST: "127.0.0.1",
+                  OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
+                }
+              : {}),
             ...(options.telemetry ? meshTelemetryEnv(options.telemetry.otlpEndpoint, metricsPort!) : {}),
             ...meshNats.envFor(e.name),
             NATS_URL: nats.url,
@@ -243,7 +254,8 @@ export const UP_COMMAND: CommandSpec = {
     },
     traces: {
       type: "boolean",
-      description: "spans of every process to a local OTLP receiver (<runs-dir>/traces.jsonl), /metrics per service",
+      description:
+        "spans of every process to a local OTLP receiver (<runs-dir>/traces.jsonl), /metrics per service",
     },
     "traces-port": {
       type: "string",
