@@ -34,7 +34,10 @@ describe("applyTelemetryDefaults", () => {
     assert.equal(e["OTEL_TRACES_EXPORTER"], "otlp");
     assert.equal(e["OTEL_METRICS_EXPORTER"], "prometheus");
     assert.equal(e["OTEL_LOGS_EXPORTER"], "none");
-    const f: Record<string, string | undefined> = { REWARD_MESH_TELEMETRY: "true", OTEL_METRICS_EXPORTER: "otlp" };
+    const f: Record<string, string | undefined> = {
+      REWARD_MESH_TELEMETRY: "true",
+      OTEL_METRICS_EXPORTER: "otlp",
+    };
     applyTelemetryDefaults(f);
     assert.equal(f["OTEL_METRICS_EXPORTER"], "otlp");
     const off: Record<string, string | undefined> = { REWARD_MESH_TELEMETRY: "off" };
