@@ -11,8 +11,8 @@
  *
  *  - tracing cost: one replica with telemetry off (the default), with metrics only, with 10 % of traces
  *    sampled, and with every trace exported to a local OTLP receiver plus Prometheus metrics
- *    (`REWARD_MESH_TELEMETRY=on`), alternated 3 times: median throughput of each, their ratio to off, and
- *    the service's own CPU per rollout (`tracing` in the result).
+ *    (`REWARD_MESH_TELEMETRY=on`), alternated 3 times, each after a warm-up of 1,000 rollouts: median
+ *    throughput of each, their ratio to off, and the service's own CPU per rollout (`tracing` in the result).
  *
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
  * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service), BENCH_ONLY_TRACING=1 (only the tracing phase).
@@ -43,6 +43,7 @@ import { machineInfo, writeBenchResult } from "./results.js";
 
 const N_THROUGHPUT = 5_000;
 const TRACING_ROUNDS = 3;
+const WARM_UP = 1_000;
 const N_RAW = 10_000;
 const LATENCY_RATE = 500; // rollouts/s offered in the latency phase
 const LATENCY_SECONDS = 4;
@@ -138,14 +139,14 @@ function rollout(runId: string, i: number) {
 }
 
 /** Rollouts/s: N rollouts published pipelined, until the last reward is stored. */
-async function throughput(bus: MeshBus, tag: string): Promise<number> {
+async function throughput(bus: MeshBus, tag: string, n = N_THROUGHPUT): Promise<number> {
   const tRun = `bench-${tag}-${Date.now().toString(36)}`;
-  const tCol = await rewardCollector(bus, tRun, N_THROUGHPUT);
+  const tCol = await rewardCollector(bus, tRun, n);
   const t0 = performance.now();
-  await pipelined(N_THROUGHPUT, (i) => publishRollout(bus.js, rollout(tRun, i)));
+  await pipelined(n, (i) => publishRollout(bus.js, rollout(tRun, i)));
   await tCol.done;
   const t1 = Math.max(...tCol.received.values());
-  return N_THROUGHPUT / ((t1 - t0) / 1000);
+  return n / ((t1 - t0) / 1000);
 }
 
 const median = (xs: number[]) => quantile(xs, 0.5);
@@ -198,6 +199,9 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
           },
         });
         try {
+          // Warm-up: the first spans load the exporter's modules (compiled on first use) and the first
+          // export happens after 512 spans; steady state is what a long run sees.
+          await throughput(bus, `warm-${mode}-${round}`, WARM_UP);
           const c0 = cpuSeconds(p.child.pid!);
           rates[mode].push(await throughput(bus, `trace-${mode}-${round}`));
           cpuUs[mode].push(((cpuSeconds(p.child.pid!) - c0) / N_THROUGHPUT) * 1e6);
