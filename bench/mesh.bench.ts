@@ -9,15 +9,30 @@
  *  - latency: rollouts paced at a fixed rate below capacity, publish→reward latency p50/p99 measured by a
  *    consumer of `mesh.rewards.<run>.length.*` in this process.
  *
+ *  - tracing cost: one replica with telemetry off (the default), with metrics only, with 10 % of traces
+ *    sampled, and with every trace exported to a local OTLP receiver plus Prometheus metrics
+ *    (`REWARD_MESH_TELEMETRY=on`), alternated 3 times, each after a warm-up of 1,000 rollouts: median
+ *    throughput of each, their ratio to off, and the service's own CPU per rollout (`tracing` in the result).
+ *
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
- * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service, to see what tracing costs).
+ * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service), BENCH_ONLY_TRACING=1 (only the tracing phase).
  */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { headers } from "@nats-io/transport-node";
 import { RewardResultSchema, RolloutSchema } from "@reward-mesh/proto";
-import { type MeshBus, openBus, publishRollout, Streams } from "@reward-mesh/sdk";
+import {
+  freePort,
+  type MeshBus,
+  openBus,
+  publishRollout,
+  Streams,
+  startOtlpReceiver,
+} from "@reward-mesh/sdk";
 import {
   type ServiceProcess,
   startServiceProcess,
@@ -27,6 +42,8 @@ import {
 import { machineInfo, writeBenchResult } from "./results.js";
 
 const N_THROUGHPUT = 5_000;
+const TRACING_ROUNDS = 3;
+const WARM_UP = 1_000;
 const N_RAW = 10_000;
 const LATENCY_RATE = 500; // rollouts/s offered in the latency phase
 const LATENCY_SECONDS = 4;
@@ -121,15 +138,112 @@ function rollout(runId: string, i: number) {
   });
 }
 
-async function meshRun(bus: MeshBus, replicas: number) {
-  // Throughput.
-  const tRun = `bench-t${replicas}-${Date.now().toString(36)}`;
-  const tCol = await rewardCollector(bus, tRun, N_THROUGHPUT);
+/** Rollouts/s: N rollouts published pipelined, until the last reward is stored. */
+async function throughput(bus: MeshBus, tag: string, n = N_THROUGHPUT): Promise<number> {
+  const tRun = `bench-${tag}-${Date.now().toString(36)}`;
+  const tCol = await rewardCollector(bus, tRun, n);
   const t0 = performance.now();
-  await pipelined(N_THROUGHPUT, (i) => publishRollout(bus.js, rollout(tRun, i)));
+  await pipelined(n, (i) => publishRollout(bus.js, rollout(tRun, i)));
   await tCol.done;
   const t1 = Math.max(...tCol.received.values());
-  const rolloutsPerSecond = N_THROUGHPUT / ((t1 - t0) / 1000);
+  return n / ((t1 - t0) / 1000);
+}
+
+const median = (xs: number[]) => quantile(xs, 0.5);
+
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * What tracing costs: one `length` replica with telemetry off (the default) and one with traces exported
+ * as OTLP/HTTP JSON to a local receiver (the mesh's own, as `up --traces` runs it) plus Prometheus
+ * metrics, alternated ROUNDS times on the same server; medians and their ratio.
+ */
+async function tracingCost(bus: MeshBus, natsUrl: string) {
+  const dir = mkdtempSync(join(tmpdir(), "bench-traces-"));
+  const receiver = await startOtlpReceiver({ file: join(dir, "spans.jsonl") });
+  const rates = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
+  // The service's own CPU per rollout: what tracing costs it, whatever else the shared machine runs.
+  const cpuUs = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
+  try {
+    for (let round = 0; round < TRACING_ROUNDS; round++) {
+      for (const mode of ["off", "metrics", "sampled", "on"] as const) {
+        const env: Record<string, string> =
+          mode !== "off"
+            ? {
+                REWARD_MESH_TELEMETRY: "on",
+                ...(mode === "metrics" ? { OTEL_TRACES_EXPORTER: "none" } : {}),
+                // Head sampling as production would run it: 1 trace in 10 recorded (and its children).
+                ...(mode === "sampled"
+                  ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }
+                  : {}),
+                OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.endpoint}/v1/traces`,
+                OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
+                OTEL_EXPORTER_PROMETHEUS_HOST: "127.0.0.1",
+                OTEL_EXPORTER_PROMETHEUS_PORT: String(await freePort()),
+              }
+            : {};
+        const p = await startServiceProcess(lengthMain, {
+          envPrefix: "LENGTH",
+          natsUrl,
+          env: {
+            LENGTH_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? "8",
+            // The helper turns exporters off unless told; "on" sets them back through the one switch.
+            ...(mode !== "off"
+              ? { OTEL_TRACES_EXPORTER: "", OTEL_METRICS_EXPORTER: "", OTEL_LOGS_EXPORTER: "" }
+              : {}),
+            ...env,
+          },
+        });
+        try {
+          // Warm-up: the first spans load the exporter's modules (compiled on first use) and the first
+          // export happens after 512 spans; steady state is what a long run sees.
+          await throughput(bus, `warm-${mode}-${round}`, WARM_UP);
+          const c0 = cpuSeconds(p.child.pid!);
+          rates[mode].push(await throughput(bus, `trace-${mode}-${round}`));
+          cpuUs[mode].push(((cpuSeconds(p.child.pid!) - c0) / N_THROUGHPUT) * 1e6);
+        } finally {
+          await p.stop();
+        }
+      }
+    }
+  } finally {
+    await receiver.close();
+  }
+  const spans = receiver.received();
+  rmSync(dir, { recursive: true, force: true });
+  const off = median(rates.off);
+  const on = median(rates.on);
+  return {
+    rounds: TRACING_ROUNDS,
+    rolloutsPerSecondOff: rates.off,
+    rolloutsPerSecondMetricsOnly: rates.metrics,
+    rolloutsPerSecondSampled10: rates.sampled,
+    rolloutsPerSecondOn: rates.on,
+    medianOff: off,
+    medianMetricsOnly: median(rates.metrics),
+    medianSampled10: median(rates.sampled),
+    ratioSampled10Off: median(rates.sampled) / off,
+    medianOn: on,
+    ratioOnOff: on / off,
+    serviceCpuMicrosPerRollout: {
+      off: median(cpuUs.off),
+      metricsOnly: median(cpuUs.metrics),
+      sampled10: median(cpuUs.sampled),
+      on: median(cpuUs.on),
+    },
+    serviceCpuRatioOnOff: median(cpuUs.on) / median(cpuUs.off),
+    overheadPercent: 100 * (1 - on / off),
+    spansReceived: spans,
+  };
+}
+
+async function meshRun(bus: MeshBus, replicas: number) {
+  // Throughput.
+  const rolloutsPerSecond = await throughput(bus, `t${replicas}`);
 
   // Latency at a fixed offered rate.
   const lRun = `bench-l${replicas}-${Date.now().toString(36)}`;
@@ -164,12 +278,13 @@ const nats = await startTestNats();
 const bus = await openBus(testBusOptions(nats.url), "bench-mesh");
 const children: ServiceProcess[] = [];
 try {
-  const raw = await rawRate(bus);
+  const onlyTracing = process.env.BENCH_ONLY_TRACING === "1";
+  const raw = onlyTracing ? { msgsPerSecond: Number.NaN, publishPerSecond: Number.NaN } : await rawRate(bus);
   process.stdout.write(
     `raw JetStream publish+consume+ack: ${raw.msgsPerSecond.toFixed(0)} msg/s (publish alone ${raw.publishPerSecond.toFixed(0)}/s)\n`,
   );
   const runs = [];
-  for (const replicas of [1, 2]) {
+  for (const replicas of onlyTracing ? [] : [1, 2]) {
     while (children.length < replicas)
       children.push(
         await startServiceProcess(lengthMain, {
@@ -188,6 +303,12 @@ try {
         `latency at ${LATENCY_RATE}/s p50 ${r.latency.p50Ms.toFixed(2)} ms p99 ${r.latency.p99Ms.toFixed(2)} ms\n`,
     );
   }
+  await Promise.all(children.splice(0).map((c) => c.stop()));
+  const tracing = await tracingCost(bus, nats.url);
+  process.stdout.write(
+    `tracing: off ${tracing.medianOff.toFixed(0)} rollouts/s, metrics only ${tracing.medianMetricsOnly.toFixed(0)}, 10 % sampled traces ${tracing.medianSampled10.toFixed(0)}, all traces + metrics ${tracing.medianOn.toFixed(0)} rollouts/s (median of ${tracing.rounds}; on/off ${tracing.ratioOnOff.toFixed(3)}, overhead ${tracing.overheadPercent.toFixed(1)} %; ${tracing.spansReceived} spans received)\n` +
+      `         service CPU per rollout: off ${tracing.serviceCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.serviceCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.serviceCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.serviceCpuMicrosPerRollout.on.toFixed(0)} µs (x${tracing.serviceCpuRatioOnOff.toFixed(2)})\n`,
+  );
   const result = {
     benchmark: "mesh",
     date: new Date().toISOString(),
@@ -195,6 +316,7 @@ try {
     natsServer: "local nats-server -js (file storage)",
     raw,
     runs,
+    tracing,
   };
   process.stdout.write(`wrote ${writeBenchResult("mesh", result)}\n`);
 } finally {

@@ -9,6 +9,7 @@ import { type CommandSpec, formatHelp } from "./args.js";
 import { CHECK_COMMAND } from "./commands/check.js";
 import { DEMO_COMMAND } from "./commands/demo.js";
 import { EXPERIMENT_COMMAND } from "./commands/experiment.js";
+import { EXPLAIN_COMMAND } from "./commands/explain.js";
 import { NEW_COMMAND } from "./commands/new.js";
 import { PROVISION_COMMAND } from "./commands/provision.js";
 import { SCORE_COMMAND } from "./commands/score.js";
@@ -39,6 +40,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   PROVISION_COMMAND,
   TRAIN_COMMAND,
   REPORT_COMMAND,
+  EXPLAIN_COMMAND,
   CHECK_COMMAND,
   EXPERIMENT_COMMAND,
   TASKS_COMMAND,
@@ -59,7 +61,7 @@ ${COMMANDS.map((c) => `  ${c.name.padEnd(12)} ${firstLine(c.summary)}`).join("\n
 
 services: ${SERVICES.map((s) => s.name).join(", ")}
 environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL,
-  REWARD_MESH_LOG_FORMAT (human|json, as --log-format), OTEL_*
+  REWARD_MESH_LOG_FORMAT (human|json, as --log-format), REWARD_MESH_TELEMETRY=on (traces + /metrics), OTEL_*
   NATS credentials: NATS_NKEY_SEED_FILE | NATS_CREDS_FILE | NATS_USER + NATS_PASSWORD | NATS_TOKEN, NATS_TLS_CA_FILE,
   NATS_TLS_CERT_FILE + NATS_TLS_KEY_FILE, NATS_INBOX_PREFIX; REWARD_MESH_NATS_AUTH=off: up/demo's NATS without users (development)
 gRPC security: REWARD_MESH_GRPC_TLS_CA_FILE, _TLS_CLIENT_CERT_FILE/_KEY_FILE, _TOKEN(_FILE), _INSECURE

@@ -67,6 +67,11 @@ export interface CliConfig {
    * @default 0
    */
   readonly startWaitSeconds: number;
+  /**
+   * A trace link template for `explain` (`REWARD_MESH_TRACE_URL`), `{traceId}` replaced by the trace id.
+   * @default "" (no link)
+   */
+  readonly traceUrlTemplate: string;
   /** The environment handed to service processes. */
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -84,6 +89,7 @@ export function loadCliConfig(env = processEnv()): CliConfig {
     python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
     grpc: loadGrpcClientSecurity(env),
     startWaitSeconds: envInt(env, "REWARD_MESH_START_WAIT_SECONDS", 0, 0, 86400),
+    traceUrlTemplate: envString(env, "REWARD_MESH_TRACE_URL", ""),
     env,
   };
 }

@@ -3,12 +3,15 @@
  * line on stderr with exit code 2, other failures exit 1.
  */
 import { text } from "node:stream/consumers";
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { applyTelemetryDefaults } from "@reward-mesh/sdk";
 import { runAdvantagesCli } from "@reward-mesh/trainer";
 import { wantsHelp } from "./args.js";
 import { ADVANTAGES_COMMAND, commandNamed, HELP, helpOf } from "./commands.js";
 import { runCheck } from "./commands/check.js";
 import { runDemo } from "./commands/demo.js";
 import { runExperiment } from "./commands/experiment.js";
+import { runExplain } from "./commands/explain.js";
 import { runNew } from "./commands/new.js";
 import { runProvision } from "./commands/provision.js";
 import { runScore } from "./commands/score.js";
@@ -56,21 +59,39 @@ async function main(argv: readonly string[]): Promise<number> {
     case "provision":
       return runProvision(args, config, process.stdout, process.stderr);
     case "train":
-      return runTrain(args, config, process.stdout, process.stderr);
+      return withTelemetry(() => runTrain(args, config, process.stdout, process.stderr));
     case "report":
       return runReport(args, process.stdout);
     case "check":
       return runCheck(args, config, process.stdout);
     case "experiment":
-      return runExperiment(args, config, process.stdout, process.stderr);
+      return withTelemetry(() => runExperiment(args, config, process.stdout, process.stderr));
     case "demo":
-      return runDemo(args, config, process.stdout, process.stderr);
+      return withTelemetry(() => runDemo(args, config, process.stdout, process.stderr));
+    case "explain":
+      return runExplain(args, config, process.stdout);
     case "tasks":
       return runTasks(args, process.stdout, process.stderr);
     case "new":
       return runNew(args, process.stdout);
     default:
       throw new Error(`command '${command}' is listed but not dispatched`);
+  }
+}
+
+/**
+ * The commands that run the trainer in this process install the OpenTelemetry SDK the way the
+ * services' entrypoints do: off unless configured (REWARD_MESH_TELEMETRY=on or OTEL_* exporters), then
+ * traces to OTLP and metrics on OTEL_EXPORTER_PROMETHEUS_PORT; flushed before the command returns.
+ */
+async function withTelemetry(run: () => Promise<number>): Promise<number> {
+  applyTelemetryDefaults();
+  const otel = new NodeSDK({ serviceName: "reward-mesh-trainer" });
+  otel.start();
+  try {
+    return await run();
+  } finally {
+    await otel.shutdown().catch(() => {});
   }
 }
 

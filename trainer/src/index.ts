@@ -147,6 +147,21 @@ export {
 } from "./run/report.js";
 export type { LivePage, LivePageOptions } from "./run/live.js";
 export { liveCharts, livePageHtml, startLivePage } from "./run/live.js";
+export type {
+  ExplainGroupRecord,
+  ExplainStepRecord,
+  ExplainTarget,
+  GroupExplanation,
+} from "./run/explain.js";
+export {
+  ExplainNotFoundError,
+  explainPath,
+  explainRollout,
+  readExplainRecords,
+  renderExplanation,
+} from "./run/explain.js";
+export type { RunningTrainerServer, TrainerServiceOptions } from "./run/explain-service.js";
+export { createTrainerServiceImpl, explanationMessage, serveTrainer } from "./run/explain-service.js";
 export type { TrainerCheckpoint } from "./run/state.js";
 export { prepareRunDirectory, runPaths } from "./run/state.js";
 export type { FragmentTaskDefinition, TaskDefinition } from "./run/tasks.js";

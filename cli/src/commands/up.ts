@@ -10,11 +10,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Writable } from "node:stream";
-import { freePort, type NatsAuthOptions, waitServing } from "@reward-mesh/sdk";
+import { applyTelemetryDefaults, freePort, type NatsAuthOptions, waitServing } from "@reward-mesh/sdk";
 import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
+import { meshTelemetryEnv, startTraceReceiver } from "./traces.js";
 import { SERVICES, serviceEntry } from "../services.js";
 import { startMeshNats } from "./mesh-nats.js";
 
@@ -24,6 +25,8 @@ export interface MeshProcess {
   readonly address: string;
   readonly pid: number;
   readonly logFile: string;
+  /** `http://127.0.0.1:<port>/metrics` when the service exports Prometheus metrics (`up --traces`). */
+  readonly metricsUrl?: string;
 }
 
 /** A running local mesh. */
@@ -48,6 +51,11 @@ export interface StartMeshOptions {
   readonly readyTimeoutMs?: number;
   /** Aborts start-up: what was started so far is stopped, and `startMesh` rejects with the reason. */
   readonly signal?: AbortSignal;
+  /**
+   * Telemetry of the service processes (`up --traces`): traces to this OTLP/HTTP JSON endpoint and a
+   * Prometheus `/metrics` port of its own for each service. @default telemetry per the environment
+   */
+  readonly telemetry?: { readonly otlpEndpoint: string };
 }
 
 /** `p`, or a rejection with `signal.reason` as soon as `signal` aborts. */
@@ -68,9 +76,10 @@ const tsxImport = () => import.meta.resolve("tsx");
  * exporter setting, the SDK's default OTLP exporter would retry a collector that is not there.
  */
 function telemetryDefaults(env: CliConfig["env"]): Record<string, string | undefined> {
-  const configured = Object.keys(env).some((k) => k.startsWith("OTEL_") && k.includes("EXPORTER"));
-  if (configured) return { ...env };
-  return { ...env, OTEL_TRACES_EXPORTER: "none", OTEL_METRICS_EXPORTER: "none", OTEL_LOGS_EXPORTER: "none" };
+  // The services' own rule (REWARD_MESH_TELEMETRY=on turns traces and /metrics on), decided here once.
+  const e = { ...env };
+  applyTelemetryDefaults(e);
+  return e;
 }
 
 function tail(file: string): string {
@@ -142,12 +151,24 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
     return Promise.all(
       entries.map(async (e) => {
         const port = await freePort();
+        // Prometheus /metrics: a port per service (they share this host).
+        const prometheus =
+          options.telemetry ||
+          /prometheus/.test(telemetryDefaults(config.env)["OTEL_METRICS_EXPORTER"] ?? "");
+        const metricsPort = prometheus ? await freePort() : undefined;
         if (stopping) return; // start-up was aborted meanwhile: start nothing more
         const logFile = join(logDir, `${e.name}.log`);
         const log = createWriteStream(logFile, { flags: "a" });
         const child = spawn(process.execPath, ["--import", tsxImport(), e.mainPath()], {
           env: {
             ...telemetryDefaults(config.env),
+            ...(metricsPort
+              ? {
+                  OTEL_EXPORTER_PROMETHEUS_HOST: "127.0.0.1",
+                  OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
+                }
+              : {}),
+            ...(options.telemetry ? meshTelemetryEnv(options.telemetry.otlpEndpoint, metricsPort!) : {}),
             ...meshNats.envFor(e.name),
             NATS_URL: nats.url,
             [`${e.envPrefix}_GRPC_PORT`]: String(port),
@@ -169,7 +190,13 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
         } catch (err) {
           throw new Error(`service '${e.name}': ${err instanceof Error ? err.message : String(err)}`);
         }
-        started.push({ name: e.name, address, pid: child.pid ?? -1, logFile });
+        started.push({
+          name: e.name,
+          address,
+          pid: child.pid ?? -1,
+          logFile,
+          ...(metricsPort ? { metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` } : {}),
+        });
       }),
     );
   }
@@ -188,7 +215,9 @@ export function printMesh(mesh: RunningMesh, out: Writable): void {
     );
   }
   for (const s of mesh.services)
-    out.write(`${s.name.padEnd(14)} ${s.address.padEnd(22)} pid ${s.pid}  log ${s.logFile}\n`);
+    out.write(
+      `${s.name.padEnd(14)} ${s.address.padEnd(22)} pid ${s.pid}  log ${s.logFile}${s.metricsUrl ? `  metrics ${s.metricsUrl}` : ""}\n`,
+    );
 }
 
 /** The up command's options (parsing and `--help` come from this table; add a flag here). */
@@ -223,6 +252,18 @@ export const UP_COMMAND: CommandSpec = {
       description: "the torch learner's device (with --learner torch)",
       defaultText: "auto",
     },
+    traces: {
+      type: "boolean",
+      description:
+        "spans of every process to a local OTLP receiver (<runs-dir>/traces.jsonl), /metrics per service",
+    },
+    "traces-port": {
+      type: "string",
+      value: "PORT",
+      description: "port of the local OTLP/HTTP receiver (with --traces)",
+      default: "4318",
+    },
+    "runs-dir": { type: "string", value: "DIR", description: "where --traces stores spans", default: "runs" },
   },
   notes: [
     "Environment: NATS_URL (default nats://127.0.0.1:4222), REWARD_MESH_NATS_STORE, REWARD_MESH_LOG_DIR,\n" +
@@ -252,7 +293,14 @@ export async function runUp(args: readonly string[], config: CliConfig, stdout: 
     process.once("SIGINT", () => resolveSignal());
     process.once("SIGTERM", () => resolveSignal());
   });
-  const mesh = await startMesh(config, { services });
+  const traces = flags["traces"] ? await startTraceReceiver(flags, stdout) : undefined;
+  const mesh = await startMesh(config, {
+    services,
+    ...(traces ? { telemetry: { otlpEndpoint: traces.endpoint } } : {}),
+  }).catch(async (err: unknown) => {
+    await traces?.close();
+    throw err;
+  });
   let learner: TorchLearnerProcess | undefined;
   try {
     if (flags["learner"] === "torch") {
@@ -272,6 +320,7 @@ export async function runUp(args: readonly string[], config: CliConfig, stdout: 
     } else printMesh(mesh, stdout);
   } catch (err) {
     await mesh.stop();
+    await traces?.close();
     throw err;
   }
   stdout.write("mesh is up; Ctrl-C to stop\n");
@@ -279,5 +328,6 @@ export async function runUp(args: readonly string[], config: CliConfig, stdout: 
   stdout.write("stopping...\n");
   await learner?.stop();
   await mesh.stop();
+  await traces?.close();
   return 0;
 }

@@ -31,10 +31,36 @@ import {
 import {
   type ComponentDeclaration,
   type ComponentValue,
+  activeContext,
   defineRewardService,
+  inSpan,
+  meshMeter,
   type RewardServiceDefinition,
 } from "@reward-mesh/sdk";
 import { sandboxStartFailed } from "./errors.js";
+
+// Created on first use: the meter of the SDK main.ts starts after this module is imported.
+let sandboxOutcomes: ReturnType<ReturnType<typeof meshMeter>["createCounter"]> | undefined;
+
+/** Runs one sandbox execution inside a `reward/code-exec/sandbox` span (child of the score span) and counts its outcome. */
+async function sandboxed(run: () => Promise<TestReport>): Promise<TestReport> {
+  return inSpan("reward/code-exec/sandbox", activeContext(), {}, async (span) => {
+    const report = await run();
+    const outcome = report.sandbox.oomKilled ? "oom" : report.sandbox.timedOut ? "timeout" : report.status;
+    span.setAttributes({
+      "sandbox.backend": report.sandbox.backend,
+      "sandbox.outcome": String(outcome),
+      "sandbox.wall_ms": report.sandbox.wallTimeMs,
+      "sandbox.tests_passed": report.passed,
+      "sandbox.tests_total": report.total,
+    });
+    sandboxOutcomes ??= meshMeter().createCounter("reward_mesh_sandbox_runs", {
+      description: "Sandbox executions of code-exec, per backend and outcome",
+    });
+    sandboxOutcomes.add(1, { backend: report.sandbox.backend, outcome: String(outcome) });
+    return report;
+  });
+}
 
 /** Version of the scoring logic. */
 export const CODE_EXEC_SERVICE_VERSION = "1.0.0";
@@ -174,7 +200,9 @@ export function createCodeExecService(options: CodeExecServiceOptions): RewardSe
         ];
       }
       const sb = await getSandbox();
-      const report = await runPythonTests(sb, programFor(task, extracted.code, options.sandbox), { signal });
+      const report = await sandboxed(() =>
+        runPythonTests(sb, programFor(task, extracted.code, options.sandbox), { signal }),
+      );
       return components(report, format);
     },
   });

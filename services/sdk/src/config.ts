@@ -99,11 +99,31 @@ export function telemetryExportConfigured(env: Env = processEnv()): boolean {
  * 1,000 rollouts/s sits at ~190–270 MB RSS instead of ~130 MB (`npm run bench:soak`).
  */
 export function applyTelemetryDefaults(env: Record<string, string | undefined> = process.env): void {
+  if (envBool(env, "REWARD_MESH_TELEMETRY", false)) {
+    // The one switch: OTLP traces (to OTEL_EXPORTER_OTLP_ENDPOINT, the SDK's default otherwise) and a
+    // Prometheus `/metrics` endpoint (OTEL_EXPORTER_PROMETHEUS_PORT, 9464 by default); any OTEL_*
+    // variable set explicitly wins.
+    const unset = (k: string) => raw(env, k) === undefined;
+    if (unset("OTEL_TRACES_EXPORTER")) env["OTEL_TRACES_EXPORTER"] = "otlp";
+    if (unset("OTEL_METRICS_EXPORTER")) env["OTEL_METRICS_EXPORTER"] = "prometheus";
+    if (unset("OTEL_LOGS_EXPORTER")) env["OTEL_LOGS_EXPORTER"] = "none";
+    return;
+  }
   if (telemetryExportConfigured(env)) return;
   env["OTEL_TRACES_EXPORTER"] = "none";
   env["OTEL_METRICS_EXPORTER"] = "none";
   env["OTEL_LOGS_EXPORTER"] = "none";
 }
+
+/** `REWARD_MESH_TELEMETRY`: the one switch that turns telemetry on (read by {@link applyTelemetryDefaults}). */
+export const TELEMETRY_ENV = defineEnv({
+  REWARD_MESH_TELEMETRY: {
+    type: "boolean",
+    default: false,
+    description:
+      "Turn telemetry on: OTLP traces (OTEL_EXPORTER_OTLP_ENDPOINT) and Prometheus /metrics (OTEL_EXPORTER_PROMETHEUS_PORT, default 9464). Explicit OTEL_* variables win.",
+  },
+});
 
 /** The directories of `PATH`, in order. */
 export function executableSearchPath(env: Env = processEnv()): string[] {

@@ -52,6 +52,7 @@ export {
   processEnv,
   serviceEnvSchema,
   serviceRuntimeEnv,
+  TELEMETRY_ENV,
   telemetryExportConfigured,
 } from "./config.js";
 export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
@@ -187,7 +188,16 @@ export {
   Streams,
 } from "./subjects.js";
 export { closestName, didYouMean, editDistance } from "./suggest.js";
+export type { OtlpReceiver, OtlpReceiverOptions, StoredSpan } from "./otlp-receiver.js";
 export {
+  flattenOtlpTraces,
+  readStoredSpans,
+  renderWaterfall,
+  spansOfRollout,
+  startOtlpReceiver,
+} from "./otlp-receiver.js";
+export {
+  activeContext,
   extractFromHeaders,
   extractFromMetadata,
   INSTRUMENTATION_SCOPE,
@@ -196,6 +206,10 @@ export {
   inSpan,
   meshMeter,
   meshTracer,
+  type RolloutSpanFields,
+  rolloutSpanAttributes,
+  SECONDS_BUCKETS,
+  spanContextOf,
 } from "./telemetry.js";
 export type { OrphanSubject, RolloutConsumer, RolloutTopology } from "./topology.js";
 export {

@@ -21,7 +21,7 @@ import {
 import { InvalidArgumentError, ServiceContractError } from "./errors.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { checkSubjectToken } from "./subjects.js";
-import { inSpan, meshMeter } from "./telemetry.js";
+import { inSpan, meshMeter, rolloutSpanAttributes, SECONDS_BUCKETS } from "./telemetry.js";
 import { validateRollout } from "./validate.js";
 
 /** Declares one component a service emits (part of the service's contract). */
@@ -168,9 +168,22 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
   let lastError = "";
   let totalLatencyMs = 0;
   const meter = meshMeter();
-  const requestCounter = meter.createCounter(`reward/${spec.name}/requests`);
-  const errorCounter = meter.createCounter(`reward/${spec.name}/errors`);
-  const latency = meter.createHistogram(`reward/${spec.name}/latency_ms`, { unit: "ms" });
+  // Metric names are the same in every service; the service is a label (one dashboard reads them all).
+  const labels = { service: spec.name };
+  const requestCounter = meter.createCounter("reward_mesh_score_requests", {
+    description: "Score calls (gRPC and JetStream)",
+  });
+  const errorCounter = meter.createCounter("reward_mesh_score_errors", {
+    description: "Score calls that failed (invalid input or a service fault)",
+  });
+  const latency = meter.createHistogram("reward_mesh_score_duration_seconds", {
+    unit: "s",
+    description: "Time to score one rollout, per service",
+    advice: { explicitBucketBoundaries: [...SECONDS_BUCKETS] },
+  });
+  const componentCounter = meter.createCounter("reward_mesh_component_results", {
+    description: "Component values returned, per service, component and status",
+  });
 
   const describe = () =>
     create(DescribeResponseSchema, {
@@ -211,7 +224,7 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
   ): Promise<RewardResult> => {
     const started = performance.now();
     requests++;
-    requestCounter.add(1);
+    requestCounter.add(1, labels);
     const parent = options.parentContext ?? otelContext.active();
     try {
       const r = validate(rollout);
@@ -220,17 +233,22 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
         parent,
         {
           "reward.service": spec.name,
-          "reward.rollout_id": r.id,
-          "reward.run_id": r.runId,
-          "reward.group_id": r.groupId,
+          ...rolloutSpanAttributes(r),
           "reward.transport": options.transport ?? "local",
         },
-        async () => {
+        async (span) => {
           const values = await spec.score(r, {
             signal: options.signal ?? new AbortController().signal,
             logger: options.logger ?? silentLogger,
           });
           const durationMs = performance.now() - started;
+          const components = assemble(values);
+          for (const c of components) {
+            const status = ComponentStatus[c.status] ?? String(c.status);
+            span.setAttribute(`reward.component.${c.name}.value`, c.value);
+            span.setAttribute(`reward.component.${c.name}.status`, status);
+            componentCounter.add(1, { ...labels, component: c.name, status });
+          }
           return create(RewardResultSchema, {
             rolloutId: r.id,
             runId: r.runId,
@@ -241,20 +259,20 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
             policyVersion: r.policyVersion,
             service: spec.name,
             serviceVersion: spec.version,
-            components: assemble(values),
+            components,
             durationMs,
           });
         },
       );
     } catch (err) {
       errors++;
-      errorCounter.add(1);
+      errorCounter.add(1, labels);
       lastError = err instanceof Error ? err.message : String(err);
       throw err;
     } finally {
       const ms = performance.now() - started;
       totalLatencyMs += ms;
-      latency.record(ms);
+      latency.record(ms / 1000, labels);
     }
   };
 

@@ -12,6 +12,7 @@ import {
   metrics,
   propagation,
   type Span,
+  type SpanContext,
   SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
@@ -101,3 +102,42 @@ export async function inSpan<T>(
     span.end();
   }
 }
+
+/** The span context `ctx` carries (for span links), or undefined when it has no valid one. */
+export function spanContextOf(ctx: Context): SpanContext | undefined {
+  const sc = trace.getSpanContext(ctx);
+  return sc && trace.isSpanContextValid(sc) ? sc : undefined;
+}
+
+/** What identifies a rollout in span attributes. */
+export interface RolloutSpanFields {
+  readonly runId: string;
+  readonly step: number;
+  readonly groupId: string;
+  readonly id: string;
+  readonly index?: number;
+}
+
+/**
+ * The mesh's span attributes of one rollout (`reward.run_id`, `reward.step`, `reward.group_id`,
+ * `reward.rollout_id`, `reward.index`): the same keys in every process, so a trace backend can search them.
+ */
+export function rolloutSpanAttributes(r: RolloutSpanFields): Record<string, string | number> {
+  return {
+    "reward.run_id": r.runId,
+    "reward.step": r.step,
+    "reward.group_id": r.groupId,
+    "reward.rollout_id": r.id,
+    ...(r.index !== undefined ? { "reward.index": r.index } : {}),
+  };
+}
+
+/** The active trace context (the current span's), for a child span from code that has no context handle. */
+export function activeContext(): Context {
+  return context.active();
+}
+
+/** Histogram buckets of the mesh's durations in seconds (1 ms to 2 min: a length score to a slow sandbox or a train step). */
+export const SECONDS_BUCKETS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+];

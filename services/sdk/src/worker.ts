@@ -30,7 +30,7 @@ import type { Limiter } from "./limiter.js";
 import type { Logger } from "./logger.js";
 import type { RewardServiceDefinition } from "./service.js";
 import { consumerName, Streams } from "./subjects.js";
-import { extractFromHeaders, inSpan } from "./telemetry.js";
+import { extractFromHeaders, inSpan, meshMeter, rolloutSpanAttributes } from "./telemetry.js";
 
 /** Whether a NATS server `version` ("2.9.10") is at least `want`; unknown versions count as older. */
 export function serverAtLeast(version: string | undefined, want: readonly [number, number, number]): boolean {
@@ -132,6 +132,32 @@ export async function startWorker(
   };
   let wakeIdle: (() => void) | undefined;
   const stats = { scored: 0, duplicates: 0, deadLettered: 0, naked: 0 };
+  const meter = meshMeter();
+  // Outcome of each delivery: scored (published), duplicate, dead_lettered, retried (nak'ed).
+  const outcomes = meter.createCounter("reward_mesh_rollouts", {
+    description: "Rollouts taken from JetStream, per service and outcome",
+  });
+  const dlqCounter = meter.createCounter("reward_mesh_dead_letters", {
+    description: "Rollouts dead-lettered to mesh.dlq.<service>",
+  });
+  const count = (outcome: string) => outcomes.add(1, { service: def.name, outcome });
+  // Consumer lag: messages not yet delivered to this durable, read from the server at scrape time.
+  const pending = meter.createObservableGauge("reward_mesh_consumer_pending", {
+    description: "Messages of MESH_ROLLOUTS not yet delivered to the durable (consumer lag)",
+  });
+  const durables: string[] = [];
+  const observePending = async (r: { observe(v: number, a: Record<string, string>): void }) => {
+    for (const durable of durables) {
+      try {
+        const info = await bus.jsm.consumers.info(Streams.rollouts, durable);
+        r.observe(info.num_pending, { service: def.name, durable });
+        r.observe(info.num_ack_pending, { service: def.name, durable, state: "ack_pending" });
+      } catch {
+        // The server is away (reconnecting): no sample this scrape.
+      }
+    }
+  };
+  pending.addCallback(observePending);
 
   // The version of the server this client connected to: in a cluster mid-upgrade another server (the
   // consumer's leader) may be older; then a TERM with a reason is redelivered once more, no worse than 2.9.
@@ -152,6 +178,8 @@ export async function startWorker(
       if (termTakesReason) m.term(reason.slice(0, 200));
       else m.term();
       stats.deadLettered++;
+      count("dead_lettered");
+      dlqCounter.add(1, { service: def.name });
       logger.warn({ subject: m.subject, seq: m.info.streamSequence, reason }, "dead-lettered");
       return true;
     } catch (err) {
@@ -159,6 +187,7 @@ export async function startWorker(
       logger.error({ err, seq: m.info.streamSequence }, "dead-letter publish failed; nak");
       m.nak(backoffBase);
       stats.naked++;
+      count("retried");
       return false;
     }
   };
@@ -184,7 +213,7 @@ export async function startWorker(
           );
           return;
         }
-        span.setAttribute("reward.rollout_id", rollout.id);
+        span.setAttributes({ "reward.service": def.name, ...rolloutSpanAttributes(rollout) });
         // Long scores (sandboxes) keep the message: tell JetStream we are working before ack_wait ends.
         const keepAlive = setInterval(() => m.working(), Math.max(50, Math.floor(ackWaitMs / 2)));
         try {
@@ -201,12 +230,13 @@ export async function startWorker(
           const ack = await inSpan(
             `reward/${def.name}/publish`,
             ctx,
-            { "reward.rollout_id": rollout.id },
+            { "reward.service": def.name, ...rolloutSpanAttributes(rollout) },
             (_s, pctx) => publishReward(bus.js, result, instance, pctx),
           );
           if (ack.duplicate) stats.duplicates++;
           m.ack();
           stats.scored++;
+          count(ack.duplicate ? "duplicate" : "scored");
         } catch (err) {
           if (isInvalidArgumentError(err)) {
             await deadLetter(m, err.message);
@@ -221,6 +251,7 @@ export async function startWorker(
           logger.warn({ err: msg, seq: m.info.streamSequence, delay }, "scoring failed; nak with back-off");
           m.nak(delay);
           stats.naked++;
+          count("retried");
         } finally {
           clearInterval(keepAlive);
         }
@@ -232,6 +263,7 @@ export async function startWorker(
   const subscriptions: ConsumerMessages[] = [];
   for (const domain of def.domains) {
     const durable = await ensureConsumer(bus, def.name, domain, ackWaitMs);
+    durables.push(durable);
     const consumer = await bus.js.consumers.get(Streams.rollouts, durable);
     const msgs = await consumer.consume({ max_messages: maxInFlight });
     subscriptions.push(msgs);
@@ -262,6 +294,7 @@ export async function startWorker(
     async stop(graceMs = 10_000) {
       if (stopping) return;
       stopping = true;
+      pending.removeCallback(observePending);
       for (const s of subscriptions) s.stop();
       wakeLoops();
       if (inFlight > 0) {

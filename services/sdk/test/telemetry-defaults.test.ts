@@ -27,4 +27,22 @@ describe("applyTelemetryDefaults", () => {
       assert.deepEqual(e, env);
     }
   });
+
+  it("REWARD_MESH_TELEMETRY=on turns traces (OTLP) and metrics (Prometheus) on; explicit OTEL_* values win", () => {
+    const e: Record<string, string | undefined> = { REWARD_MESH_TELEMETRY: "on", OTEL_TRACES_EXPORTER: " " };
+    applyTelemetryDefaults(e);
+    assert.equal(e["OTEL_TRACES_EXPORTER"], "otlp");
+    assert.equal(e["OTEL_METRICS_EXPORTER"], "prometheus");
+    assert.equal(e["OTEL_LOGS_EXPORTER"], "none");
+    const f: Record<string, string | undefined> = {
+      REWARD_MESH_TELEMETRY: "true",
+      OTEL_METRICS_EXPORTER: "otlp",
+    };
+    applyTelemetryDefaults(f);
+    assert.equal(f["OTEL_METRICS_EXPORTER"], "otlp");
+    const off: Record<string, string | undefined> = { REWARD_MESH_TELEMETRY: "off" };
+    applyTelemetryDefaults(off);
+    assert.equal(off["OTEL_TRACES_EXPORTER"], "none");
+    assert.throws(() => applyTelemetryDefaults({ REWARD_MESH_TELEMETRY: "maybe" }), /REWARD_MESH_TELEMETRY/);
+  });
 });

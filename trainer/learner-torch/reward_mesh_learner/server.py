@@ -7,6 +7,7 @@ short message, the traceback going to stderr. The TrainStep stream protocol and 
 of `trainer/src/learner/server.ts`.
 """
 
+import re
 import sys
 import threading
 import traceback
@@ -19,6 +20,22 @@ from . import wire
 from .errors import CheckpointError, LearnerInputError
 from .proto import LEARNER_SERVICE_NAME, health_pb2, health_pb2_grpc, learner_pb2, learner_pb2_grpc
 from .security import BearerTokenInterceptor, ServerSecurity, check_bind, server_credentials
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+def trace_id_of(context) -> Optional[str]:
+    """The trace id of the call's W3C `traceparent` metadata, or None (absent, malformed, all zeros)."""
+    try:
+        metadata = context.invocation_metadata() or ()
+    except Exception:  # noqa: BLE001 — a context without metadata (direct calls in tests)
+        return None
+    for key, value in metadata:
+        if key == "traceparent":
+            m = _TRACEPARENT.match(value.strip().lower() if isinstance(value, str) else "")
+            if m and m.group(1) != "0" * 32:
+                return m.group(1)
+    return None
 
 #: Largest message sent or received (a Generate response holds every completion).
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -60,8 +77,15 @@ class LearnerServicer(learner_pb2_grpc.LearnerServicer):
     def __init__(self, learner, lock: Optional[threading.Lock] = None):
         self.learner = learner
         self.lock = lock or threading.Lock()
+        self.last_trace_id = {}
 
     def _run(self, method: str, context, fn: Callable):
+        # W3C trace context from the trainer (gRPC metadata). There is no OpenTelemetry SDK for Python in
+        # Debian, so the learner records it rather than exporting spans: the trace id goes into its log
+        # lines (a failure names the trace of the step that hit it) and `last_trace_id[method]`.
+        trace_id = trace_id_of(context)
+        if trace_id:
+            self.last_trace_id[method] = trace_id
         try:
             with self.lock:
                 return fn()
@@ -70,7 +94,8 @@ class LearnerServicer(learner_pb2_grpc.LearnerServicer):
         except CheckpointError as e:
             context.abort(grpc.StatusCode.INTERNAL, str(e))
         except Exception as e:  # noqa: BLE001 — anything else is an INTERNAL error, logged
-            print(f"torch-learner: {method} failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            where = f" (trace {trace_id})" if trace_id else ""
+            print(f"torch-learner: {method} failed{where}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
             context.abort(grpc.StatusCode.INTERNAL, f"{method} failed: {type(e).__name__}: {str(e)[:300]}")
 
     def Info(self, request, context):

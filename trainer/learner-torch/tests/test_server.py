@@ -15,7 +15,7 @@ import grpc
 
 import helpers
 from reward_mesh_learner.proto import LEARNER_SERVICE_NAME, health_pb2, health_pb2_grpc, learner_pb2 as pb, learner_pb2_grpc, rollout_pb2
-from reward_mesh_learner.server import serve
+from reward_mesh_learner.server import LearnerServicer, serve, trace_id_of
 
 
 def header(**kw):
@@ -122,6 +122,33 @@ class Server(unittest.TestCase):
         self.invalid(lambda: self.stub.TrainStep(iter([header(idempotency_key="pt"), sample(c, prompt_token_ids=[])])), r"^'samples\[0\].promptTokenIds' is empty")
         frag = pb.LearnerPrompt(prompt_id="b", context_key="k", vocabulary=["a", "b"], max_tokens=1)
         self.invalid(lambda: self.stub.Generate(pb.LearnerGenerateRequest(prompts=[frag], n=1)), r"^'prompts\[0\].vocabulary' .*text policy")
+
+
+class _Context:
+    """What the servicer reads of a grpc.ServicerContext: the call's metadata."""
+
+    def __init__(self, metadata):
+        self.metadata = metadata
+
+    def invocation_metadata(self):
+        return self.metadata
+
+
+class TraceContext(unittest.TestCase):
+    """The trainer's W3C traceparent (gRPC metadata): recorded per method, its trace id in failure logs."""
+
+    TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+    def test_trace_id_of(self):
+        ok = _Context((("traceparent", f"00-{self.TRACE}-00f067aa0ba902b7-01"),))
+        self.assertEqual(trace_id_of(ok), self.TRACE)
+        for bad in ((), (("traceparent", "garbage"),), (("traceparent", f"00-{'0' * 32}-00f067aa0ba902b7-01"),)):
+            self.assertIsNone(trace_id_of(_Context(bad)))
+
+    def test_servicer_records_the_trace_of_each_call(self):
+        servicer = LearnerServicer(helpers.make_learner(seed=3))
+        servicer.Info(pb.LearnerInfoRequest(), _Context((("traceparent", f"00-{self.TRACE}-00f067aa0ba902b7-01"),)))
+        self.assertEqual(servicer.last_trace_id, {"Info": self.TRACE})
 
 
 class Cli(unittest.TestCase):

@@ -4,7 +4,7 @@
  * @module
  */
 import { grpc, Learner as LearnerService } from "@reward-mesh/proto";
-import { createSecureGrpcClient, type GrpcClientSecurity } from "@reward-mesh/sdk";
+import { createSecureGrpcClient, type GrpcClientSecurity, injectIntoMetadata } from "@reward-mesh/sdk";
 import { LearnerClosedError, RemoteLearnerError } from "./errors.js";
 import type { Learner, LearnerInfo } from "./types.js";
 import {
@@ -41,7 +41,14 @@ export function createRemoteLearner(address: string, options: RemoteLearnerOptio
   const client = createSecureGrpcClient(LearnerService, address, options.security, {
     "grpc.max_receive_message_length": options.maxResponseBytes ?? 64 * 1024 * 1024,
   });
-  const callOptions = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+  const timeout = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+  // Per call: the caller's trace context (`traceparent`) in the metadata, so the learner's work joins the
+  // step's trace (the trainer's `trainer/train_step` span is active around `trainStep`).
+  const opts = () => {
+    const metadata = new grpc.Metadata();
+    injectIntoMetadata(metadata);
+    return { ...timeout, metadata };
+  };
   let closed = false;
 
   async function call<T>(method: string, fn: () => Promise<T>): Promise<T> {
@@ -56,7 +63,7 @@ export function createRemoteLearner(address: string, options: RemoteLearnerOptio
   return {
     info: () =>
       call("Info", async (): Promise<LearnerInfo> => {
-        const i = await client.info({}, callOptions);
+        const i = await client.info({}, opts());
         return {
           name: i.name,
           policyVersion: i.policyVersion,
@@ -74,7 +81,7 @@ export function createRemoteLearner(address: string, options: RemoteLearnerOptio
       }),
     computeLogprobs: (sequences) =>
       call("ComputeLogprobs", async () => {
-        const res = await client.computeLogprobs(encodeScoredSequences(sequences), callOptions);
+        const res = await client.computeLogprobs(encodeScoredSequences(sequences), opts());
         if (res.sequences.length !== sequences.length) {
           throw new RemoteLearnerError(
             grpc.status.INTERNAL,
@@ -86,7 +93,7 @@ export function createRemoteLearner(address: string, options: RemoteLearnerOptio
       }),
     generate: (req) =>
       call("Generate", async () =>
-        decodeCompletions(await client.generate(encodeGenerateRequest(req), callOptions)),
+        decodeCompletions(await client.generate(encodeGenerateRequest(req), opts())),
       ),
     trainStep: (req) =>
       call("TrainStep", async () => {
@@ -96,15 +103,15 @@ export function createRemoteLearner(address: string, options: RemoteLearnerOptio
           yield { kind: { case: "header" as const, value: header } };
           for (const s of samples) yield { kind: { case: "sample" as const, value: s } };
         }
-        return decodeTrainStepResult(await client.trainStep(messages(), callOptions));
+        return decodeTrainStepResult(await client.trainStep(messages(), opts()));
       }),
     syncWeights: () =>
       call("SyncWeights", async () => {
-        const r = await client.syncWeights({}, callOptions);
+        const r = await client.syncWeights({}, opts());
         return { policyVersion: r.policyVersion };
       }),
     saveCheckpoint: (path) =>
-      call("SaveCheckpoint", async () => (await client.saveCheckpoint({ path }, callOptions)).path),
+      call("SaveCheckpoint", async () => (await client.saveCheckpoint({ path }, opts())).path),
     async close() {
       if (closed) return;
       closed = true;

@@ -12,7 +12,14 @@ import {
   type LearnerTrainStepHeader,
   type ServiceImpl,
 } from "@reward-mesh/proto";
-import { type GrpcServerSecurity, type Logger, silentLogger, startGrpcServices } from "@reward-mesh/sdk";
+import {
+  extractFromMetadata,
+  type GrpcServerSecurity,
+  inSpan,
+  type Logger,
+  silentLogger,
+  startGrpcServices,
+} from "@reward-mesh/sdk";
 import { LearnerInputError } from "./errors.js";
 import type { Learner } from "./types.js";
 import {
@@ -73,7 +80,7 @@ export function createLearnerServiceImpl(learner: Learner): ServiceImpl<typeof L
     async generate(req) {
       return encodeCompletions(await learner.generate(decodeGenerateRequest(req)));
     },
-    async trainStep(reqs) {
+    async trainStep(reqs, ctx) {
       let header: LearnerTrainStepHeader | undefined;
       const samples = [];
       for await (const msg of reqs) {
@@ -101,7 +108,14 @@ export function createLearnerServiceImpl(learner: Learner): ServiceImpl<typeof L
           `has ${samples.length} samples but header.sampleCount is ${header.sampleCount} (stream cut short?)`,
         );
       }
-      const res = await learner.trainStep(decodeTrainStepRequest(header, samples));
+      const req = decodeTrainStepRequest(header, samples);
+      // The trainer's `traceparent` (gRPC metadata): this update joins the step's trace.
+      const res = await inSpan(
+        "learner/train_step",
+        extractFromMetadata(ctx.metadata),
+        { "reward.step": req.step, "reward.samples": samples.length },
+        () => learner.trainStep(req),
+      );
       return { policyVersion: res.policyVersion, metrics: { ...res.metrics }, replayed: res.replayed };
     },
     async syncWeights() {

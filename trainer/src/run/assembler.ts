@@ -25,13 +25,16 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
+import type { SpanContext } from "@opentelemetry/api";
 import { type RewardResult, RewardResultSchema } from "@reward-mesh/proto";
 import {
   checkSubjectToken,
+  extractFromHeaders,
   type Logger,
   type MeshBus,
   parseRewardSubject,
   silentLogger,
+  spanContextOf,
   Streams,
 } from "@reward-mesh/sdk";
 
@@ -54,6 +57,8 @@ export interface AssembledGroup {
   readonly complete: boolean;
   /** `index/service` pairs missing at the deadline. */
   readonly missing: readonly string[];
+  /** Trace context of each result's publish (from its NATS headers), for span links; none when untraced. */
+  readonly resultSpans: readonly SpanContext[];
 }
 
 /** Counters of the assembler. */
@@ -125,8 +130,17 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   const groups = new Map<string, GroupState>();
   const orphans = new Map<string, RewardResult[]>(); // by group id
   const seen = new Set<string>(); // rolloutId \0 service of results already placed
+  const spanOf = new Map<string, SpanContext>(); // rolloutId \0 service -> its publish span
   let appliedThrough = -1;
-  const stats = { received: 0, duplicates: 0, late: 0, unexpected: 0, outOfOrder: 0, mismatched: 0, rejected: 0 };
+  const stats = {
+    received: 0,
+    duplicates: 0,
+    late: 0,
+    unexpected: 0,
+    outOfOrder: 0,
+    mismatched: 0,
+    rejected: 0,
+  };
   const admit = options.admit ?? (() => true);
 
   const place = (st: GroupState, r: RewardResult): void => {
@@ -191,18 +205,22 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
     else stats.rejected++;
   };
 
-  const decodeAndTake = (data: Uint8Array, subject: string, seq: number): void => {
+  const decodeAndTake = (data: Uint8Array, subject: string, seq: number): RewardResult | undefined => {
     try {
       const r = provenResult(data, subject);
       if (r) take(r, subject);
+      return r;
     } catch (err) {
       // A reward the mesh itself published cannot be undecodable unless something else writes there.
       logger.warn({ err: String(err), subject, seq }, "undecodable reward result ignored");
+      return undefined;
     }
   };
 
   const handle = (m: JsMsg): void => {
-    decodeAndTake(m.data, m.subject, m.seq);
+    const r = decodeAndTake(m.data, m.subject, m.seq);
+    const sc = r && m.headers ? spanContextOf(extractFromHeaders(m.headers)) : undefined;
+    if (r && sc) spanOf.set(`${r.rolloutId}\u0000${r.service}`, sc);
     m.ack();
   };
 
@@ -265,10 +283,17 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
       return states.map((st) => {
         groups.delete(st.group.groupId);
         const missing: string[] = [];
+        const resultSpans: SpanContext[] = [];
         st.results.forEach((slot, i) => {
-          for (const s of st.group.services) if (!slot.has(s)) missing.push(`${i}/${s}`);
+          for (const s of st.group.services) {
+            if (!slot.has(s)) missing.push(`${i}/${s}`);
+            const key = `${st.group.rolloutIds[i]}\u0000${s}`;
+            const sc = spanOf.get(key);
+            if (sc) resultSpans.push(sc);
+            spanOf.delete(key);
+          }
         });
-        return { group: st.group, results: st.results, complete: missing.length === 0, missing };
+        return { group: st.group, results: st.results, complete: missing.length === 0, missing, resultSpans };
       });
     },
     markApplied(step) {

@@ -51,6 +51,9 @@ import {
   TaskPolicyMismatchError,
   taskDomainOf,
 } from "./tasks.js";
+import { appendExplainRecord, explainGroupRecord, explainPath } from "./explain.js";
+import { type StepTrace, startStepTrace } from "./step-trace.js";
+import { recordStepMetrics } from "./trainer-metrics.js";
 import { checkDomainsScored, createResultValidator, describeRunServices } from "./validation.js";
 
 /** One group of a step as progress listeners see it (the live page's "last groups"). */
@@ -194,6 +197,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   assembler.markApplied(resumedFrom);
   let step = resumedFrom + 1;
   let stopped = false;
+  let st: StepTrace | undefined;
   try {
     let pending = readJsonIfExists<PendingStep>(paths.pending);
     if (pending && pending.step !== step) pending = undefined;
@@ -207,11 +211,14 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         break;
       }
       const t0 = performance.now();
+      st?.end();
+      st = startStepTrace(config.runId, step, { "reward.estimator": compiled.definition.name });
+      const stepTrace = st;
       // 1. Generate (or take the journalled generation of a resumed step).
       if (!pending) {
         const prompts = promptsForStep(tasks, config.seed, step, config.promptsPerStep);
         const g = config.generation;
-        const completions = await learner.generate({
+        const generateRequest = {
           prompts: prompts.map((t, j) => promptSpecOf(t, `s${step}-p${j}`, policy, g.maxNewTokens)),
           n: config.groupSize,
           seed: mixSeed(config.seed, step),
@@ -223,7 +230,10 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
                 ...(g.stop.length ? { stop: g.stop } : {}),
               }
             : {}),
-        });
+        };
+        const completions = await stepTrace.child("trainer/generate", { "reward.step": step }, [], () =>
+          learner.generate(generateRequest),
+        );
         pending = {
           step,
           createdAt: Date.now(),
@@ -267,11 +277,17 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             responseTokens: policy === "text" ? c.tokenIds.length : 0,
             metadata: { ...(task.metadata ?? {}) },
           });
-          publishes.push(publishRollout(bus.js, rollout));
+          publishes.push(
+            stepTrace.rollout(
+              { runId: config.runId, step, groupId: g.groupId, id: ids[i]!, index: i, domain },
+              (ctx) => publishRollout(bus.js, rollout, ctx),
+            ),
+          );
         });
       }
       for (const e of expected) assembler.expect(e);
       await Promise.all(publishes);
+      const publishedAt = Date.now();
       const assembled: AssembledGroup[] = await assembler.collect(
         expected.map((e) => e.groupId),
         Date.now() + config.groups.deadlineMs,
@@ -284,6 +300,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         break;
       }
       const tScore = performance.now();
+      stepTrace.assembled(assembled, publishedAt);
 
       // 3. Advantages.
       const { prepared, droppedIncomplete, partialNotApplicable } = prepareGroups(
@@ -304,6 +321,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
           )
         : { estimator: compiled.definition.name, groups: [] };
       const tAdv = performance.now();
+      stepTrace.advantages(prepared.map((g, gi) => ({ source: g.source, result: result.groups[gi]! })));
 
       // 4. Policy update (idempotent per step).
       const samples: Sample[] = [];
@@ -330,24 +348,30 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       const train: TrainStepResult =
         samples.length === 0
           ? await skippedUpdate(learner, logger, step)
-          : await learner.trainStep({
-              step,
-              idempotencyKey: `${config.runId}:${step}`,
-              samples,
-              loss: {
-                lossType: config.loss.type,
-                epsLow: config.loss.epsLow,
-                epsHigh: config.loss.epsHigh,
-                dualClipC: config.loss.dualClipC,
-                klBeta: config.loss.klBeta,
-                maxCompletionLength: config.loss.maxCompletionLength,
-              },
-              optim: {
-                lr: config.optim.lr,
-                epochs: config.optim.epochs,
-                maxGradNorm: config.optim.maxGradNorm,
-              },
-            });
+          : await stepTrace.child(
+              "trainer/train_step",
+              { "reward.run_id": config.runId, "reward.step": step, "reward.samples": samples.length },
+              stepTrace.rolloutSpans(samples.map((x) => x.sampleId)),
+              () =>
+                learner.trainStep({
+                  step,
+                  idempotencyKey: `${config.runId}:${step}`,
+                  samples,
+                  loss: {
+                    lossType: config.loss.type,
+                    epsLow: config.loss.epsLow,
+                    epsHigh: config.loss.epsHigh,
+                    dualClipC: config.loss.dualClipC,
+                    klBeta: config.loss.klBeta,
+                    maxCompletionLength: config.loss.maxCompletionLength,
+                  },
+                  optim: {
+                    lr: config.optim.lr,
+                    epochs: config.optim.epochs,
+                    maxGradNorm: config.optim.maxGradNorm,
+                  },
+                }),
+            );
       const tTrain = performance.now();
 
       // 5. Metrics, checkpoint, publish.
@@ -397,9 +421,33 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       };
       writeAtomic(paths.checkpoint, JSON.stringify(ck));
       appendFileSync(paths.metrics, `${JSON.stringify(metrics)}\n`);
+      appendExplainRecord(explainPath(config.outputDir, config.runId), {
+        v: 1,
+        step,
+        estimator: result.estimator,
+        traceId: stepTrace.traceId,
+        components: config.components.map(componentId),
+        weights: config.components.map((c) => c.weight),
+        groups: prepared.map((g, gi) => {
+          const pg = pending!.groups.find((x) => x.groupId === g.source.group.groupId)!;
+          return explainGroupRecord(
+            g,
+            config,
+            pg.taskId,
+            domainByGroup.get(pg.groupId)!,
+            pendingLengths(pending!, g),
+            result.groups[gi]!.advantages,
+          );
+        }),
+        dropped: assembled
+          .filter((a) => !prepared.some((p) => p.source === a))
+          .map((a) => ({ groupId: a.group.groupId, rolloutIds: a.group.rolloutIds, missing: a.missing })),
+      });
+      recordStepMetrics(metrics as unknown as Parameters<typeof recordStepMetrics>[0]);
       removeIfExists(paths.pending);
       assembler.markApplied(step);
       await publishAdvantages(bus, config, step, train.policyVersion, prepared, result, metrics);
+      stepTrace.end();
       const journalled = pending;
       pending = undefined;
       o.onStep?.({
@@ -423,6 +471,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       });
     }
   } finally {
+    st?.end();
     await assembler.close();
   }
   return {

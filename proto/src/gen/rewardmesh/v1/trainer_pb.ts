@@ -2,8 +2,8 @@
 // @generated from file rewardmesh/v1/trainer.proto (package rewardmesh.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rewardmesh/v1/trainer.proto.
  */
 export const file_rewardmesh_v1_trainer: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXdhcmRtZXNoL3YxL3RyYWluZXIucHJvdG8SDXJld2FyZG1lc2gudjEiYQoQUm9sbG91dEFkdmFudGFnZRISCgpyb2xsb3V0X2lkGAEgASgJEg0KBWluZGV4GAIgASgNEhEKCWFkdmFudGFnZRgDIAEoARIXCg93ZWlnaHRlZF9yZXdhcmQYBCABKAEitAEKD0dyb3VwQWR2YW50YWdlcxIQCghncm91cF9pZBgBIAEoCRIxCghyb2xsb3V0cxgCIAMoCzIfLnJld2FyZG1lc2gudjEuUm9sbG91dEFkdmFudGFnZRIMCgRrZXB0GAMgASgIEhIKCmRlZ2VuZXJhdGUYBCABKAgSFAoMc2dycG9fd2VpZ2h0GAUgASgBEhMKC2Rlbm9taW5hdG9yGAYgASgBEg8KB2ltcHV0ZWQYByABKAgi2AEKDkFkdmFudGFnZUJhdGNoEg4KBnJ1bl9pZBgBIAEoCRIMCgRzdGVwGAIgASgNEhEKCWVzdGltYXRvchgDIAEoCRISCgpjb21wb25lbnRzGAQgAygJEg8KB3dlaWdodHMYBSADKAESLgoGZ3JvdXBzGAYgAygLMh4ucmV3YXJkbWVzaC52MS5Hcm91cEFkdmFudGFnZXMSFgoOcG9saWN5X3ZlcnNpb24YByABKA0SKAoHbWV0cmljcxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RiBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChtyZXdhcmRtZXNoL3YxL3RyYWluZXIucHJvdG8SDXJld2FyZG1lc2gudjEiYQoQUm9sbG91dEFkdmFudGFnZRISCgpyb2xsb3V0X2lkGAEgASgJEg0KBWluZGV4GAIgASgNEhEKCWFkdmFudGFnZRgDIAEoARIXCg93ZWlnaHRlZF9yZXdhcmQYBCABKAEitAEKD0dyb3VwQWR2YW50YWdlcxIQCghncm91cF9pZBgBIAEoCRIxCghyb2xsb3V0cxgCIAMoCzIfLnJld2FyZG1lc2gudjEuUm9sbG91dEFkdmFudGFnZRIMCgRrZXB0GAMgASgIEhIKCmRlZ2VuZXJhdGUYBCABKAgSFAoMc2dycG9fd2VpZ2h0GAUgASgBEhMKC2Rlbm9taW5hdG9yGAYgASgBEg8KB2ltcHV0ZWQYByABKAgi2AEKDkFkdmFudGFnZUJhdGNoEg4KBnJ1bl9pZBgBIAEoCRIMCgRzdGVwGAIgASgNEhEKCWVzdGltYXRvchgDIAEoCRISCgpjb21wb25lbnRzGAQgAygJEg8KB3dlaWdodHMYBSADKAESLgoGZ3JvdXBzGAYgAygLMh4ucmV3YXJkbWVzaC52MS5Hcm91cEFkdmFudGFnZXMSFgoOcG9saWN5X3ZlcnNpb24YByABKA0SKAoHbWV0cmljcxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWwoVVHJhaW5lckV4cGxhaW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRISCgpyb2xsb3V0X2lkGAIgASgJEgwKBHN0ZXAYAyABKA0SEAoIZ3JvdXBfaWQYBCABKAkiiwEKEEV4cGxhaW5lZFJvbGxvdXQSEgoKcm9sbG91dF9pZBgBIAEoCRIOCgZ2YWx1ZXMYAiADKAESFgoObm90X2FwcGxpY2FibGUYAyADKAgSEAoIc3RhdHVzZXMYBCADKAkSFgoOd2VpZ2h0ZWRfdG90YWwYBSABKAESEQoJYWR2YW50YWdlGAYgASgBIuEEChZUcmFpbmVyRXhwbGFpblJlc3BvbnNlEg4KBnJ1bl9pZBgBIAEoCRIMCgRzdGVwGAIgASgNEhAKCGdyb3VwX2lkGAMgASgJEg8KB3Rhc2tfaWQYBCABKAkSDgoGZG9tYWluGAUgASgJEhUKDXJvbGxvdXRfaW5kZXgYBiABKAUSEQoJZXN0aW1hdG9yGAcgASgJEhIKCmNvbXBvbmVudHMYCCADKAkSDwoHd2VpZ2h0cxgJIAMoARIZChFlZmZlY3RpdmVfd2VpZ2h0cxgKIAMoARIxCghyb2xsb3V0cxgLIAMoCzIfLnJld2FyZG1lc2gudjEuRXhwbGFpbmVkUm9sbG91dBITCgtjb3JyZWxhdGlvbhgMIAMoARITCgtncnBvX3NoYXJlcxgNIAMoARIYChBjb3JyX2dycG9fc2hhcmVzGA4gAygBEhcKD2NvZWZmaWNpZW50X3N1bRgPIAEoARIYCgtkZW5vbWluYXRvchgQIAEoAUgAiAEBEhkKDHNncnBvX3dlaWdodBgRIAEoAUgBiAEBEhcKD3NncnBvX3N1Y2Nlc3NlcxgSIAEoDRITCgtzZ3Jwb19nYXRlZBgTIAEoCBIRCgRrZXB0GBQgASgISAKIAQESEgoKZGVnZW5lcmF0ZRgVIAEoCBIPCgdpbXB1dGVkGBYgASgIEhIKCnJlcHJvZHVjZWQYFyABKAgSEAoIdHJhY2VfaWQYGCABKAkSEQoJdHJhY2VfdXJsGBkgASgJQg4KDF9kZW5vbWluYXRvckIPCg1fc2dycG9fd2VpZ2h0QgcKBV9rZXB0MmEKB1RyYWluZXISVgoHRXhwbGFpbhIkLnJld2FyZG1lc2gudjEuVHJhaW5lckV4cGxhaW5SZXF1ZXN0GiUucmV3YXJkbWVzaC52MS5UcmFpbmVyRXhwbGFpblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * The advantage of one rollout, as the trainer computed it.
@@ -169,4 +169,266 @@ export type AdvantageBatch = Message<"rewardmesh.v1.AdvantageBatch"> & {
  */
 export const AdvantageBatchSchema: GenMessage<AdvantageBatch> = /*@__PURE__*/
   messageDesc(file_rewardmesh_v1_trainer, 2);
+
+/**
+ * Which rollout (or group) of a run to explain: `rollout_id`, or `step` with `group_id`.
+ *
+ * @generated from message rewardmesh.v1.TrainerExplainRequest
+ */
+export type TrainerExplainRequest = Message<"rewardmesh.v1.TrainerExplainRequest"> & {
+  /**
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * @generated from field: string rollout_id = 2;
+   */
+  rolloutId: string;
+
+  /**
+   * @generated from field: uint32 step = 3;
+   */
+  step: number;
+
+  /**
+   * @generated from field: string group_id = 4;
+   */
+  groupId: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.TrainerExplainRequest.
+ * Use `create(TrainerExplainRequestSchema)` to create a new message.
+ */
+export const TrainerExplainRequestSchema: GenMessage<TrainerExplainRequest> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 3);
+
+/**
+ * One rollout of the explained group.
+ *
+ * @generated from message rewardmesh.v1.ExplainedRollout
+ */
+export type ExplainedRollout = Message<"rewardmesh.v1.ExplainedRollout"> & {
+  /**
+   * @generated from field: string rollout_id = 1;
+   */
+  rolloutId: string;
+
+  /**
+   * Per component (the response's `components` order): the engine's input value (0 where N/A).
+   *
+   * @generated from field: repeated double values = 2;
+   */
+  values: number[];
+
+  /**
+   * Per component: true where the value is NOT_APPLICABLE (not scored for this rollout).
+   *
+   * @generated from field: repeated bool not_applicable = 3;
+   */
+  notApplicable: boolean[];
+
+  /**
+   * Per component: the status the service reported (OK, NOT_APPLICABLE, ERROR, TIMEOUT, MISSING).
+   *
+   * @generated from field: repeated string statuses = 4;
+   */
+  statuses: string[];
+
+  /**
+   * @generated from field: double weighted_total = 5;
+   */
+  weightedTotal: number;
+
+  /**
+   * @generated from field: double advantage = 6;
+   */
+  advantage: number;
+};
+
+/**
+ * Describes the message rewardmesh.v1.ExplainedRollout.
+ * Use `create(ExplainedRolloutSchema)` to create a new message.
+ */
+export const ExplainedRolloutSchema: GenMessage<ExplainedRollout> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 4);
+
+/**
+ * Why each rollout of a group got its advantage, recomputed from the run's stored records with the
+ * trainer's own advantage engine (`reward-mesh explain`).
+ *
+ * @generated from message rewardmesh.v1.TrainerExplainResponse
+ */
+export type TrainerExplainResponse = Message<"rewardmesh.v1.TrainerExplainResponse"> & {
+  /**
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * @generated from field: uint32 step = 2;
+   */
+  step: number;
+
+  /**
+   * @generated from field: string group_id = 3;
+   */
+  groupId: string;
+
+  /**
+   * @generated from field: string task_id = 4;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string domain = 5;
+   */
+  domain: string;
+
+  /**
+   * Index of the requested rollout in the group; -1 when a group was requested.
+   *
+   * @generated from field: int32 rollout_index = 6;
+   */
+  rolloutIndex: number;
+
+  /**
+   * @generated from field: string estimator = 7;
+   */
+  estimator: string;
+
+  /**
+   * Component names ("<service>/<component>"), configured weights and the weights in effect in this group.
+   *
+   * @generated from field: repeated string components = 8;
+   */
+  components: string[];
+
+  /**
+   * @generated from field: repeated double weights = 9;
+   */
+  weights: number[];
+
+  /**
+   * @generated from field: repeated double effective_weights = 10;
+   */
+  effectiveWeights: number[];
+
+  /**
+   * @generated from field: repeated rewardmesh.v1.ExplainedRollout rollouts = 11;
+   */
+  rollouts: ExplainedRollout[];
+
+  /**
+   * K×K correlation matrix, row-major.
+   *
+   * @generated from field: repeated double correlation = 12;
+   */
+  correlation: number[];
+
+  /**
+   * Per component: share of the denominator under GRPO (covariance) and under CorrGRPO (correlation).
+   *
+   * @generated from field: repeated double grpo_shares = 13;
+   */
+  grpoShares: number[];
+
+  /**
+   * @generated from field: repeated double corr_grpo_shares = 14;
+   */
+  corrGrpoShares: number[];
+
+  /**
+   * @generated from field: double coefficient_sum = 15;
+   */
+  coefficientSum: number;
+
+  /**
+   * The estimator's divisor for this group; unset when it has none (MO-GRPO).
+   *
+   * @generated from field: optional double denominator = 16;
+   */
+  denominator?: number | undefined;
+
+  /**
+   * S-GRPO: unset when off.
+   *
+   * @generated from field: optional double sgrpo_weight = 17;
+   */
+  sgrpoWeight?: number | undefined;
+
+  /**
+   * @generated from field: uint32 sgrpo_successes = 18;
+   */
+  sgrpoSuccesses: number;
+
+  /**
+   * @generated from field: bool sgrpo_gated = 19;
+   */
+  sgrpoGated: boolean;
+
+  /**
+   * DAPO dynamic sampling: unset when off.
+   *
+   * @generated from field: optional bool kept = 20;
+   */
+  kept?: boolean | undefined;
+
+  /**
+   * @generated from field: bool degenerate = 21;
+   */
+  degenerate: boolean;
+
+  /**
+   * @generated from field: bool imputed = 22;
+   */
+  imputed: boolean;
+
+  /**
+   * True when the recomputed advantages are the ones the trainer applied.
+   *
+   * @generated from field: bool reproduced = 23;
+   */
+  reproduced: boolean;
+
+  /**
+   * @generated from field: string trace_id = 24;
+   */
+  traceId: string;
+
+  /**
+   * Link built from the server's trace URL template; empty without one.
+   *
+   * @generated from field: string trace_url = 25;
+   */
+  traceUrl: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.TrainerExplainResponse.
+ * Use `create(TrainerExplainResponseSchema)` to create a new message.
+ */
+export const TrainerExplainResponseSchema: GenMessage<TrainerExplainResponse> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 5);
+
+/**
+ * The trainer's read side for tools: why a rollout got its advantage.
+ * buf:lint:ignore SERVICE_SUFFIX
+ *
+ * @generated from service rewardmesh.v1.Trainer
+ */
+export const Trainer: GenService<{
+  /**
+   * NOT_FOUND when the run, step, group or rollout is not stored; INVALID_ARGUMENT for a bad request.
+   *
+   * @generated from rpc rewardmesh.v1.Trainer.Explain
+   */
+  explain: {
+    methodKind: "unary";
+    input: typeof TrainerExplainRequestSchema;
+    output: typeof TrainerExplainResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_rewardmesh_v1_trainer, 0);
 

@@ -1,0 +1,132 @@
+/**
+ * `reward-mesh explain`: why a rollout (or every rollout of a group) got its advantage, from what the
+ * run stored in `runs/<id>/` (`explain.jsonl`, `resolved-config.json`), recomputed with the trainer's
+ * own advantage engine; with `--waterfall`, the rollout's trace from the spans a local receiver stored
+ * (`reward-mesh up --traces`).
+ * @module
+ */
+import type { Writable } from "node:stream";
+import { readStoredSpans, renderWaterfall, spansOfRollout } from "@reward-mesh/sdk";
+import { type ExplainTarget, explainRollout, renderExplanation, serveTrainer } from "@reward-mesh/trainer";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import type { CliConfig } from "../config.js";
+import { UsageError } from "../io.js";
+
+/** The explain command (parsing and `--help` come from this table). */
+export const EXPLAIN_COMMAND: CommandSpec = {
+  name: "explain",
+  summary: "why a rollout got its advantage: components, weights, correlation, shares, S-GRPO, DAPO, trace",
+  description:
+    "Explain one rollout (--rollout) or one group (--step and --group) of a run from runs/<id>/: each\n" +
+    "service's components and statuses for every rollout of the group, the weights, the weighted totals,\n" +
+    "the correlation matrix, each component's share of the denominator under GRPO and CorrGRPO, the S-GRPO\n" +
+    "weight and gate, the DAPO decision and the final advantage, recomputed with the trainer's engine.",
+  options: {
+    run: { type: "string", value: "ID", description: "the run id (required unless --serve)" },
+    rollout: { type: "string", value: "ID", description: "a rollout id (e.g. demo-1-s3-p0-5)" },
+    step: { type: "string", value: "N", description: "a step (with --group)" },
+    group: { type: "string", value: "ID", description: "a group of that step (e.g. s3-p0)" },
+    "runs-dir": { type: "string", value: "DIR", description: "where runs are stored", default: "runs" },
+    json: { type: "boolean", description: "print the explanation as one JSON object" },
+    waterfall: {
+      type: "boolean",
+      description: "also print the rollout's trace (per hop: where, how long) from --spans",
+    },
+    serve: {
+      type: "string",
+      value: "PORT",
+      description:
+        "serve rewardmesh.v1.Trainer/Explain over gRPC on 127.0.0.1:PORT for <runs-dir> until Ctrl-C",
+    },
+    spans: {
+      type: "string",
+      value: "FILE",
+      description: "spans stored by `reward-mesh up --traces`",
+      defaultText: "<runs-dir>/traces.jsonl",
+    },
+  },
+  notes: [
+    "REWARD_MESH_TRACE_URL: a link template for the trace, {traceId} replaced, e.g.\n" +
+      "http://localhost:16686/trace/{traceId} (Jaeger) or a Grafana Tempo explore URL.",
+  ],
+  examples: [
+    "reward-mesh explain --run demo-1 --rollout demo-1-s3-p0-5",
+    "reward-mesh explain --run demo-1 --step 3 --group s3-p0 --json",
+  ],
+};
+
+/** Usage of the explain command. */
+export const EXPLAIN_USAGE = usageLine(EXPLAIN_COMMAND);
+
+function targetOf(flags: Readonly<Record<string, string | boolean>>): ExplainTarget {
+  const rollout = flags["rollout"];
+  const step = flags["step"];
+  const group = flags["group"];
+  if (typeof rollout === "string") {
+    if (step !== undefined || group !== undefined)
+      throw new UsageError("give either '--rollout' or '--step' with '--group', not both");
+    return { rolloutId: rollout };
+  }
+  if (typeof step !== "string" || typeof group !== "string")
+    throw new UsageError(`'--rollout', or '--step' and '--group', are required\n${EXPLAIN_USAGE}`);
+  if (!/^[1-9]\d*$/.test(step)) throw new UsageError(`'--step' must be a positive integer, got '${step}'`);
+  return { step: Number(step), groupId: group };
+}
+
+/** Runs the command; returns the exit code. */
+export async function runExplain(args: readonly string[], cli: CliConfig, stdout: Writable): Promise<number> {
+  const { values: flags, positionals } = parseCommand(EXPLAIN_COMMAND, args);
+  if (positionals.length > 0) throw new UsageError(EXPLAIN_USAGE);
+  if (typeof flags["serve"] === "string") return serve(flags, cli, stdout);
+  const run = flags["run"];
+  if (typeof run !== "string") throw new UsageError(`'--run' is required\n${EXPLAIN_USAGE}`);
+  const runsDir = String(flags["runs-dir"] ?? "runs");
+  const e = explainRollout(runsDir, run, targetOf(flags), {
+    ...(cli.traceUrlTemplate ? { traceUrlTemplate: cli.traceUrlTemplate } : {}),
+  });
+  const spansFile = typeof flags["spans"] === "string" ? flags["spans"] : `${runsDir}/traces.jsonl`;
+  const rollout = e.rolloutIndex === null ? undefined : e.rollouts[e.rolloutIndex]!.rolloutId;
+  const spans = flags["waterfall"]
+    ? spansOfRollout(readStoredSpans(spansFile), e.traceId, rollout ?? "", e.groupId)
+    : undefined;
+  if (flags["json"]) {
+    stdout.write(`${JSON.stringify(spans ? { ...e, spans } : e)}\n`);
+    return 0;
+  }
+  stdout.write(renderExplanation(e));
+  if (spans) {
+    stdout.write("\n");
+    stdout.write(
+      spans.length
+        ? renderWaterfall(spans, e.traceId)
+        : `no span of trace ${e.traceId} in ${spansFile} (was the run traced? reward-mesh up --traces)\n`,
+    );
+  }
+  return 0;
+}
+
+/** `--serve PORT`: Trainer.Explain over the runs directory until SIGINT/SIGTERM. */
+async function serve(
+  flags: Readonly<Record<string, string | boolean>>,
+  cli: CliConfig,
+  stdout: Writable,
+): Promise<number> {
+  const port = String(flags["serve"]);
+  if (!/^\d+$/.test(port) || Number(port) > 65_535)
+    throw new UsageError(`'--serve' must be a port number (0-65535), got '${port}'`);
+  const stopped = new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+  const server = await serveTrainer({
+    outputDir: String(flags["runs-dir"] ?? "runs"),
+    port: Number(port),
+    ...(cli.traceUrlTemplate ? { traceUrlTemplate: cli.traceUrlTemplate } : {}),
+  });
+  stdout.write(
+    `Trainer.Explain on ${server.address} (runs in ${String(flags["runs-dir"] ?? "runs")}); Ctrl-C to stop\n`,
+  );
+  await stopped;
+  await server.close();
+  return 0;
+}
