@@ -80,6 +80,16 @@ export const SERVICES: readonly ServiceEntry[] = [
       return m.createEfficiencyService(m.loadConfig());
     },
   },
+  {
+    name: "math",
+    envPrefix: "MATH",
+    defaultPort: 50067,
+    mainPath: () => fileURLToPath(import.meta.resolve("@reward-mesh/math/main")),
+    load: async () => {
+      const m = await import("@reward-mesh/math");
+      return m.createMathService(m.loadConfig());
+    },
+  },
 ];
 
 /** Thrown for an unknown service name; lists the known ones. */

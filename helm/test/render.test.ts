@@ -37,7 +37,7 @@ import {
 import { validateAll, validateObject } from "./validate.js";
 
 const FULL = "rm-reward-mesh";
-const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency"];
+const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency", "math"];
 
 /** nats-accounts.ts's permissions in nats-server's form (as writeMeshAuth writes them). */
 function asServerPermissions(p: NatsPermissions): unknown {
