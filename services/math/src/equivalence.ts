@@ -53,6 +53,13 @@ export interface EquivalenceOptions {
   /** Relative tolerance of numeric comparison. */
   readonly tolerance: number;
   readonly answerType: AnswerType;
+  /**
+   * Which steps run (for measuring what each adds): `exact` compares normal forms only (the MATH
+   * grader's string test), `numeric` adds numbers within tolerance, `full` adds symbolic and
+   * structured comparison.
+   * @default "full"
+   */
+  readonly steps?: "exact" | "numeric" | "full";
 }
 
 /** A verdict. */
@@ -134,6 +141,11 @@ function structure(normal: string, type: AnswerType): Structured {
   if (type !== "number" && type !== "expression") {
     const items = splitTopLevel(normal, ",");
     if (items.length >= 2) return { kind: "list", items };
+    // `1\pm\sqrt2` is the list of both roots.
+    const pm = normal.split("\\pm");
+    if (pm.length === 2 && pm[1] !== "") {
+      return { kind: "list", items: [`${pm[0]}+${pm[1]}`, `${pm[0]}-${pm[1]}`] };
+    }
   }
   return { kind: "scalar", value: normal };
 }
@@ -213,6 +225,11 @@ function evaluateAt(c: Compiled, scope: Record<string, number>): Complexish | un
 /** Compares two scalar (non-structured) normal forms. */
 function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
   if (a === b) return { equal: true, method: "exact" };
+  if (o.steps === "exact") return { equal: false, method: "exact" };
+  // Words (`Evelyn`, `odd`) are text, not products of single-letter variables; case does not matter.
+  if (/^[a-zA-Z]{3,}$/.test(a) || /^[a-zA-Z]{3,}$/.test(b)) {
+    return { equal: a.toLowerCase() === b.toLowerCase(), method: "text" };
+  }
   const ca = compile(a);
   const cb = compile(b);
   if (!ca || !cb) return { equal: a.toLowerCase() === b.toLowerCase(), method: "text" };
@@ -231,6 +248,7 @@ function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
     }
     return { equal: close(va, vb, o.tolerance), method: "numeric" };
   }
+  if (o.steps === "numeric") return { equal: false, method: "none" };
   // Different variable sets can still be equal (x - x + y vs y), so evaluate on the union.
   let valid = 0;
   for (let k = 0; k + vars.length <= POINTS.length && valid < 6; k += vars.length) {
@@ -313,6 +331,8 @@ function sameMultiset(a: string[], b: string[], o: EquivalenceOptions): boolean 
  */
 export function answersEquivalent(candidate: string, reference: string, o: EquivalenceOptions): Equivalence {
   if (candidate === reference) return { equal: true, method: "exact" };
+  if (o.steps === "exact") return { equal: false, method: "exact" };
+  if (o.steps === "numeric") return scalarEqual(candidate, reference, o);
   const a = structure(candidate, o.answerType);
   const b = structure(reference, o.answerType);
   if (a.kind === "scalar" && b.kind === "scalar") return elementEqual(a.value, b.value, o);

@@ -17,3 +17,5 @@ export type { JudgePool, JudgePoolOptions, PoolOutcome } from "./pool.js";
 export { createJudgePool } from "./pool.js";
 export type { MathService } from "./service.js";
 export { createMathService, MATH_SERVICE_VERSION } from "./service.js";
+export type { AgreementPair, AgreementRates } from "./agreement.js";
+export { measureAgreement, pairInput } from "./agreement.js";

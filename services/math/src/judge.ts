@@ -4,7 +4,12 @@
  * (`pool.ts`), so a pathological answer costs at most the time limit.
  * @module
  */
-import { type AnswerType, answersEquivalent, type EquivalenceMethod } from "./equivalence.js";
+import {
+  type AnswerType,
+  answersEquivalent,
+  type EquivalenceMethod,
+  type EquivalenceOptions,
+} from "./equivalence.js";
 import { type AnswerFormat, type AnswerSource, extractAnswer } from "./extract.js";
 import { type AnswerLimits, checkAnswer, normalizeAnswer } from "./normalize.js";
 
@@ -17,6 +22,8 @@ export interface JudgeInput {
   readonly tolerance: number;
   readonly allowLastNumber: boolean;
   readonly limits: AnswerLimits;
+  /** Comparison steps (see {@link EquivalenceOptions.steps}). @default "full" */
+  readonly steps?: EquivalenceOptions["steps"];
 }
 
 /** A judgement (structured-clone friendly: it crosses the worker boundary). */
@@ -49,6 +56,7 @@ export function judge(input: JudgeInput): Judgement {
       const v = answersEquivalent(normalized, normalizeAnswer(reference), {
         tolerance: input.tolerance,
         answerType: input.answerType,
+        ...(input.steps ? { steps: input.steps } : {}),
       });
       if (v.equal) return { ...base, correct: true, normalized, method: v.method, reference };
       method = v.method;

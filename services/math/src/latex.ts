@@ -47,8 +47,23 @@ const PLAIN_FUNCTIONS = new Set(["sqrt", "sin", "cos", "tan", "log", "ln", "exp"
 
 /** Translates a normalised LaTeX answer into a mathjs expression string. */
 export function latexToExpression(latex: string): string {
-  return new Translator(latex).run();
+  // 1e3 / 2.5e-4: scientific notation, not 1·e·3.
+  return new Translator(latex.replace(/(\d)e([+-]?\d+)/g, "$1\\cdot10^{$2}")).run();
 }
+
+/**
+ * Commands the translator knows, longest first: after whitespace removal `\pi r` reads `\pir`, so a
+ * command is the longest known name its letters start with.
+ */
+const KNOWN_COMMANDS: readonly string[] = [
+  "frac",
+  "dfrac",
+  "tfrac",
+  "sqrt",
+  "binom",
+  ...Object.keys(FUNCTIONS),
+  ...Object.keys(CONSTANTS),
+].sort((a, b) => b.length - a.length);
 
 class Translator {
   private i = 0;
@@ -106,9 +121,10 @@ class Translator {
         const name = sub ? sub.content : s[this.i];
         if (!name || !/^\w+$/.test(name)) throw new NotAnExpressionError("bad subscript");
         this.i = sub ? sub.end : this.i + 1;
-        return ` ${c}_${name} `;
+        return ` (${c}_${name}) `;
       }
-      return ` ${c} `;
+      // Parenthesised so that `n(n+1)` is a product, not a call of a function `n`.
+      return ` (${c}) `;
     }
     if (c === "^") {
       this.i++;
@@ -129,8 +145,8 @@ class Translator {
     const s = this.s;
     const m = /^\\([a-zA-Z]+)/.exec(s.slice(this.i, this.i + 40));
     if (!m) throw new NotAnExpressionError(`unexpected ${JSON.stringify(s.slice(this.i, this.i + 2))}`);
-    const name = m[1]!;
-    this.i += m[0].length;
+    const name = KNOWN_COMMANDS.find((k) => m[1]!.startsWith(k)) ?? m[1]!;
+    this.i += name.length + 1;
     if (name === "frac" || name === "dfrac" || name === "tfrac") {
       const a = this.argument();
       const b = this.argument();
@@ -168,7 +184,8 @@ class Translator {
       return ` ${fn}${this.argument()}`;
     }
     const constant = CONSTANTS[name];
-    if (constant !== undefined) return ` ${constant} `;
+    // Parenthesised: `pi (r)` would be a call of `pi`.
+    if (constant !== undefined) return /^[a-zA-Z]/.test(constant) ? ` (${constant}) ` : ` ${constant} `;
     throw new NotAnExpressionError(`unsupported command \\${name}`);
   }
 }

@@ -86,7 +86,7 @@ function fixFracShorthand(s: string): string {
 }
 
 const UNIT_WORDS =
-  /\s*(?:\\text\{\s*)?(?:units?|cm|centimeters?|m|meters?|km|kilometers?|mm|inches|inch|in|feet|foot|ft|yards?|miles?|degrees?|seconds?|minutes?|hours?|days?|weeks?|years?|dollars?|cents?|pounds?|lbs?|kg|g|grams?|liters?|ml|square|sq|cubic|mph|people|students|apples|marbles|cookies|pages|points?|ways|times)(?:\^[23]|\^\{[23]\})?\s*\}?\s*$/i;
+  /(?:\\text\{\s*|\s+|(?<=\d))(?:units?|cm|centimeters?|m|meters?|km|kilometers?|mm|inches|inch|in|feet|foot|ft|yards?|miles?|degrees?|seconds?|minutes?|hours?|days?|weeks?|years?|dollars?|cents?|pounds?|lbs?|kg|g|grams?|liters?|ml|square|sq|cubic|mph|people|students|apples|marbles|cookies|pages|points?|ways|times)(?:\s+units?)?(?:\^[23]|\^\{[23]\})?\s*\}?\s*$/i;
 
 /**
  * The answer's normal form: what the MATH grader's string comparison sees, extended with the
