@@ -77,7 +77,6 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
 
   const spawn = (slot: Slot) => {
     const worker = new Worker(WORKER_URL);
-    worker.unref();
     slot.worker = worker;
     slot.ready = false;
     worker.on("message", (msg: { ready?: true; id?: number; judgement?: Judgement; error?: string }) => {
@@ -105,6 +104,9 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
       }
       if (!closed) replace(slot);
     });
+    // After the listeners: adding a 'message' listener refs the worker again. A judgement in flight
+    // keeps the process alive through its deadline timer.
+    worker.unref();
   };
 
   const replace = (slot: Slot) => {

@@ -72,6 +72,7 @@ export const DEFAULT_SERVICE_DOMAINS: Readonly<Record<string, readonly string[]>
   efficiency: ["code"],
   "tool-call": ["tool_call"],
   agentdojo: ["agent"],
+  math: ["math"],
 };
 
 /** Where the policy lives. */
@@ -113,7 +114,7 @@ export interface RunConfig {
   readonly tasks: {
     /** `builtin`: the task sets shipped with the trainer; `jsonl`: a task file (`path`). */
     readonly source: "builtin" | "jsonl";
-    /** Built-in sets to use (`source: builtin`): `code`, `tool_call`, `agent`, `custom`. */
+    /** Built-in sets to use (`source: builtin`): `code`, `tool_call`, `agent`, `custom`, `math`. */
     readonly sets: readonly string[];
     /** The task file (`source: jsonl`): one `rewardmesh.v1.Task` in proto JSON per line. */
     readonly path?: string;
