@@ -104,9 +104,17 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
       }
       if (!closed) replace(slot);
     });
-    // After the listeners: adding a 'message' listener refs the worker again. A judgement in flight
-    // keeps the process alive through its deadline timer.
-    worker.unref();
+    // After the listeners (adding a 'message' listener refs the worker again): an idle pool never keeps
+    // a process alive; while judgements are pending the workers are ref'd (see `hold`).
+    if (pending === 0) worker.unref();
+  };
+
+  // Pending judgements (queued or running): while there are any, the workers keep the process alive.
+  let pending = 0;
+  const hold = (delta: 1 | -1) => {
+    pending += delta;
+    if (pending === 1 && delta === 1) for (const slot of slots) slot.worker.ref();
+    if (pending === 0) for (const slot of slots) slot.worker.unref();
   };
 
   const replace = (slot: Slot) => {
@@ -124,10 +132,11 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
   return {
     judge(input, signal) {
       if (closed) return Promise.reject(new Error("the judging pool is closed"));
+      hold(1);
       return new Promise<PoolOutcome>((resolve, reject) => {
         queue.push({ input, resolve, reject, signal });
         dispatch();
-      });
+      }).finally(() => hold(-1));
     },
     get timeouts() {
       return timeouts;
