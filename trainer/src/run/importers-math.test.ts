@@ -8,7 +8,7 @@ import { after, describe, it } from "node:test";
 import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { createMathService } from "@reward-mesh/math";
 import { RolloutSchema, TaskSchema } from "@reward-mesh/proto";
-import { importTasks, parseRecords, TaskImportError } from "./importers.js";
+import { importTasks, parseRecords, type TaskImportError } from "./importers.js";
 
 const fixture = (f: string) =>
   parseRecords(readFileSync(new URL(`../../test/fixtures/import/${f}`, import.meta.url), "utf8"));
