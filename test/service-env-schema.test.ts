@@ -15,6 +15,7 @@ import { AST_SERVICE_ENV, loadConfig as ast } from "@reward-mesh/ast";
 import { CODE_EXEC_SERVICE_ENV, loadConfig as codeExec } from "@reward-mesh/code-exec";
 import { EFFICIENCY_SERVICE_ENV, loadConfig as efficiency } from "@reward-mesh/efficiency";
 import { LENGTH_SERVICE_ENV, loadConfig as length } from "@reward-mesh/length";
+import { loadConfig as math, MATH_SERVICE_ENV } from "@reward-mesh/math";
 import { SANDBOX_CONFIG_ENV } from "@reward-mesh/sandbox";
 import { COMMON_SERVICE_ENV, type ServiceEnv, serviceEnvSchema } from "@reward-mesh/sdk";
 import { loadConfig as toolCall, TOOL_CALL_SERVICE_ENV } from "@reward-mesh/tool-call";
@@ -46,6 +47,7 @@ const LOADERS: Record<string, (env: Env) => unknown> = {
   efficiency,
   "tool-call": toolCall,
   agentdojo,
+  math,
 };
 
 const SPECS: Record<string, ServiceEnv> = {
@@ -55,6 +57,7 @@ const SPECS: Record<string, ServiceEnv> = {
   efficiency: EFFICIENCY_SERVICE_ENV,
   "tool-call": TOOL_CALL_SERVICE_ENV,
   agentdojo: AGENTDOJO_SERVICE_ENV,
+  math: MATH_SERVICE_ENV,
 };
 
 const schema = JSON.parse(readFileSync(SCHEMA_PATH as string, "utf8")) as {

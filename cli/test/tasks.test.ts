@@ -118,10 +118,13 @@ describe("reward-mesh tasks import", () => {
     const input = join(fixtures, "humaneval.jsonl");
     const out = join(dir, "usage.jsonl");
     const cases: Array<[string[], string]> = [
-      [["import", input, out], "'--format' is required (humaneval, mbpp, leetcodedataset, rlla, bfcl)"],
+      [
+        ["import", input, out],
+        "'--format' is required (humaneval, mbpp, leetcodedataset, rlla, bfcl, math, gsm8k)",
+      ],
       [
         ["import", "--format", "apps", input, out],
-        `'--format' must be one of humaneval, mbpp, leetcodedataset, rlla, bfcl, got "apps"`,
+        `'--format' must be one of humaneval, mbpp, leetcodedataset, rlla, bfcl, math, gsm8k, got "apps"`,
       ],
       [["import", "--format", "humaneval", input], "expected <in> and <out.jsonl>"],
       [
