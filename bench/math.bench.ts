@@ -5,14 +5,25 @@
  *    symbolic and structured steps): what each step costs;
  *  - the service's worker-thread pool (`createJudgePool`, 2 workers, deadline per judgement), the path
  *    the service scores on, with the structured-clone hop to the worker included;
- * with the agreement rates (false positives / negatives) of each step. The figure is the median over
- * REPEATS timed windows. Writes `bench/results/math.json` and prints a table.
+ * with the agreement rates (false positives / negatives) of each step; and, as the candidate the
+ * design was measured against, the same extraction and normalisation with `@cortex-js/compute-engine`'s
+ * `isEqual` as the equivalence step (one pass over the pairs: its agreement and comparisons/s). The
+ * figure is the median over REPEATS timed windows. Writes `bench/results/math.json` and prints a table.
  *
  * Run: `npm run bench:math` (≈ 15 s; `BENCH_WINDOW_MS` shortens or lengthens the windows).
  */
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { type AgreementPair, createJudgePool, judge, measureAgreement, pairInput } from "@reward-mesh/math";
+import { ComputeEngine } from "@cortex-js/compute-engine";
+import {
+  type AgreementPair,
+  createJudgePool,
+  extractAnswer,
+  judge,
+  measureAgreement,
+  normalizeAnswer,
+  pairInput,
+} from "@reward-mesh/math";
 import { machineInfo, writeBenchResult } from "./results.js";
 
 const REPEATS = 5;
@@ -69,6 +80,47 @@ async function pooled(): Promise<number[]> {
   return rates;
 }
 
+/** The candidate: our extraction and normal forms, compute-engine's `isEqual` for equivalence. */
+function computeEngineCandidate() {
+  const ce = new ComputeEngine();
+  let fp = 0;
+  let fn = 0;
+  const t0 = performance.now();
+  for (const p of pairs) {
+    const found = extractAnswer(p.response, p.answer_format ?? "auto", false);
+    let equal = false;
+    if (found) {
+      const a = normalizeAnswer(found.answer);
+      const b = normalizeAnswer(p.reference);
+      try {
+        equal = a === b || ce.parse(a).isEqual(ce.parse(b)) === true;
+      } catch {
+        equal = false;
+      }
+    }
+    if (equal && !p.expected) fp++;
+    if (!equal && p.expected) fn++;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const positives = pairs.filter((p) => p.expected).length;
+  const negatives = pairs.length - positives;
+  return {
+    path: "candidate: compute-engine isEqual (one pass)",
+    comparisonsPerSecond: Math.round(pairs.length / seconds),
+    agreement: {
+      pairs: pairs.length,
+      positives,
+      negatives,
+      falsePositives: fp,
+      falseNegatives: fn,
+      fpRate: fp / negatives,
+      fnRate: fn / positives,
+      agreement: (pairs.length - fp - fn) / pairs.length,
+    },
+    samples: [],
+  };
+}
+
 const started = performance.now();
 const results = [];
 for (const steps of ["exact", "numeric", "full"] as const) {
@@ -87,6 +139,7 @@ results.push({
   agreement: measureAgreement(pairs, "full").rates,
   samples: poolSamples.map(Math.round),
 });
+results.push(computeEngineCandidate());
 const full = results[2]!.comparisonsPerSecond;
 
 const report = {
