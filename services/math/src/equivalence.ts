@@ -9,7 +9,7 @@
  * @module
  */
 import { all, create, type MathNode } from "mathjs";
-import { latexToExpression, NotAnExpressionError } from "./latex.js";
+import { latexToExpression } from "./latex.js";
 import { UndecidableAnswerError, valueOfSimpleEquation } from "./normalize.js";
 
 // A mathjs instance without the functions that evaluate or define anything (mathjs's own advice for
@@ -201,15 +201,14 @@ interface Compiled {
   readonly text: string;
 }
 
+/** The parsed expression of a normal form, or undefined when it is not one (then compared as text). */
 function compile(normal: string): Compiled | undefined {
   try {
     const text = latexToExpression(normal);
     const node = parse(text);
     return { node, vars: freeVariables(node), text };
-  } catch (e) {
-    if ((e as Error).name === "NotAnExpressionError" || e instanceof SyntaxError) return undefined;
-    if (e instanceof NotAnExpressionError) return undefined;
-    // mathjs throws plain Errors for syntax problems
+  } catch {
+    // NotAnExpressionError from the translator, or mathjs's SyntaxError: not an expression.
     return undefined;
   }
 }
