@@ -39,6 +39,8 @@ describe("reward-mesh tasks import", () => {
     ["leetcodedataset", "leetcodedataset.jsonl", [], 2, "code 2"],
     ["rlla", "rlla.json", [], 3, "tool_call 3"],
     ["bfcl", "bfcl.json", ["--answers", join(fixtures, "bfcl-answers.json")], 3, "tool_call 3"],
+    ["math", "math.jsonl", [], 3, "math 3"],
+    ["gsm8k", "gsm8k.jsonl", [], 2, "math 2"],
   ];
   for (const [format, file, extra, count, domains] of imports) {
     it(`${format}: imports ${file}, then 'tasks check' accepts the result`, async () => {
@@ -116,10 +118,13 @@ describe("reward-mesh tasks import", () => {
     const input = join(fixtures, "humaneval.jsonl");
     const out = join(dir, "usage.jsonl");
     const cases: Array<[string[], string]> = [
-      [["import", input, out], "'--format' is required (humaneval, mbpp, leetcodedataset, rlla, bfcl)"],
+      [
+        ["import", input, out],
+        "'--format' is required (humaneval, mbpp, leetcodedataset, rlla, bfcl, math, gsm8k)",
+      ],
       [
         ["import", "--format", "apps", input, out],
-        `'--format' must be one of humaneval, mbpp, leetcodedataset, rlla, bfcl, got "apps"`,
+        `'--format' must be one of humaneval, mbpp, leetcodedataset, rlla, bfcl, math, gsm8k, got "apps"`,
       ],
       [["import", "--format", "humaneval", input], "expected <in> and <out.jsonl>"],
       [

@@ -37,7 +37,7 @@ import {
 import { validateAll, validateObject } from "./validate.js";
 
 const FULL = "rm-reward-mesh";
-const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency", "reward-model"];
+const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency", "reward-model", "math"];
 
 /** nats-accounts.ts's permissions in nats-server's form (as writeMeshAuth writes them). */
 function asServerPermissions(p: NatsPermissions): unknown {

@@ -124,7 +124,7 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
   it("mesh: `--help` on a read-only root filesystem prints the CLI's help; no dev dependency inside", async () => {
     const { stdout } = await dockerRun(["run", "--rm", "--read-only", "--tmpfs", "/tmp", MESH, "--help"]);
     assert.match(stdout, /^usage: reward-mesh <command>/m);
-    assert.match(stdout, /^services: length, tool-call, agentdojo, code-exec, ast, efficiency, reward-model$/m);
+    assert.match(stdout, /^services: agentdojo, ast, code-exec, efficiency, length, math, reward-model, tool-call$/m);
     const probe = await dockerRun([
       "run",
       "--rm",

@@ -140,6 +140,7 @@ export {
   lineChart,
   PALETTE,
   readMetrics,
+  experimentSummary,
   renderExperimentReport,
   renderRunReport,
   runNotice,

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import type { Writable } from "node:stream";
 import {
   type ExperimentRun,
+  experimentSummary,
   loadRunConfig,
   loadRunTasks,
   readMetrics,
@@ -214,7 +215,7 @@ export async function runExperiment(
   writeFileSync(out, renderExperimentReport(`reward-mesh experiment ${expId}`, runs, note));
   writeFileSync(
     join(dir, "experiment.json"),
-    `${JSON.stringify({ id: expId, arms, seeds, noise, noiseComponents, runs: runs.map((r) => ({ estimator: r.estimator, seed: r.seed, steps: r.lines.length })) }, null, 2)}\n`,
+    `${JSON.stringify({ id: expId, arms, seeds, noise, noiseComponents, summary: experimentSummary(runs), runs: runs.map((r) => ({ estimator: r.estimator, seed: r.seed, steps: r.lines.length })) }, null, 2)}\n`,
   );
   stdout.write(
     logFormat === "json"

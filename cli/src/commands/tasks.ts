@@ -1,6 +1,6 @@
 /**
  * `reward-mesh tasks import --format <format> <in> <out.jsonl> [--answers FILE] [--limit N]` converts a
- * public dataset (HumanEval, MBPP, LeetCodeDataset, ToolRL/RLLA, BFCL) into a task file, and
+ * public dataset (HumanEval, MBPP, LeetCodeDataset, ToolRL/RLLA, BFCL, MATH, GSM8K) into a task file, and
  * `reward-mesh tasks check <file.jsonl>` validates a task file the way a training run loads it.
  *
  * An import is all-or-nothing: every bad record is reported on stderr (`line 3: 'entry_point' must be
@@ -69,7 +69,7 @@ export const TASKS_CHECK_COMMAND: CommandSpec = {
 export const TASKS_COMMAND: CommandSpec = {
   name: "tasks",
   summary:
-    "task files: import public datasets (HumanEval, MBPP, LeetCodeDataset, ToolRL/RLLA, BFCL), check one",
+    "task files: import public datasets (HumanEval, MBPP, LeetCodeDataset, ToolRL/RLLA, BFCL, MATH, GSM8K), check one",
   options: {},
   subcommands: [TASKS_IMPORT_COMMAND, TASKS_CHECK_COMMAND],
   examples: [...TASKS_IMPORT_COMMAND.examples, ...TASKS_CHECK_COMMAND.examples],

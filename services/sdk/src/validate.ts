@@ -38,6 +38,8 @@ export function taskDomain(task: Task | undefined): string {
       return "tool_call";
     case "agent":
       return "agent";
+    case "math":
+      return "math";
     default:
       return "custom";
   }

@@ -19,6 +19,14 @@ export interface PreparedGroup {
   readonly source: AssembledGroup;
   /** `G×K`, `null` = NOT_APPLICABLE. */
   readonly rewards: (number | null)[][];
+  /**
+   * The rewards before label noise (`config.rewardNoise`) flipped any, when noise is on: what the
+   * services reported. The engine sees `rewards`; metrics record both, so a curve can show what the
+   * policy actually achieved rather than the flipped value, which shrinks by (1 − 2p).
+   */
+  readonly clean?: (number | null)[][];
+  /** Values the noise flipped in this group. */
+  readonly flipped?: number;
   readonly imputed: boolean;
 }
 
@@ -56,7 +64,7 @@ export function prepareGroups(
       }),
     );
     let imputed = false;
-    config.components.forEach((c, k) => {
+    config.components.forEach((_, k) => {
       const present = rewards.map((row) => row[k]).filter((v): v is number => v !== null && !Number.isNaN(v));
       const mean = present.length ? present.reduce((a, b) => a + b, 0) / present.length : null;
       for (const row of rewards) {
@@ -65,17 +73,25 @@ export function prepareGroups(
           imputed = true;
         }
       }
-      if (config.rewardNoise.p > 0 && noisy.has(componentId(c))) {
-        const rng = createRng(mixSeed(config.seed, step, gi, k, 0x5eed));
-        for (const row of rewards) {
-          const v = row[k];
-          if ((v === 0 || v === 1) && rng() < config.rewardNoise.p) row[k] = 1 - v;
-        }
-      }
       const na = rewards.filter((row) => row[k] === null).length;
       if (na > 0 && na < rewards.length) partialNotApplicable += na;
     });
-    prepared.push({ source: g, rewards, imputed });
+    // Label noise after imputation; `clean` keeps the values as reported (and imputed).
+    const noiseOn = config.rewardNoise.p > 0 && config.components.some((c) => noisy.has(componentId(c)));
+    const clean = noiseOn ? rewards.map((row) => [...row]) : undefined;
+    let flipped = 0;
+    config.components.forEach((c, k) => {
+      if (!noiseOn || !noisy.has(componentId(c))) return;
+      const rng = createRng(mixSeed(config.seed, step, gi, k, 0x5eed));
+      for (const row of rewards) {
+        const v = row[k];
+        if ((v === 0 || v === 1) && rng() < config.rewardNoise.p) {
+          row[k] = 1 - v;
+          flipped++;
+        }
+      }
+    });
+    prepared.push({ source: g, rewards, imputed, ...(clean ? { clean, flipped } : {}) });
   });
   return { prepared, droppedIncomplete, partialNotApplicable };
 }
@@ -162,7 +178,10 @@ export function rewardMetrics(
 ): Record<string, unknown> {
   const K = config.components.length;
   const ids = config.components.map(componentId);
-  const perComponent: Record<string, { mean: number | null; std: number | null; notApplicable: number }> = {};
+  const perComponent: Record<
+    string,
+    { mean: number | null; std: number | null; notApplicable: number; cleanMean?: number | null }
+  > = {};
   config.components.forEach((_, k) => {
     const vals: number[] = [];
     let na = 0;
@@ -171,11 +190,32 @@ export function rewardMetrics(
     perComponent[ids[k]!] = { mean: mean(vals), std: std(vals), notApplicable: na };
   });
   const totals = prepared.flatMap((g) => g.rewards.map((row) => weightedTotal(row, config.components)));
+  const noisy = new Set(config.rewardNoise.components);
+  const noiseOn = config.rewardNoise.p > 0 && ids.some((id) => noisy.has(id));
+  const cleanRows = prepared.flatMap((g) => g.clean ?? g.rewards);
+  if (noiseOn) {
+    // Observed (flipped, what the estimator saw) stays in `mean`; the services' values in `cleanMean`.
+    config.components.forEach((_, k) => {
+      if (!noisy.has(ids[k]!)) return;
+      const vals = cleanRows.map((row) => row[k]).filter((v): v is number => v !== null && v !== undefined);
+      perComponent[ids[k]!] = { ...perComponent[ids[k]!]!, cleanMean: mean(vals) };
+    });
+  }
   const diags = result.groups.map((g) => g.diagnostics).filter((d): d is GroupDiagnostics => d !== undefined);
   const sgrpoWeights = diags.map((d) => d.sgrpo?.weight).filter((w): w is number => w !== undefined);
   return {
     weightedReward: mean(totals),
     weightedRewardStd: std(totals),
+    ...(noiseOn
+      ? {
+          weightedRewardClean: mean(cleanRows.map((row) => weightedTotal(row, config.components))),
+          rewardNoise: {
+            p: config.rewardNoise.p,
+            components: config.rewardNoise.components,
+            flipped: prepared.reduce((n, g) => n + (g.flipped ?? 0), 0),
+          },
+        }
+      : {}),
     components: perComponent,
     correlation: { components: ids, matrix: averageMatrix(diags, (d) => d.correlation, K) },
     denominatorShares: {

@@ -1,10 +1,11 @@
 /**
  * The built-in task sets for demos and experiments with the embedded learner. Every task is real:
  * its rollouts are scored by the real services (`length` for `custom`; `code-exec`, `ast`,
- * `efficiency` for `code`; `tool-call` for `tool_call`; `agentdojo` for `agent`).
+ * `efficiency` for `code`; `tool-call` for `tool_call`; `agentdojo` for `agent`; `math` for `math`).
  * @module
  */
 import { CODE_TASKS } from "./builtin-code-tasks.js";
+import { MATH_TASKS } from "./builtin-math-tasks.js";
 import { AGENT_TASKS, TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
 
 export type { WarmupExample } from "./builtin-tool-agent-tasks.js";
@@ -67,6 +68,7 @@ export const BUILTIN_TASK_SETS: Record<string, readonly FragmentTaskDefinition[]
   code: CODE_TASKS,
   tool_call: TOOL_CALL_TASKS,
   agent: AGENT_TASKS,
+  math: MATH_TASKS,
 };
 
 /** Tasks of the named built-in sets; unknown names are an error listing the known ones. */

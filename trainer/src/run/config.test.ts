@@ -57,7 +57,7 @@ describe("run config", () => {
       [{ components: "no-such-preset" }, /'components\[0\]' unknown preset "no-such-preset"/],
       [
         { ...base, tasks: { sets: ["code", "poetry"] } },
-        /'tasks\.sets\[1\]' unknown task set 'poetry' \(known: custom, code, tool_call, agent\)/,
+        /'tasks\.sets\[1\]' unknown task set 'poetry' \(known: custom, code, tool_call, agent, math\)/,
       ],
       [{ ...base, tasks: { source: "tasks.jsonl" } }, /'tasks\.source' must be one of builtin/],
       [

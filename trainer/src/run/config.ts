@@ -113,7 +113,7 @@ export interface RunConfig {
   readonly tasks: {
     /** `builtin`: the task sets shipped with the trainer; `jsonl`: a task file (`path`). */
     readonly source: "builtin" | "jsonl";
-    /** Built-in sets to use (`source: builtin`): `code`, `tool_call`, `agent`, `custom`. */
+    /** Built-in sets to use (`source: builtin`): `code`, `tool_call`, `agent`, `custom`, `math`. */
     readonly sets: readonly string[];
     /** The task file (`source: jsonl`): one `rewardmesh.v1.Task` in proto JSON per line. */
     readonly path?: string;

@@ -12,6 +12,12 @@
  *   → `toolCall` task, `format: "rlla"`, chat messages; id `rlla-<position>`.
  * * `bfcl` BFCL v3 `{id, question, function}` with the possible answers `{id, ground_truth}` →
  *   `toolCall` task, `format: "json"`; the functions are listed in a system message.
+ * * `math` Hendrycks MATH `{problem, solution, level, type}` (reference: the last `\boxed{…}` of the
+ *   solution) or MATH-500-style `{problem, answer, unique_id}` → `math` task asking for a boxed answer;
+ *   id from `unique_id` / `id`, else `math-<position>`.
+ * * `gsm8k` `{question, answer}` (reference: the number after the answer's `####`, separators dropped)
+ *   → `math` task with `answer_format: "gsm8k"` asking for a `#### n` line (verl's strict GSM8K
+ *   reward); id `gsm8k-<position>`.
  *
  * An import is all-or-nothing: every bad record is reported (`line 3: 'entry_point' must be a non-empty
  * string, got 42`) in one {@link TaskImportError} and nothing is written; the output file is replaced
@@ -31,7 +37,15 @@ type TaskInit = MessageInitShape<typeof TaskSchema>;
 type Obj = Record<string, unknown>;
 
 /** The dataset formats {@link importTasks} reads. */
-export const IMPORT_FORMATS = ["humaneval", "mbpp", "leetcodedataset", "rlla", "bfcl"] as const;
+export const IMPORT_FORMATS = [
+  "humaneval",
+  "mbpp",
+  "leetcodedataset",
+  "rlla",
+  "bfcl",
+  "math",
+  "gsm8k",
+] as const;
 /** One of {@link IMPORT_FORMATS}. */
 export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
@@ -280,7 +294,77 @@ const CONVERTERS: Readonly<Record<ImportFormat, Converter>> = {
   leetcodedataset: fromLeetCodeDataset,
   rlla: fromRlla,
   bfcl: fromBfcl,
+  math: fromMath,
+  gsm8k: fromGsm8k,
 };
+
+/** The content of the last `\boxed{…}` / `\fbox{…}` of `s` (nested braces), or undefined. */
+function lastBoxed(s: string): string | undefined {
+  const at = Math.max(s.lastIndexOf("\\boxed"), s.lastIndexOf("\\fbox"));
+  if (at === -1) return undefined;
+  const open = s.indexOf("{", at);
+  if (open === -1) return undefined;
+  let depth = 0;
+  for (let i = open; i < s.length; i++) {
+    if (s[i] === "\\") i++;
+    else if (s[i] === "{") depth++;
+    else if (s[i] === "}" && --depth === 0) return s.slice(open + 1, i);
+  }
+  return undefined;
+}
+
+/** The instruction MATH-style prompts end with (open-r1 / verl): where the final answer goes. */
+const BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}.";
+
+/** MATH (Hendrycks et al.): reference from `answer`, else the solution's last box. */
+function fromMath(r: Obj, ctx: ConvertContext): TaskInit {
+  const problem = text(r["problem"], "problem");
+  let answer: string;
+  if (r["answer"] !== undefined && r["answer"] !== null) {
+    answer = typeof r["answer"] === "number" ? String(r["answer"]) : text(r["answer"], "answer");
+  } else {
+    const solution = text(r["solution"], "solution");
+    const boxed = lastBoxed(solution);
+    if (boxed === undefined || boxed.trim() === "")
+      throw new RecordProblem("solution", "has no \\boxed{…} answer (and the record has no 'answer')");
+    answer = boxed;
+  }
+  const rawId = r["unique_id"] ?? r["id"];
+  const id =
+    rawId === undefined
+      ? `math-${ctx.index}`
+      : taskIdOf(String(rawId), r["unique_id"] !== undefined ? "unique_id" : "id");
+  return {
+    id,
+    prompt: `${problem.trim()}\n\n${BOXED_INSTRUCTION}`,
+    kind: { case: "math", value: { problem, answers: [answer.trim()] } },
+  };
+}
+
+/** GSM8K (Cobbe et al.): the reference is the number after `####` in `answer`. */
+function fromGsm8k(r: Obj, ctx: ConvertContext): TaskInit {
+  const question = text(r["question"], "question");
+  const solution = text(r["answer"], "answer");
+  const m = /####\s*([-+]?[\d,]*\.?\d+)\s*$/.exec(solution.trim());
+  if (!m)
+    throw new RecordProblem(
+      "answer",
+      `must end with '#### <number>', got ${describeValue(solution.slice(-60))}`,
+    );
+  return {
+    id: `gsm8k-${ctx.index}`,
+    prompt: `${question.trim()}\n\nLet's think step by step and output the final answer after "####".`,
+    kind: {
+      case: "math",
+      value: {
+        problem: question,
+        answers: [m[1]!.replace(/,/g, "")],
+        answerType: "number",
+        answerFormat: "gsm8k",
+      },
+    },
+  };
+}
 
 const FENCE = "```";
 

@@ -10,8 +10,14 @@ export interface MetricsLine {
   readonly step: number;
   readonly weightedReward: number | null;
   readonly weightedRewardStd?: number | null;
+  /** With injected label noise: the weighted reward of the services' values, before the flips. */
+  readonly weightedRewardClean?: number | null;
+  readonly rewardNoise?: { p: number; components: string[]; flipped: number };
   readonly estimator?: string;
-  readonly components?: Record<string, { mean: number | null; std: number | null }>;
+  readonly components?: Record<
+    string,
+    { mean: number | null; std: number | null; cleanMean?: number | null }
+  >;
   readonly correlation?: { components: string[]; matrix: (number | null)[][] };
   readonly denominatorShares?: {
     components: string[];
@@ -563,17 +569,53 @@ function bandSeries(
   };
 }
 
+/** Per estimator: the last-10-step mean of each seed's clean and observed weighted reward, mean ± sd over seeds. */
+export function experimentSummary(
+  runs: readonly ExperimentRun[],
+): Record<
+  string,
+  { seeds: number; clean: { mean: number; sd: number } | null; observed: { mean: number; sd: number } }
+> {
+  const stat = (v: number[]) => {
+    const m = v.reduce((a, b) => a + b, 0) / Math.max(1, v.length);
+    const sd = v.length > 1 ? Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1)) : 0;
+    return { mean: m, sd };
+  };
+  const tail = (r: ExperimentRun, f: (l: MetricsLine) => number | null | undefined) => {
+    const xs = r.lines
+      .slice(-Math.min(10, r.lines.length))
+      .map(f)
+      .filter((x): x is number => typeof x === "number");
+    return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined;
+  };
+  const out: ReturnType<typeof experimentSummary> = {};
+  for (const e of new Set(runs.map((r) => r.estimator))) {
+    const mine = runs.filter((r) => r.estimator === e);
+    const clean = mine
+      .map((r) => tail(r, (l) => l.weightedRewardClean))
+      .filter((x): x is number => x !== undefined);
+    const observed = mine
+      .map((r) => tail(r, (l) => l.weightedReward))
+      .filter((x): x is number => x !== undefined);
+    out[e] = { seeds: mine.length, clean: clean.length ? stat(clean) : null, observed: stat(observed) };
+  }
+  return out;
+}
+
 /** The HTML comparison report of an experiment. */
 export function renderExperimentReport(title: string, runs: readonly ExperimentRun[], note: string): string {
   const estimators = [...new Set(runs.map((r) => r.estimator))];
   const comps = Object.keys(runs[0]?.lines.find((l) => l.components)?.components ?? {});
-  const lastMean = (e: string) => {
+  // With injected noise the observed (flipped) reward shrinks towards 1/2 by (1 − 2p) and hides
+  // differences: the clean value (what the services reported) is the curve to compare.
+  const noisy = runs.some((r) => r.lines.some((l) => typeof l.weightedRewardClean === "number"));
+  const tailMean = (e: string, f: (l: MetricsLine) => number | null | undefined) => {
     const v = runs
       .filter((r) => r.estimator === e)
       .map((r) => {
         const tail = r.lines
           .slice(-Math.min(10, r.lines.length))
-          .map((l) => l.weightedReward)
+          .map(f)
           .filter((x): x is number => typeof x === "number");
         return tail.reduce((a, b) => a + b, 0) / Math.max(1, tail.length);
       });
@@ -581,18 +623,38 @@ export function renderExperimentReport(title: string, runs: readonly ExperimentR
     const sd = v.length > 1 ? Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1)) : 0;
     return `${m.toFixed(4)} ± ${sd.toFixed(4)} (n=${v.length})`;
   };
+  const observed = (l: MetricsLine) => l.weightedReward;
+  const clean = (l: MetricsLine) => l.weightedRewardClean;
   // A run that trained nothing (or lost groups at the deadline) skews its estimator's curves: say so and why.
   const idle = runs
     .map((r) => ({ r, why: explainRun(r.lines) }))
     .filter((x) => x.why.length > 0)
     .map(({ r, why }) => `<li>${esc(`${r.estimator}, seed ${r.seed}: ${why.join(" ")}`)}</li>`);
+  const header = noisy
+    ? "<th>clean weighted reward, last 10 steps (mean ± sd over seeds)</th><th>observed (with the injected flips)</th>"
+    : "<th>weighted reward, last 10 steps (mean ± sd over seeds)</th>";
+  const row = (e: string) =>
+    noisy
+      ? `<td>${tailMean(e, clean)}</td><td>${tailMean(e, observed)}</td>`
+      : `<td>${tailMean(e, observed)}</td>`;
   const body = [
     idle.length ? `<div class="notice" role="alert"><ul>${idle.join("")}</ul></div>` : "",
     `<p>${esc(note)}</p>`,
-    `<table><tr><th>estimator</th><th>weighted reward, last 10 steps (mean ± sd over seeds)</th></tr>${estimators.map((e) => `<tr><th>${esc(e)}</th><td>${lastMean(e)}</td></tr>`).join("")}</table>`,
+    `<table><tr><th>estimator</th>${header}</tr>${estimators.map((e) => `<tr><th>${esc(e)}</th>${row(e)}</tr>`).join("")}</table>`,
+    ...(noisy
+      ? [
+          lineChart(
+            "Clean weighted reward (the services' values, before the injected noise): mean over seeds, band = min–max",
+            estimators.map((e) => bandSeries(runs, e, clean)),
+            { width: 760, height: 300 },
+          ),
+        ]
+      : []),
     lineChart(
-      "Weighted reward: mean over seeds, band = min–max",
-      estimators.map((e) => bandSeries(runs, e, (l) => l.weightedReward)),
+      noisy
+        ? "Observed weighted reward (after the injected flips; shrunk by 1 − 2p): mean over seeds, band = min–max"
+        : "Weighted reward: mean over seeds, band = min–max",
+      estimators.map((e) => bandSeries(runs, e, observed)),
       { width: 760, height: 300 },
     ),
     ...comps.map((c) =>
@@ -601,6 +663,14 @@ export function renderExperimentReport(title: string, runs: readonly ExperimentR
         estimators.map((e) => bandSeries(runs, e, (l) => l.components?.[c]?.mean)),
       ),
     ),
+    ...comps
+      .filter((c) => runs.some((r) => r.lines.some((l) => typeof l.components?.[c]?.cleanMean === "number")))
+      .map((c) =>
+        lineChart(
+          `${c}, clean (before the injected flips): mean over seeds`,
+          estimators.map((e) => bandSeries(runs, e, (l) => l.components?.[c]?.cleanMean)),
+        ),
+      ),
   ].join("\n");
   return page(title, body);
 }

@@ -142,6 +142,11 @@ const RECORDS: Record<(typeof IMPORT_FORMATS)[number], unknown[]> = {
       function: [{ name: "area", parameters: { type: "dict", properties: { b: { type: "integer" } } } }],
     },
   ],
+  math: [
+    { problem: "What is 1 + 1?", solution: "Since 1 + 1 = 2, the answer is $\\boxed{2}$.", level: "Level 1" },
+    { problem: "Simplify 2/4.", answer: "\\frac{1}{2}", unique_id: "test/prealgebra/1.json" },
+  ],
+  gsm8k: [{ question: "Tom has 3 apples and buys 2. How many?", answer: "3 + 2 = 5\n#### 5" }],
 };
 const ANSWERS = [{ id: "simple_0", ground_truth: [{ area: { b: [10] } }] }];
 

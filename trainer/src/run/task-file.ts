@@ -5,7 +5,8 @@
  *
  * Every task needs an `id` unique in the file, a prompt (non-empty `prompt` text or non-empty
  * `messages`, each with a role among `system`, `user`, `assistant`, `tool`) and a kind (`code`,
- * `toolCall`, `agent` or `custom`) so that a reward service can score it. `domain` is kept as given.
+ * `toolCall`, `agent`, `custom` or `math`, the last with at least one reference answer) so that a
+ * reward service can score it. `domain` is kept as given.
  * A bad line is a {@link TaskFileError} naming the file, the line and the field:
  * `tasks.jsonl:3: 'messages[1].role' must be one of system, user, assistant, tool, got "bot"`.
  *
@@ -161,8 +162,12 @@ export function checkTask(task: Task): TaskProblem | null {
   if (task.kind.case === undefined)
     return fieldProblem(
       "kind",
-      "is missing: set one of code, toolCall, agent, custom so that a service can score the task",
+      "is missing: set one of code, toolCall, agent, custom, math so that a service can score the task",
     );
+  if (task.kind.case === "math") {
+    if (task.kind.value.answers.length === 0 || task.kind.value.answers.some((a) => a.trim() === ""))
+      return fieldProblem("math.answers", "must hold at least one non-blank reference answer");
+  }
   if (task.messages.length === 0) {
     if (task.prompt.trim() === "")
       return fieldProblem("prompt", "must be non-empty text when the task has no 'messages'");

@@ -7,7 +7,7 @@
  * - A fragment policy (the embedded learner) needs the task's action space: a vocabulary of text
  *   fragments, a length cap and a `render` that turns the sampled fragments into the response text.
  *
- * The built-in sets (`code`, `tool_call`, `agent`, `custom`) live in `builtin-tasks.ts`; task files
+ * The built-in sets (`code`, `tool_call`, `agent`, `custom`, `math`) live in `builtin-tasks.ts`; task files
  * (`tasks: {source: jsonl}`) hold text tasks.
  * @module
  */
@@ -83,7 +83,15 @@ export function promptSpecOf(
 export function taskDomainOf(t: TaskDefinition): string {
   const k = t.task.kind?.case;
   if (t.task.domain) return t.task.domain;
-  return k === "code" ? "code" : k === "toolCall" ? "tool_call" : k === "agent" ? "agent" : "custom";
+  return k === "code"
+    ? "code"
+    : k === "toolCall"
+      ? "tool_call"
+      : k === "agent"
+        ? "agent"
+        : k === "math"
+          ? "math"
+          : "custom";
 }
 
 /** Deterministic uniform generator in [0, 1) for task order and reward noise (the learner's sfc32). */

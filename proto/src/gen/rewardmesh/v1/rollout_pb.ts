@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rewardmesh/v1/rollout.proto.
  */
 export const file_rewardmesh_v1_rollout: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXdhcmRtZXNoL3YxL3JvbGxvdXQucHJvdG8SDXJld2FyZG1lc2gudjEitwIKB1JvbGxvdXQSCgoCaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBHN0ZXAYAyABKA0SEAoIZ3JvdXBfaWQYBCABKAkSDQoFaW5kZXgYBSABKA0SEgoKZ3JvdXBfc2l6ZRgGIAEoDRIhCgR0YXNrGAcgASgLMhMucmV3YXJkbWVzaC52MS5UYXNrEhAKCHJlc3BvbnNlGAggASgJEhYKDnBvbGljeV92ZXJzaW9uGAkgASgNEjYKCG1ldGFkYXRhGAogAygLMiQucmV3YXJkbWVzaC52MS5Sb2xsb3V0Lk1ldGFkYXRhRW50cnkSFwoPcmVzcG9uc2VfdG9rZW5zGAsgASgNGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKZAgoEVGFzaxIKCgJpZBgBIAEoCRInCgRjb2RlGAIgASgLMhcucmV3YXJkbWVzaC52MS5Db2RlVGFza0gAEjAKCXRvb2xfY2FsbBgDIAEoCzIbLnJld2FyZG1lc2gudjEuVG9vbENhbGxUYXNrSAASKQoFYWdlbnQYBCABKAsyGC5yZXdhcmRtZXNoLnYxLkFnZW50VGFza0gAEikKBmN1c3RvbRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIOCgZkb21haW4YBiABKAkSDgoGcHJvbXB0GAcgASgJEiwKCG1lc3NhZ2VzGAggAygLMhoucmV3YXJkbWVzaC52MS5DaGF0TWVzc2FnZUIGCgRraW5kIiwKC0NoYXRNZXNzYWdlEgwKBHJvbGUYASABKAkSDwoHY29udGVudBgCIAEoCSLEAQoIQ29kZVRhc2sSEAoIbGFuZ3VhZ2UYASABKAkSDgoGcHJvbXB0GAIgASgJEgwKBHRlc3QYAyABKAkSEwoLZW50cnlfcG9pbnQYBCABKAkSGgoScmVmZXJlbmNlX3NvbHV0aW9uGAUgASgJEicKCGlvX3Rlc3RzGAYgAygLMhUucmV3YXJkbWVzaC52MS5Jb1Rlc3QSFQoNdGltZV9saW1pdF9tcxgHIAEoDRIXCg9tZW1vcnlfbGltaXRfbWIYCCABKA0iMAoGSW9UZXN0Eg0KBXN0ZGluGAEgASgJEhcKD2V4cGVjdGVkX3N0ZG91dBgCIAEoCSKbAQoMVG9vbENhbGxUYXNrEhIKCnRvb2xzX2pzb24YASABKAkSLQoMZ3JvdW5kX3RydXRoGAIgAygLMhcucmV3YXJkbWVzaC52MS5Ub29sQ2FsbBIZChFleHBlY3RlZF9yZXNwb25zZRgDIAEoCRIOCgZmb3JtYXQYBCABKAkSHQoVcG9zc2libGVfYW5zd2Vyc19qc29uGAUgASgJIjAKCFRvb2xDYWxsEgwKBG5hbWUYASABKAkSFgoOYXJndW1lbnRzX2pzb24YAiABKAkiWwoJQWdlbnRUYXNrEg0KBXN1aXRlGAEgASgJEhQKDHVzZXJfdGFza19pZBgCIAEoCRIZChFpbmplY3Rpb25fdGFza19pZBgDIAEoCRIOCgZhdHRhY2sYBCABKAliBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChtyZXdhcmRtZXNoL3YxL3JvbGxvdXQucHJvdG8SDXJld2FyZG1lc2gudjEitwIKB1JvbGxvdXQSCgoCaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBHN0ZXAYAyABKA0SEAoIZ3JvdXBfaWQYBCABKAkSDQoFaW5kZXgYBSABKA0SEgoKZ3JvdXBfc2l6ZRgGIAEoDRIhCgR0YXNrGAcgASgLMhMucmV3YXJkbWVzaC52MS5UYXNrEhAKCHJlc3BvbnNlGAggASgJEhYKDnBvbGljeV92ZXJzaW9uGAkgASgNEjYKCG1ldGFkYXRhGAogAygLMiQucmV3YXJkbWVzaC52MS5Sb2xsb3V0Lk1ldGFkYXRhRW50cnkSFwoPcmVzcG9uc2VfdG9rZW5zGAsgASgNGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLCAgoEVGFzaxIKCgJpZBgBIAEoCRInCgRjb2RlGAIgASgLMhcucmV3YXJkbWVzaC52MS5Db2RlVGFza0gAEjAKCXRvb2xfY2FsbBgDIAEoCzIbLnJld2FyZG1lc2gudjEuVG9vbENhbGxUYXNrSAASKQoFYWdlbnQYBCABKAsyGC5yZXdhcmRtZXNoLnYxLkFnZW50VGFza0gAEikKBmN1c3RvbRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABInCgRtYXRoGAkgASgLMhcucmV3YXJkbWVzaC52MS5NYXRoVGFza0gAEg4KBmRvbWFpbhgGIAEoCRIOCgZwcm9tcHQYByABKAkSLAoIbWVzc2FnZXMYCCADKAsyGi5yZXdhcmRtZXNoLnYxLkNoYXRNZXNzYWdlQgYKBGtpbmQiLAoLQ2hhdE1lc3NhZ2USDAoEcm9sZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIsQBCghDb2RlVGFzaxIQCghsYW5ndWFnZRgBIAEoCRIOCgZwcm9tcHQYAiABKAkSDAoEdGVzdBgDIAEoCRITCgtlbnRyeV9wb2ludBgEIAEoCRIaChJyZWZlcmVuY2Vfc29sdXRpb24YBSABKAkSJwoIaW9fdGVzdHMYBiADKAsyFS5yZXdhcmRtZXNoLnYxLklvVGVzdBIVCg10aW1lX2xpbWl0X21zGAcgASgNEhcKD21lbW9yeV9saW1pdF9tYhgIIAEoDSIwCgZJb1Rlc3QSDQoFc3RkaW4YASABKAkSFwoPZXhwZWN0ZWRfc3Rkb3V0GAIgASgJIpsBCgxUb29sQ2FsbFRhc2sSEgoKdG9vbHNfanNvbhgBIAEoCRItCgxncm91bmRfdHJ1dGgYAiADKAsyFy5yZXdhcmRtZXNoLnYxLlRvb2xDYWxsEhkKEWV4cGVjdGVkX3Jlc3BvbnNlGAMgASgJEg4KBmZvcm1hdBgEIAEoCRIdChVwb3NzaWJsZV9hbnN3ZXJzX2pzb24YBSABKAkiMAoIVG9vbENhbGwSDAoEbmFtZRgBIAEoCRIWCg5hcmd1bWVudHNfanNvbhgCIAEoCSJrCghNYXRoVGFzaxIPCgdwcm9ibGVtGAEgASgJEg8KB2Fuc3dlcnMYAiADKAkSEwoLYW5zd2VyX3R5cGUYAyABKAkSEQoJdG9sZXJhbmNlGAQgASgBEhUKDWFuc3dlcl9mb3JtYXQYBSABKAkiWwoJQWdlbnRUYXNrEg0KBXN1aXRlGAEgASgJEhQKDHVzZXJfdGFza19pZBgCIAEoCRIZChFpbmplY3Rpb25fdGFza19pZBgDIAEoCRIOCgZhdHRhY2sYBCABKAliBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * One sampled response to one task, as the trainer publishes it on
@@ -145,10 +145,16 @@ export type Task = Message<"rewardmesh.v1.Task"> & {
      */
     value: JsonObject;
     case: "custom";
+  } | {
+    /**
+     * @generated from field: rewardmesh.v1.MathTask math = 9;
+     */
+    value: MathTask;
+    case: "math";
   } | { case: undefined; value?: undefined };
 
   /**
-   * Routing domain; empty means the kind's name (`code`, `tool_call`, `agent`, `custom`).
+   * Routing domain; empty means the kind's name (`code`, `tool_call`, `agent`, `custom`, `math`).
    *
    * @generated from field: string domain = 6;
    */
@@ -375,6 +381,59 @@ export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
   messageDesc(file_rewardmesh_v1_rollout, 6);
 
 /**
+ * A math problem scored on its final answer (MATH / GSM8K style outcome reward).
+ *
+ * @generated from message rewardmesh.v1.MathTask
+ */
+export type MathTask = Message<"rewardmesh.v1.MathTask"> & {
+  /**
+   * The problem statement (informational: the answer is judged against `answers`).
+   *
+   * @generated from field: string problem = 1;
+   */
+  problem: string;
+
+  /**
+   * Reference answers; the response is correct when its final answer is equivalent to any of them.
+   * LaTeX (`\frac{1}{2}`, `[0, 1)`) or plain text (`0.5`, `1,000`).
+   *
+   * @generated from field: repeated string answers = 2;
+   */
+  answers: string[];
+
+  /**
+   * What the answer is, when the task knows: "" (infer), "number", "expression", "equation",
+   * "interval", "set", "tuple", "matrix", "text". Decides e.g. whether `x = 3` may match `3`
+   * and whether element order matters.
+   *
+   * @generated from field: string answer_type = 3;
+   */
+  answerType: string;
+
+  /**
+   * Relative tolerance of numeric comparison (0 = service default).
+   *
+   * @generated from field: double tolerance = 4;
+   */
+  tolerance: number;
+
+  /**
+   * Where the final answer must be: "" or "auto" (boxed, then "the answer is", then `####`, then the
+   * last number when the service allows it), "boxed", "gsm8k" (`#### n`), "last_number".
+   *
+   * @generated from field: string answer_format = 5;
+   */
+  answerFormat: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.MathTask.
+ * Use `create(MathTaskSchema)` to create a new message.
+ */
+export const MathTaskSchema: GenMessage<MathTask> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_rollout, 7);
+
+/**
  * An AgentDojo-style agent task.
  *
  * @generated from message rewardmesh.v1.AgentTask
@@ -414,5 +473,5 @@ export type AgentTask = Message<"rewardmesh.v1.AgentTask"> & {
  * Use `create(AgentTaskSchema)` to create a new message.
  */
 export const AgentTaskSchema: GenMessage<AgentTask> = /*@__PURE__*/
-  messageDesc(file_rewardmesh_v1_rollout, 7);
+  messageDesc(file_rewardmesh_v1_rollout, 8);
 

@@ -1,0 +1,371 @@
+/**
+ * Equivalence of a candidate answer and a reference, in three steps: the normal forms are equal
+ * strings (`exact`); both are numbers equal within a relative tolerance (`numeric`); both are
+ * expressions of the same variables equal at seeded random points — polynomial identity testing
+ * on the mathjs evaluation of the translated LaTeX (`symbolic`). Structured answers are compared
+ * element by element: intervals and unions (bracket kinds must match), sets and bare lists (any
+ * order), tuples (in order), matrices, and equations (`x = 3` is `3` unless the task asks for an
+ * equation; two equations are equal when their sides' differences are proportional).
+ * @module
+ */
+import { all, create, type MathNode } from "mathjs";
+import { latexToExpression } from "./latex.js";
+import { UndecidableAnswerError, valueOfSimpleEquation } from "./normalize.js";
+
+// A mathjs instance without the functions that evaluate or define anything (mathjs's own advice for
+// untrusted expressions); expressions come from our translator, which emits a whitelist anyway.
+const math = create(all, { number: "number" });
+const parse = math.parse;
+const limited = () => {
+  throw new Error("disabled");
+};
+math.import(
+  {
+    import: limited,
+    createUnit: limited,
+    evaluate: limited,
+    parse: limited,
+    simplify: limited,
+    derivative: limited,
+    resolve: limited,
+    reviver: limited,
+  },
+  { override: true },
+);
+
+/** How an equivalence was decided. */
+export type EquivalenceMethod = "exact" | "numeric" | "symbolic" | "structure" | "text" | "none";
+
+/** The answer kinds a task may declare (`MathTask.answer_type`); "" infers it. */
+export type AnswerType =
+  | ""
+  | "number"
+  | "expression"
+  | "equation"
+  | "interval"
+  | "set"
+  | "tuple"
+  | "matrix"
+  | "text";
+
+/** Options of a comparison. */
+export interface EquivalenceOptions {
+  /** Relative tolerance of numeric comparison. */
+  readonly tolerance: number;
+  readonly answerType: AnswerType;
+  /**
+   * Which steps run (for measuring what each adds): `exact` compares normal forms only (the MATH
+   * grader's string test), `numeric` adds numbers within tolerance, `full` adds symbolic and
+   * structured comparison.
+   * @default "full"
+   */
+  readonly steps?: "exact" | "numeric" | "full";
+}
+
+/** A verdict. */
+export interface Equivalence {
+  readonly equal: boolean;
+  readonly method: EquivalenceMethod;
+}
+
+type Structured =
+  | { kind: "matrix"; rows: string[][] }
+  | { kind: "set"; items: string[] }
+  | { kind: "list"; items: string[] }
+  | { kind: "tuple"; open: string; close: string; items: string[] }
+  | { kind: "union"; intervals: { open: string; close: string; items: string[] }[] }
+  | { kind: "scalar"; value: string };
+
+/** Splits at top-level occurrences of `sep` (outside braces, parentheses and brackets). */
+export function splitTopLevel(s: string, sep: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (c === "\\" && (s[i + 1] === "{" || s[i + 1] === "}")) {
+      depth += s[i + 1] === "{" ? 1 : -1;
+      i++;
+    } else if (c === "{" || c === "(" || c === "[") depth++;
+    else if (c === "}" || c === ")" || c === "]") depth--;
+    else if (depth === 0 && s.startsWith(sep, i)) {
+      parts.push(s.slice(start, i));
+      start = i + sep.length;
+      i += sep.length - 1;
+    }
+  }
+  parts.push(s.slice(start));
+  return parts;
+}
+
+function bracketed(s: string): { open: string; close: string; inner: string } | undefined {
+  const open = s[0];
+  const close = s[s.length - 1];
+  if ((open !== "(" && open !== "[") || (close !== ")" && close !== "]")) return undefined;
+  // The outer pair must enclose everything: `(1)(2)` is not one group.
+  let depth = 0;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s[i];
+    if (c === "(" || c === "[" || c === "{") depth++;
+    else if (c === ")" || c === "]" || c === "}") depth--;
+    if (depth === 0) return undefined;
+  }
+  return { open, close, inner: s.slice(1, -1) };
+}
+
+function structure(normal: string, type: AnswerType): Structured {
+  const matrix = /^\\begin\{[pbvBV]?matrix\}(.*)\\end\{[pbvBV]?matrix\}$/.exec(normal);
+  if (matrix) {
+    const rows = matrix[1]!
+      .split("\\\\")
+      .filter((r) => r !== "")
+      .map((r) => r.split("&"));
+    return { kind: "matrix", rows };
+  }
+  if (normal.startsWith("\\{") && normal.endsWith("\\}")) {
+    return { kind: "set", items: splitTopLevel(normal.slice(2, -2), ",") };
+  }
+  const union = splitTopLevel(normal, "\\cup");
+  if (union.length > 1) {
+    const intervals = union.map((u) => {
+      const b = bracketed(u);
+      return b ? { open: b.open, close: b.close, items: splitTopLevel(b.inner, ",") } : undefined;
+    });
+    if (intervals.every((x) => x !== undefined)) return { kind: "union", intervals };
+  }
+  const b = bracketed(normal);
+  if (b) {
+    const items = splitTopLevel(b.inner, ",");
+    if (items.length >= 2) return { kind: "tuple", open: b.open, close: b.close, items };
+  }
+  if (type !== "number" && type !== "expression") {
+    const items = splitTopLevel(normal, ",");
+    if (items.length >= 2) return { kind: "list", items };
+    // `1\pm\sqrt2` is the list of both roots.
+    const pm = normal.split("\\pm");
+    if (pm.length === 2 && pm[1] !== "") {
+      return { kind: "list", items: [`${pm[0]}+${pm[1]}`, `${pm[0]}-${pm[1]}`] };
+    }
+  }
+  return { kind: "scalar", value: normal };
+}
+
+// Seeded points (a fixed LCG): the same answer pair always gets the same verdict.
+const POINTS: readonly number[] = (() => {
+  let x = 12345;
+  const out: number[] = [];
+  for (let k = 0; k < 64; k++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    out.push(0.35 + (2.3 * x) / 2147483648);
+  }
+  return out;
+})();
+
+const CONSTANT_SYMBOLS = new Set(["pi", "e", "i", "Infinity"]);
+
+function freeVariables(node: MathNode): string[] {
+  const names = new Set<string>();
+  node.traverse((n, path, parent) => {
+    if (n.type === "SymbolNode" && !(parent?.type === "FunctionNode" && path === "fn")) {
+      const name = (n as unknown as { name: string }).name;
+      if (!CONSTANT_SYMBOLS.has(name)) names.add(name);
+    }
+  });
+  return [...names].sort();
+}
+
+type Complexish = { re: number; im: number };
+
+function toComplex(v: unknown): Complexish | undefined {
+  if (typeof v === "number") return { re: v, im: 0 };
+  if (typeof v === "boolean") return undefined;
+  if (v && typeof v === "object" && "re" in v && "im" in v) {
+    const c = v as Complexish;
+    return { re: c.re, im: c.im };
+  }
+  return undefined;
+}
+
+function close(a: Complexish, b: Complexish, tol: number): boolean {
+  const scale = Math.max(1, Math.hypot(a.re, a.im), Math.hypot(b.re, b.im));
+  return Math.hypot(a.re - b.re, a.im - b.im) <= tol * scale;
+}
+
+function finite(c: Complexish): boolean {
+  return Number.isFinite(c.re) && Number.isFinite(c.im);
+}
+
+interface Compiled {
+  readonly node: MathNode;
+  readonly vars: string[];
+  readonly text: string;
+}
+
+/** The parsed expression of a normal form, or undefined when it is not one (then compared as text). */
+function compile(normal: string): Compiled | undefined {
+  try {
+    const text = latexToExpression(normal);
+    const node = parse(text);
+    return { node, vars: freeVariables(node), text };
+  } catch {
+    // NotAnExpressionError from the translator, or mathjs's SyntaxError: not an expression.
+    return undefined;
+  }
+}
+
+function evaluateAt(c: Compiled, scope: Record<string, number>): Complexish | undefined {
+  try {
+    return toComplex(c.node.evaluate({ ...scope }));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Compares two scalar (non-structured) normal forms. */
+function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
+  if (a === b) return { equal: true, method: "exact" };
+  if (o.steps === "exact") return { equal: false, method: "exact" };
+  // Words (`Evelyn`, `odd`) are text, not products of single-letter variables; case does not matter.
+  if (/^[a-zA-Z]{3,}$/.test(a) || /^[a-zA-Z]{3,}$/.test(b)) {
+    return { equal: a.toLowerCase() === b.toLowerCase(), method: "text" };
+  }
+  const ca = compile(a);
+  const cb = compile(b);
+  if (!ca || !cb) return { equal: a.toLowerCase() === b.toLowerCase(), method: "text" };
+  const vars = [...new Set([...ca.vars, ...cb.vars])];
+  if (vars.length === 0) {
+    const va = evaluateAt(ca, {});
+    const vb = evaluateAt(cb, {});
+    if (!va || !vb) return { equal: false, method: "none" };
+    if (!finite(va) || !finite(vb)) {
+      const literalInfinity = ca.text.includes("Infinity") && cb.text.includes("Infinity");
+      if (literalInfinity && va.re === vb.re && va.im === vb.im) return { equal: true, method: "numeric" };
+      if (literalInfinity) return { equal: false, method: "numeric" };
+      throw new UndecidableAnswerError(
+        "a value overflows double precision (huge power or factorial); not decided",
+      );
+    }
+    return { equal: close(va, vb, o.tolerance), method: "numeric" };
+  }
+  if (o.steps === "numeric") return { equal: false, method: "none" };
+  // Different variable sets can still be equal (x - x + y vs y), so evaluate on the union.
+  let valid = 0;
+  for (let k = 0; k + vars.length <= POINTS.length && valid < 6; k += vars.length) {
+    const scope: Record<string, number> = {};
+    vars.forEach((v, j) => {
+      scope[v] = POINTS[k + j]!;
+    });
+    const va = evaluateAt(ca, scope);
+    const vb = evaluateAt(cb, scope);
+    if (!va || !vb || !finite(va) || !finite(vb)) continue;
+    if (!close(va, vb, Math.max(o.tolerance, 1e-9))) return { equal: false, method: "symbolic" };
+    valid++;
+  }
+  return { equal: valid >= 3, method: valid >= 3 ? "symbolic" : "none" };
+}
+
+/** Two equations are equal when `l1 − r1` and `l2 − r2` are proportional (a nonzero constant ratio). */
+function equationsEqual(a: string[], b: string[]): Equivalence {
+  const fa = compile(`${a[0]}-(${a[1]})`);
+  const fb = compile(`${b[0]}-(${b[1]})`);
+  if (!fa || !fb) return { equal: a.join("=") === b.join("="), method: "text" };
+  const vars = [...new Set([...fa.vars, ...fb.vars])];
+  let ratio: Complexish | undefined;
+  let valid = 0;
+  for (let k = 0; k + vars.length <= POINTS.length && valid < 6; k += Math.max(1, vars.length)) {
+    const scope: Record<string, number> = {};
+    vars.forEach((v, j) => {
+      scope[v] = POINTS[k + j]!;
+    });
+    const va = evaluateAt(fa, scope);
+    const vb = evaluateAt(fb, scope);
+    if (!va || !vb || !finite(va) || !finite(vb)) continue;
+    if (Math.hypot(vb.re, vb.im) < 1e-12) {
+      if (Math.hypot(va.re, va.im) > 1e-9) return { equal: false, method: "symbolic" };
+      continue;
+    }
+    const d = vb.re * vb.re + vb.im * vb.im;
+    const r = { re: (va.re * vb.re + va.im * vb.im) / d, im: (va.im * vb.re - va.re * vb.im) / d };
+    if (ratio === undefined) ratio = r;
+    else if (!close(ratio, r, 1e-6)) return { equal: false, method: "symbolic" };
+    valid++;
+    if (vars.length === 0) break;
+  }
+  if (ratio && Math.hypot(ratio.re, ratio.im) < 1e-12) return { equal: false, method: "symbolic" };
+  return { equal: valid >= 1, method: "symbolic" };
+}
+
+function elementEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
+  const ea = splitTopLevel(a, "=");
+  const eb = splitTopLevel(b, "=");
+  if (ea.length === 2 && eb.length === 2) return equationsEqual(ea, eb);
+  if (o.answerType !== "equation") {
+    // `x = 3` vs `3`: the value of a one-variable equation is its answer (MATH's `k = 5` answers).
+    const va = ea.length === 2 ? valueOfSimpleEquation(a) : a;
+    const vb = eb.length === 2 ? valueOfSimpleEquation(b) : b;
+    if (va !== undefined && vb !== undefined && (va !== a || vb !== b)) return scalarEqual(va, vb, o);
+  }
+  if (ea.length !== eb.length) return { equal: false, method: "structure" };
+  return scalarEqual(a, b, o);
+}
+
+function allInOrder(a: string[], b: string[], o: EquivalenceOptions): boolean {
+  return a.length === b.length && a.every((x, k) => elementEqual(x, b[k]!, o).equal);
+}
+
+function sameMultiset(a: string[], b: string[], o: EquivalenceOptions): boolean {
+  if (a.length !== b.length) return false;
+  const used = new Array<boolean>(b.length).fill(false);
+  return a.every((x) => {
+    const k = b.findIndex((y, j) => !used[j] && elementEqual(x, y, o).equal);
+    if (k === -1) return false;
+    used[k] = true;
+    return true;
+  });
+}
+
+/**
+ * Whether candidate and reference (both normal forms, `normalize.ts`) are the same answer.
+ * Throws {@link UndecidableAnswerError} when a value cannot be decided (overflow).
+ */
+export function answersEquivalent(candidate: string, reference: string, o: EquivalenceOptions): Equivalence {
+  if (candidate === reference) return { equal: true, method: "exact" };
+  if (o.steps === "exact") return { equal: false, method: "exact" };
+  if (o.steps === "numeric") return scalarEqual(candidate, reference, o);
+  const a = structure(candidate, o.answerType);
+  const b = structure(reference, o.answerType);
+  if (a.kind === "scalar" && b.kind === "scalar") return elementEqual(a.value, b.value, o);
+  const structured = (equal: boolean): Equivalence => ({ equal, method: "structure" });
+  if (a.kind === "matrix" && b.kind === "matrix") {
+    return structured(
+      a.rows.length === b.rows.length && a.rows.every((row, k) => allInOrder(row, b.rows[k]!, o)),
+    );
+  }
+  if ((a.kind === "set" || a.kind === "list") && (b.kind === "set" || b.kind === "list")) {
+    if (o.answerType === "tuple") return structured(allInOrder(a.items, b.items, o));
+    return structured(sameMultiset(a.items, b.items, o));
+  }
+  if (a.kind === "tuple" && b.kind === "tuple") {
+    // Brackets matter for intervals ((0,1] is not [0,1]); a declared tuple ignores them.
+    const brackets = o.answerType === "tuple" || (a.open === b.open && a.close === b.close);
+    return structured(brackets && allInOrder(a.items, b.items, o));
+  }
+  if (a.kind === "union" && b.kind === "union") {
+    return structured(
+      a.intervals.length === b.intervals.length &&
+        a.intervals.every((x, k) => {
+          const y = b.intervals[k]!;
+          return x.open === y.open && x.close === y.close && allInOrder(x.items, y.items, o);
+        }),
+    );
+  }
+  // A bare list against a tuple when the task says tuple: `1, 2` vs `(1, 2)`.
+  if (
+    o.answerType === "tuple" &&
+    (a.kind === "list" || a.kind === "tuple") &&
+    (b.kind === "list" || b.kind === "tuple")
+  ) {
+    return structured(allInOrder(a.items, b.items, o));
+  }
+  return structured(false);
+}
