@@ -50,6 +50,8 @@ VALUE_CAP = 16 << 20  # bytes of one message from the candidate process; more an
 VALUE_ITEMS = 2_000_000  # values in one message (either direction)
 JUDGE_MEMORY = 256 << 20  # J's own soft address-space limit (the job may raise it)
 FD_REQ, FD_RESP = 3, 4  # the candidate process's ends of its two pipes to J
+CANDIDATE_MODULE = "__solution__"  # __name__ of the prompt + solution in the check program's C
+WALL_GRACE_MS = 1000  # wall time past the CPU limit before a run is killed (the job may change it)
 
 
 # ---------------------------------------------------------------- small helpers
@@ -169,6 +171,11 @@ def _lower_limit(which, soft, hard):
         hard = min(hard, cur_hard)
         soft = min(soft, hard)
     resource.setrlimit(which, (soft, hard))
+
+
+def _wall_grace_s(job):
+    grace = job.get("wallGraceMs")
+    return (int(grace) if isinstance(grace, int) and grace >= 0 else WALL_GRACE_MS) / 1000.0
 
 
 def _limit_child(job):
@@ -543,7 +550,9 @@ def _candidate_main():
 
     # Stage 1 (trusted): the setup, the prompt, the CPU baseline.
     setup = receive()
-    g = {"__name__": "__main__", "__builtins__": builtins}
+    # Not "__main__" (as CorrGRPO, HumanEval and LeetCodeDataset run it): a solution's
+    # ``if __name__ == "__main__":`` block (reading stdin, printing a demo) does not run here.
+    g = {"__name__": CANDIDATE_MODULE, "__builtins__": builtins}
     tree = ast.parse(setup["source"], "<program>")
     last = setup["promptLast"]
     flags = setup["flags"]
@@ -721,9 +730,8 @@ class _Candidate:
             self.err += data
             if len(self.err) > STDERR_TAIL:
                 del self.err[: len(self.err) - STDERR_TAIL]
-        if (self.out_bytes > self.max_out or self.err_bytes > self.max_out) and self.killed is None:
-            self.killed = "output_limit"
-            self._lose("OutputLimitExceeded", "the program wrote more output than allowed")
+        # Output beyond the cap is counted and dropped, never a crash: the cap protects J's memory,
+        # not the score (CorrGRPO captures a check program's output and scores its asserts).
 
     def _frame(self):
         """A complete frame from the inbox, or None; a malformed header loses C."""
@@ -1132,7 +1140,9 @@ def _start_candidate(job, prog, plan, cand, jg):
 def _run_check(job, prog, jg):
     """Runs the check program: test code in J, the candidate's calls in C. Returns the check report."""
     plan = _check_plan(job, prog, jg)
-    limit_s = int(job["timeLimitMs"]) / 1000.0
+    # CPU time is limited by RLIMIT_CPU (``_limit_child``); the wall clock only backstops it with a grace,
+    # so a busy machine does not turn a correct program into a timeout.
+    limit_s = int(job["timeLimitMs"]) / 1000.0 + _wall_grace_s(job)
     deadline = time.monotonic() + limit_s
     cand = _Candidate(job, deadline, _Codec(plan["classes"]))
     recorder = _Recorder(plan["sites"], lambda: cand.cpu_reported)
@@ -1301,7 +1311,7 @@ def _execute(job, code, g, stdin_data, max_out):
     for fd in (in_fd, out_w, err_w, ev_w):
         os.close(fd)
 
-    deadline = started + int(job["timeLimitMs"]) / 1000.0
+    deadline = started + int(job["timeLimitMs"]) / 1000.0 + _wall_grace_s(job)
     out = bytearray()
     out_bytes = 0
     err = bytearray()
@@ -1545,6 +1555,9 @@ def _runs(job, prog, report):
     prompt_error = _run_prompt(prog, g) if prog["prompt_body"] else None
     if prompt_error is not None:
         failure = {"type": "PromptError", "message": "the task's prompt code failed: %s: %s" % (prompt_error["type"], prompt_error["message"]), "line": prompt_error["line"]}
+        # Decided by J before any candidate code ran (a field of J's own report, not an exception name a
+        # candidate could raise): the task or the environment is broken, not the candidate.
+        report["taskError"] = failure
         if job["test"].strip():
             report["check"] = {"status": "runtime_error", "completed": False, "tests": [], "running": None, "error": failure, "cpuMs": 0, "wallMs": 0, "stdout": "", "stdoutBytes": 0, "stderr": "", "exitCode": None, "signal": None}
         if job["ioStdin"]:
@@ -1577,7 +1590,7 @@ def main():
     # Line 1: syntax and compilation, decided and written before any candidate code exists.
     stage = {"v": REPORT_VERSION, "stage": "compile", "syntax": report["syntax"], "compile": report["compile"], "layout": report.get("layout"), "harnessError": None}
     _write_all(1, (json.dumps(stage, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8", "replace"))
-    final = {"v": REPORT_VERSION, "stage": "report", "hardened": hardened, "check": None, "io": None, "harnessError": None}
+    final = {"v": REPORT_VERSION, "stage": "report", "hardened": hardened, "check": None, "io": None, "taskError": None, "harnessError": None}
     if prog is not None:
         try:
             _runs(job, prog, final)

@@ -232,9 +232,9 @@ export function defineSecuritySuite(
       assert.ok(["timeout", "runtime_error"].includes(bomb.status), bomb.summary);
       const mem = await run("x = [bytearray(32 << 20) for _ in range(100)]\n", { memoryLimitMb: 128 });
       assert.equal(mem.status, "memory_error", mem.summary);
+      // 100 MiB on stdout: drained and dropped past the cap (memory stays bounded), not a crash.
       const flood = await run("import sys\nfor _ in range(100): sys.stdout.write('y' * (1 << 20))\n");
-      assert.equal(flood.status, "runtime_error", flood.summary);
-      assert.equal(flood.error?.type, "OutputLimitExceeded");
+      assert.equal(flood.status, "passed", flood.summary);
     });
 
     it("rejects a forged report: fake JSON on stdout, early exit, reaching for the harness's fds", async (t) => {
