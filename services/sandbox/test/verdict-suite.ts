@@ -558,6 +558,22 @@ export function defineVerdictSuite(name: string, open: () => Promise<Sandbox | u
       assert.match(r.summary, /^runtime error: TypeError: unsupported operand/, r.summary);
     });
 
+    it("the limit is CPU time with a 1 s wall grace: waiting (a busy machine) is not a timeout, spinning is", async (t) => {
+      // 1.4 s of wall time but almost no CPU: passes under a 1 s limit (CorrGRPO: 5 s CPU + 1 s grace).
+      const waits = await runPythonTests(sb(t), {
+        ...addTask,
+        timeLimitMs: 1_000,
+        solution: "import time\ntime.sleep(1.4)\ndef add(a, b):\n    return a + b\n",
+      });
+      assert.equal(waits.passed, 4, waits.summary);
+      const spins = await runPythonTests(sb(t), {
+        ...addTask,
+        timeLimitMs: 1_000,
+        solution: "def add(a, b):\n    while True:\n        pass\n",
+      });
+      assert.equal(spins.status, "timeout", spins.summary);
+    });
+
     it("more output than the cap is captured and truncated, not a crash (the cap protects memory)", async (t) => {
       const r = await runPythonTests(
         sb(t),
