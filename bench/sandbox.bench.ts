@@ -7,8 +7,14 @@
  * alike; throughput runs `SANDBOX_CONCURRENCY` (default: CPUs) executions at once.
  * Writes `bench/results/sandbox.json` and prints a summary.
  *
- * Run: `npm run bench:sandbox` (as root, after `scripts/bootstrap.sh`; ≈ 30 s; `BENCH_RUNS` changes N).
- * Goals: bwrap median ≤ 1.5 × bare Python start; Docker median ≤ 150 ms per execution.
+ * HumanEval-style workload: scored rollouts/s — `runPythonTests` (harness, judge + candidate process,
+ * every assert decided) of the 24 tasks of `humaneval-style.ts` — against the same programs
+ * (`prompt + solution + test + check(entry)`) run by a bare `/usr/bin/python3 -c`, at the same
+ * concurrency, in the same run.
+ *
+ * Run: `npm run bench:sandbox` (as root, after `scripts/bootstrap.sh`; ≈ 1 min; `BENCH_RUNS` changes N).
+ * Goals: bwrap median ≤ 1.5 × bare Python start; Docker median ≤ 150 ms per execution; HumanEval-style
+ * scored rollouts/s ≥ 0.6 × the bare interpreter's.
  */
 import { spawn } from "node:child_process";
 import {
@@ -20,11 +26,12 @@ import {
   type SandboxConfig,
 } from "@reward-mesh/sandbox";
 import { ensureDockerForTests } from "@reward-mesh/sandbox/testing";
+import { HUMANEVAL_STYLE } from "./humaneval-style.js";
 import { machineInfo, writeBenchResult } from "./results.js";
 
 const RUNS = Number(process.env["BENCH_RUNS"] ?? 60);
 const WARMUP = 5;
-const GOALS = { bwrapRatioToBare: 1.5, dockerMedianMs: 150 };
+const GOALS = { bwrapRatioToBare: 1.5, dockerMedianMs: 150, rolloutsRatioToBare: 0.6 };
 
 const program: PythonProgram = {
   prompt: "from typing import *",
@@ -60,6 +67,36 @@ async function sandboxed(s: Sandbox): Promise<number> {
   return performance.now() - t;
 }
 
+/** The HumanEval-style programs, as the harness gets them and as one bare Python program. */
+const rollouts: PythonProgram[] = HUMANEVAL_STYLE.map((t) => ({
+  prompt: "",
+  solution: t.solution,
+  test: t.test,
+  entryPoint: t.entry,
+  ioTests: [],
+  timeLimitMs: 5_000,
+  memoryLimitMb: 256,
+}));
+const bareSources = rollouts.map((p) => `${p.solution}\n\n${p.test}\n\ncheck(${p.entryPoint})\n`);
+
+function bareProgram(i: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const c = spawn("/usr/bin/python3", ["-c", bareSources[i % bareSources.length]!], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: "/usr/bin:/bin" },
+    });
+    c.stdout.resume();
+    c.stderr.resume();
+    c.on("error", reject);
+    c.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`bare program ${i} exited ${code}`))));
+  });
+}
+
+async function scoredRollout(s: Sandbox, i: number): Promise<void> {
+  const r = await runPythonTests(s, rollouts[i % rollouts.length]!);
+  if (r.status !== "passed") throw new Error(`${s.backend}: rollout ${i}: ${r.summary}`);
+}
+
 async function harness(s: Sandbox): Promise<number> {
   const t = performance.now();
   const r = await runPythonTests(s, program);
@@ -81,12 +118,12 @@ function stats(xs: number[]) {
   };
 }
 
-async function throughput(fn: () => Promise<unknown>, n: number, concurrency: number) {
+async function throughput(fn: (i: number) => Promise<unknown>, n: number, concurrency: number) {
   const t = performance.now();
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next++ < n) await fn();
+      while (next < n) await fn(next++);
     }),
   );
   return Math.round((n / ((performance.now() - t) / 1000)) * 10) / 10;
@@ -131,6 +168,22 @@ for (const b of backends)
     b.name === "docker" ? RUNS / 2 : RUNS,
     concurrency,
   );
+// HumanEval-style rollouts: bare and each backend alternate in rounds so load drifts hit all alike.
+const rolloutRuns = Math.max(rollouts.length, RUNS);
+const rolloutRates: Record<string, number[]> = { bare: [] };
+for (const b of backends) rolloutRates[b.name] = [];
+for (let round = 0; round < 3; round++) {
+  rolloutRates["bare"]!.push(await throughput(bareProgram, rolloutRuns, concurrency));
+  for (const b of backends)
+    rolloutRates[b.name]!.push(
+      await throughput(
+        (i) => scoredRollout(b.sandbox, i),
+        b.name === "docker" ? Math.ceil(rolloutRuns / 2) : rolloutRuns,
+        concurrency,
+      ),
+    );
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 for (const b of backends) await b.sandbox.close();
 
 const bareStats = stats(lat["bare"]!);
@@ -140,7 +193,12 @@ const result: Record<string, unknown> = {
   machine: machineInfo(),
   runs: RUNS,
   concurrency,
-  bare: { command: "/usr/bin/python3 -c pass", latency: bareStats, executionsPerSecond: perSecond["bare"] },
+  bare: {
+    command: "/usr/bin/python3 -c pass",
+    latency: bareStats,
+    executionsPerSecond: perSecond["bare"],
+    humanEvalStyleProgramsPerSecond: median(rolloutRates["bare"]!),
+  },
   goals: GOALS,
   skipped,
 };
@@ -153,11 +211,20 @@ for (const b of backends) {
     ratioToBare: Math.round((s.medianMs / bareStats.medianMs) * 100) / 100,
     executionsPerSecond: perSecond[b.name],
     harnessRun: stats(harnessLat[b.name]!),
+    humanEvalStyle: {
+      scoredRolloutsPerSecond: median(rolloutRates[b.name]!),
+      roundsPerSecond: rolloutRates[b.name],
+      ratioToBare: Math.round((median(rolloutRates[b.name]!) / median(rolloutRates["bare"]!)) * 100) / 100,
+    },
   };
 }
 const bw = result["bwrap"] as { ratioToBare: number } | undefined;
 const dk = result["docker"] as { latency: { medianMs: number } } | undefined;
+const he = (name: string) =>
+  (result[name] as { humanEvalStyle: { ratioToBare: number } } | undefined)?.humanEvalStyle.ratioToBare;
 result["goalsMet"] = {
+  bwrapRollouts: he("bwrap") === undefined ? null : he("bwrap")! >= GOALS.rolloutsRatioToBare,
+  dockerRollouts: he("docker") === undefined ? null : he("docker")! >= GOALS.rolloutsRatioToBare,
   bwrap: bw ? bw.ratioToBare <= GOALS.bwrapRatioToBare : null,
   docker: dk ? dk.latency.medianMs <= GOALS.dockerMedianMs : null,
 };
@@ -181,6 +248,12 @@ for (const b of backends) {
     r.latency,
     `${perSecond[b.name]} exec/s  ×${r.ratioToBare} of bare (+${r.medianOverheadMs} ms)  harness run median ${r.harnessRun.medianMs} ms`,
   );
+}
+console.log(`HumanEval-style programs: bare ${median(rolloutRates["bare"]!)}/s`);
+for (const b of backends) {
+  const h = (result[b.name] as { humanEvalStyle: { scoredRolloutsPerSecond: number; ratioToBare: number } })
+    .humanEvalStyle;
+  console.log(`  ${b.name}: ${h.scoredRolloutsPerSecond} scored rollouts/s = ×${h.ratioToBare} of bare`);
 }
 for (const [k, v] of Object.entries(skipped)) console.log(`${k}: skipped (${v})`);
 console.log(`goals: ${JSON.stringify(result["goalsMet"])}  → bench/results/sandbox.json`);

@@ -24,6 +24,10 @@ Integrity (see services/sandbox/README.md, "Scoring integrity"):
     every worker has exited, so it is never in a process that ran candidate code.
   * Expected outputs of stdin -> stdout tests are never sent into the sandbox; the service compares.
 
+Both backends run this file as ``harness.pyc``, compiled by the sandbox's own interpreter (the image at
+build time, bubblewrap when the sandbox is created): the judge and the candidate process start from
+bytecode instead of compiling this source per rollout.
+
 Protocol: stdin = b"RMH1 <n>\\n" + <n bytes of job JSON> + <nonce> + b"\\n". stdout = line 1, the
 compile stage ``{"v": 2, "stage": "compile", ...}``, written before any candidate code runs; line 2,
 the report ``{"v": 2, "stage": "report", "nonce": ..., ...}``.

@@ -12,7 +12,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { HarnessReportError } from "./errors.js";
-import { HARNESS_SANDBOX_PATH } from "./harness-file.js";
+import { HARNESS_SANDBOX_BYTECODE } from "./harness-file.js";
 import type { Sandbox, SandboxRunResult } from "./types.js";
 
 /** One stdin → expected stdout test. */
@@ -543,7 +543,7 @@ export async function runPythonTests(
     Math.max(1, executions) * (cpuSeconds * 1000 + (program.wallGraceMs ?? DEFAULT_WALL_GRACE_MS) + 250) +
     5_000;
   const run = await sandbox.run({
-    argv: ["python3", "-I", HARNESS_SANDBOX_PATH],
+    argv: ["python3", "-I", HARNESS_SANDBOX_BYTECODE],
     stdin,
     signal: options.signal,
     limits: {

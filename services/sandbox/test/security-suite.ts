@@ -115,7 +115,7 @@ export function defineSecuritySuite(
     it("cannot write outside the work dir", async (t) => {
       const r = await sb(t).run({
         argv: py(
-          "import os\nfor p in ['/x', '/etc/x', '/usr/x', '/opt/reward-mesh/harness.py', '/usr/bin/python3', '/proc/sys/kernel/hostname', '/tmp/ok']:\n    try:\n        open(p, 'w').write('x'); print(p, 'WROTE')\n    except OSError as e:\n        print(p, type(e).__name__)",
+          "import os\nfor p in ['/x', '/etc/x', '/usr/x', '/opt/reward-mesh/harness.py', '/opt/reward-mesh/harness.pyc', '/usr/bin/python3', '/proc/sys/kernel/hostname', '/tmp/ok']:\n    try:\n        open(p, 'w').write('x'); print(p, 'WROTE')\n    except OSError as e:\n        print(p, type(e).__name__)",
         ),
       });
       const out = r.stdout.toString();
