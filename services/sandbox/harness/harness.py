@@ -1152,6 +1152,7 @@ def _run_check(job, prog, jg):
     recorder = _Recorder(plan["sites"], lambda: cand.cpu_reported)
     jg[_HOOK] = recorder
     uncaught = None
+    task_error = None
     completed = False
     baseline = 0.0
 
@@ -1176,6 +1177,10 @@ def _run_check(job, prog, jg):
         uncaught = e.error
     except BaseException as e:
         uncaught = _error(e)
+        if isinstance(e, ImportError) and getattr(e, "_rm_error", None) is None and cand.seq == 0:
+            # The test code (J's own, before it called the candidate even once) imports a module this
+            # environment lacks: the task's problem, not the candidate's.
+            task_error = {"type": "TestError", "message": "the task's test code failed before calling the candidate: %s: %s" % (uncaught["type"], uncaught["message"]), "line": uncaught["line"]}
     signal.signal(signal.SIGALRM, signal.SIG_IGN)
     # Stage 4: end C and measure it.
     status_word, cpu_ms = cand.finish()
@@ -1218,6 +1223,7 @@ def _run_check(job, prog, jg):
         "stderr": _decode(bytes(cand.err)[-max(1, int(job["reportOutputBytes"])) :]),
         "exitCode": code_,
         "signal": sig,
+        "taskError": task_error,
     }
 
 
@@ -1570,6 +1576,7 @@ def _runs(job, prog, report):
     io_globals = dict(g)  # io workers start from the prompt's namespace, untouched by the check's proxies
     if job["test"].strip():
         report["check"] = _run_check(job, prog, g)
+        report["taskError"] = report["check"].pop("taskError", None)
     if job["ioStdin"]:
         solution_last = prog["layout"]["solution"][1]
         solution_body = [s for s in prog["rest_body"] if s.lineno <= solution_last]

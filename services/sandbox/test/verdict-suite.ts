@@ -539,6 +539,24 @@ export function defineVerdictSuite(name: string, open: () => Promise<Sandbox | u
       assert.equal(forged.status, "runtime_error");
     });
 
+    it("test code that imports a missing module before calling the candidate is a task error; the candidate's own ImportError is not", async (t) => {
+      const broken = await runPythonTests(sb(t), {
+        ...addTask,
+        solution: "def add(a, b):\n    return a + b\n",
+        test: `import no_such_module_rm\n${addTask.test}`,
+      });
+      assert.equal(broken.taskError?.type, "TestError", broken.summary);
+      assert.match(broken.taskError!.message, /No module named 'no_such_module_rm'/);
+      for (const solution of [
+        "import no_such_module_rm\ndef add(a, b):\n    return a + b\n",
+        "def add(a, b):\n    import no_such_module_rm\n    return a + b\n",
+      ]) {
+        const own = await runPythonTests(sb(t), { ...addTask, solution });
+        assert.equal(own.taskError, undefined, own.summary);
+        assert.notEqual(own.status, "passed");
+      }
+    });
+
     it("runs the candidate outside __main__: a correct solution with a stdin-reading main block passes", async (t) => {
       const r = await runPythonTests(sb(t), {
         ...addTask,
