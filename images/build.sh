@@ -92,16 +92,20 @@ torch_hook() {
   rm -f "$1/tmp/purge.log"
 }
 
+mesh_packages=tini,ca-certificates,python3,python3-sortedcontainers,bubblewrap
+
 offline_base() { # <target> -> the offline base's tag (built when missing)
   local tag
   case $1 in
-    mesh) tag=reward-mesh/debian-node:$suite ;;
+    # The package list is in the tag: a machine with an older base (e.g. before python3-sortedcontainers)
+    # builds the new one instead of reusing it.
+    mesh) tag=reward-mesh/debian-node:$suite-$(printf %s "$mesh_packages" | sha256sum | cut -c1-8) ;;
     learner) tag=reward-mesh/debian-torch:$suite ;;
     nats) tag=reward-mesh/debian-nats:$suite ;;
   esac
   if [ $rebuild_bases = 1 ] || ! have_image "$tag"; then
     case $1 in
-      mesh) debian_base_import "$tag" tini,ca-certificates,python3,python3-sortedcontainers,bubblewrap node_hook ;;
+      mesh) debian_base_import "$tag" "$mesh_packages" node_hook ;;
       learner) debian_base_import "$tag" tini,python3,python3-torch,python3-grpcio,python3-protobuf,python3-numpy torch_hook ;;
       nats) debian_base_import "$tag" nats-server "" ;;
     esac >&2
