@@ -17,4 +17,5 @@ export {
   codeExecComponents,
   corrgrpoOutcome,
   createCodeExecService,
+  SEMANTICS_METADATA_KEY,
 } from "./service.js";

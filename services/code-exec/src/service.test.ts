@@ -94,6 +94,25 @@ describe("code-exec service (bwrap sandbox)", () => {
     assert.equal(stop.pass!.value, 0);
     assert.equal(stop.pass!.status, ComponentStatus.OK, "a failing assert is a wrong answer, not a crash");
     assert.equal(stop.pass_rate!.value, 1 / 4, "only the asserts before the first failure count");
+    // Per rollout (e.g. per task) through metadata; a bad value names the key.
+    const viaMetadata = await svc.scoreRollout(
+      makeRollout({
+        response,
+        metadata: { "code_exec.semantics": "corrgrpo" },
+        task: { id: "t", kind: { case: "code", value: { ...twoSum, ...addTask } } },
+      }),
+    );
+    assert.equal(viaMetadata.components.find((c) => c.name === "pass_rate")!.value, 1 / 4);
+    await assert.rejects(
+      svc.scoreRollout(
+        makeRollout({
+          response,
+          metadata: { "code_exec.semantics": "strict" },
+          task: { id: "t", kind: { case: "code", value: { ...twoSum, ...addTask } } },
+        }),
+      ),
+      /'rollout\.metadata\["code_exec\.semantics"\]' must be per_assert or corrgrpo, got "strict"/,
+    );
     // A crash before any failing assert: runtime 0 in both.
     const crash = await score(cg, "```python\ndef add(a, b):\n    return None + a\n```", addTask);
     assert.equal(crash.runtime!.value, 0);

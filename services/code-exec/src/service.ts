@@ -34,8 +34,23 @@ import {
   defineRewardService,
   type RewardServiceDefinition,
 } from "@reward-mesh/sdk";
-import type { ExecutionSemantics } from "./config.js";
-import { sandboxStartFailed } from "./errors.js";
+import { EXECUTION_SEMANTICS, type ExecutionSemantics } from "./config.js";
+import { invalidMetadata, sandboxStartFailed } from "./errors.js";
+
+/** Rollout metadata key overriding the service's semantics for one rollout (e.g. per task). */
+export const SEMANTICS_METADATA_KEY = "code_exec.semantics";
+
+/** The semantics of one rollout: its metadata override, else the service's. */
+function semanticsOf(metadata: Record<string, string>, def: ExecutionSemantics): ExecutionSemantics {
+  const v = metadata[SEMANTICS_METADATA_KEY]?.trim();
+  if (v === undefined || v === "") return def;
+  if (!(EXECUTION_SEMANTICS as readonly string[]).includes(v))
+    throw invalidMetadata(
+      SEMANTICS_METADATA_KEY,
+      `must be ${EXECUTION_SEMANTICS.join(" or ")}, got ${JSON.stringify(v)}`,
+    );
+  return v as ExecutionSemantics;
+}
 
 /** Version of the scoring logic. */
 export const CODE_EXEC_SERVICE_VERSION = "1.1.0";
@@ -214,7 +229,10 @@ export function createCodeExecService(options: CodeExecServiceOptions): RewardSe
     domains: ["code"],
     taskKinds: ["code"],
     components: codeExecComponents,
-    validate: (rollout) => validateCodeTask(rollout.task!.kind.value as CodeTask),
+    validate: (rollout) => {
+      validateCodeTask(rollout.task!.kind.value as CodeTask);
+      semanticsOf(rollout.metadata, options.semantics ?? "per_assert");
+    },
     score: async (rollout, { signal }) => {
       const task = rollout.task!.kind.value as CodeTask;
       const extracted = extractCode(rollout.response, task.entryPoint);
@@ -239,7 +257,7 @@ export function createCodeExecService(options: CodeExecServiceOptions): RewardSe
       }
       const sb = await getSandbox();
       const report = await runPythonTests(sb, programFor(task, extracted.code, options.sandbox), { signal });
-      return components(report, format, options.semantics ?? "per_assert");
+      return components(report, format, semanticsOf(rollout.metadata, options.semantics ?? "per_assert"));
     },
   });
 }
