@@ -13,7 +13,8 @@
 # Bases. Online: node:20-bookworm-slim, pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime, debian:bookworm-slim
 # (MESH_BASE_IMAGE, LEARNER_BASE_IMAGE, NATS_BASE_IMAGE override). Offline (--offline, or automatically
 # when a public base is neither present nor pullable): debootstrapped Debian bases imported as
-#   reward-mesh/debian-node:<suite>   minbase + tini, ca-certificates, python3, bubblewrap + the host's node/npm
+#   reward-mesh/debian-node:<suite>   minbase + tini, ca-certificates, python3, python3-sortedcontainers (the bwrap
+#                                     sandbox's dataset modules), bubblewrap + the host's node/npm
 #   reward-mesh/debian-torch:<suite>  minbase + tini, python3-torch, python3-grpcio, python3-protobuf, python3-numpy
 #   reward-mesh/debian-nats:<suite>   minbase + nats-server
 # (built once; --rebuild-bases rebuilds them). Needs root + debootstrap for those, and a Docker daemon
@@ -91,16 +92,20 @@ torch_hook() {
   rm -f "$1/tmp/purge.log"
 }
 
+mesh_packages=tini,ca-certificates,python3,python3-sortedcontainers,bubblewrap
+
 offline_base() { # <target> -> the offline base's tag (built when missing)
   local tag
   case $1 in
-    mesh) tag=reward-mesh/debian-node:$suite ;;
+    # The package list is in the tag: a machine with an older base (e.g. before python3-sortedcontainers)
+    # builds the new one instead of reusing it.
+    mesh) tag=reward-mesh/debian-node:$suite-$(printf %s "$mesh_packages" | sha256sum | cut -c1-8) ;;
     learner) tag=reward-mesh/debian-torch:$suite ;;
     nats) tag=reward-mesh/debian-nats:$suite ;;
   esac
   if [ $rebuild_bases = 1 ] || ! have_image "$tag"; then
     case $1 in
-      mesh) debian_base_import "$tag" tini,ca-certificates,python3,bubblewrap node_hook ;;
+      mesh) debian_base_import "$tag" "$mesh_packages" node_hook ;;
       learner) debian_base_import "$tag" tini,python3,python3-torch,python3-grpcio,python3-protobuf,python3-numpy torch_hook ;;
       nats) debian_base_import "$tag" nats-server "" ;;
     esac >&2

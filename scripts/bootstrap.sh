@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up shared by `npm start` and `npm test`: installs what is missing, idempotently.
-#   * system packages (Debian/Ubuntu, as root): nats-server, bubblewrap (the code sandbox), and for the
+#   * system packages (Debian/Ubuntu, as root): nats-server, bubblewrap (the code sandbox),
+#     python3-sortedcontainers (imported by LeetCodeDataset's prompts in the sandbox), and for the
 #     Docker sandbox docker.io + debootstrap (skip those with REWARD_MESH_DOCKER=0)
 #   * npm packages: `npm ci` when node_modules is missing or older than package-lock.json
 #   * with --with-docker (what `npm test` passes): the Docker sandbox — a dockerd started by hand when none
@@ -32,6 +33,10 @@ missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
 have nats-server || missing+=(nats-server)
 have bwrap || missing+=(bubblewrap)
+# The bubblewrap sandbox runs the host's /usr/bin/python3: it needs the modules the datasets' prompts
+# import (LeetCodeDataset's header: sortedcontainers besides the standard library). The Docker sandbox
+# image copies the same package from here (sandbox-images/python/build.sh).
+/usr/bin/python3 -c "import sortedcontainers" >/dev/null 2>&1 || missing+=(python3-sortedcontainers)
 docker_wanted=${REWARD_MESH_DOCKER:-1}
 if [ "$docker_wanted" != 0 ] && [ "$(id -u)" = "0" ]; then
   have dockerd || missing+=(docker.io)

@@ -2,7 +2,8 @@
 # Builds the sandbox image without any registry:
 #   1. a base: debootstrap a minimal Debian (minbase + python3) and `docker import` it as
 #      reward-mesh/debian-python:<suite>  (skipped when BASE_IMAGE is set and present locally);
-#   2. `docker build --network=none` of sandbox-images/python/Dockerfile on it, with the harness,
+#   2. `docker build --network=none` of sandbox-images/python/Dockerfile on it, with the harness and
+#      the host's sortedcontainers package (the datasets' prompts import it),
 #      tagged reward-mesh/sandbox-python:h-<first 12 hex of the harness's sha256> (and :latest).
 #
 #   sandbox-images/python/build.sh            # build if that tag is missing
@@ -51,6 +52,17 @@ fi
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 cp "$here/Dockerfile" "$harness" "$ctx/"
+# The modules the datasets' prompts import beyond the standard library (LeetCodeDataset's header):
+# pure-Python sortedcontainers, copied from the host's Debian package (scripts/bootstrap.sh installs
+# python3-sortedcontainers) so both backends run the same version; the image installs it only when its
+# base lacks it. No registry is used.
+mkdir -p "$ctx/vendor"
+sc=$(/usr/bin/python3 -c "import os, sortedcontainers; print(os.path.dirname(sortedcontainers.__file__))" 2>/dev/null) || {
+  echo "build.sh: the host's /usr/bin/python3 lacks sortedcontainers (apt-get install -y python3-sortedcontainers)" >&2
+  exit 1
+}
+cp -r "$sc" "$ctx/vendor/sortedcontainers"
+find "$ctx/vendor" -name __pycache__ -prune -exec rm -rf {} +
 docker build --network=none -q \
   --build-arg "BASE_IMAGE=$base" --build-arg "HARNESS_SHA256=$sha" \
   -t "$tag" -t reward-mesh/sandbox-python:latest "$ctx" >/dev/null

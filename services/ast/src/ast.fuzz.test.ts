@@ -1,11 +1,11 @@
 /**
  * Fuzzing of the ast service end to end, in process: a `CodeTask` as a proto-JSON line or gRPC request
  * can carry it (decoded by protobuf-es, then the shared contract check) and any response (extraction,
- * tree-sitter parse, node-sequence walk). A result has every component in [0, 1]; a bad task is an
+ * CPython parse in the helper pool, node-sequence walk, difflib). A result has every component in [0, 1]; a bad task is an
  * `InvalidArgumentError` naming the field. Fixed seed, bounded runs (`@reward-mesh/sdk/testing`).
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { CodeTaskSchema } from "@reward-mesh/proto";
 import fc from "fast-check";
@@ -18,6 +18,8 @@ import {
   mutatedText,
   mutatedValue,
 } from "@reward-mesh/sdk/testing";
+import { loadConfig } from "./config.js";
+import { ParserPool } from "./parser-pool.js";
 import { createAstService } from "./service.js";
 
 const REFERENCE = "def add(a, b):\n    total = a + b\n    return total\n";
@@ -45,7 +47,10 @@ const RESPONSES = [
 ];
 
 describe("fuzz: ast service", () => {
-  const svc = createAstService({ maxTokens: 50_000 });
+  const config = loadConfig({});
+  const pool = new ParserPool(config.parser);
+  after(() => pool.close());
+  const svc = createAstService(config, { parserPool: pool });
   const range = new Map(svc.components.map((c) => [c.name, c]));
 
   it("scores any response to any decodable code task within [0, 1], or names the bad field", async () => {

@@ -11,6 +11,7 @@ import {
   processEnv,
   type ServiceRuntimeOptions,
 } from "@reward-mesh/sdk";
+import type { ParserPoolOptions } from "./parser-pool.js";
 
 /** Default gRPC port of the ast service. */
 export const AST_DEFAULT_PORT = 50063;
@@ -23,6 +24,32 @@ export const AST_ENV = defineEnv({
     maximum: 10000000,
     default: 50000,
     description: "Most tokens of candidate or reference compared.",
+  },
+  AST_PYTHON: {
+    type: "string",
+    default: "python3",
+    description: "Python interpreter of the parser helpers (CPython's ast; only the standard library).",
+  },
+  AST_PARSERS: {
+    type: "integer",
+    minimum: 1,
+    maximum: 64,
+    default: 2,
+    description: "Long-lived parser helper processes.",
+  },
+  AST_PARSER_MEMORY_MB: {
+    type: "integer",
+    minimum: 64,
+    maximum: 65536,
+    default: 512,
+    description: "Address-space limit of each parser helper, MiB.",
+  },
+  AST_PARSE_TIMEOUT_MS: {
+    type: "integer",
+    minimum: 100,
+    maximum: 600000,
+    default: 10000,
+    description: "Wall time one parse-and-compare may take before its helper is killed and replaced.",
   },
 });
 
@@ -42,6 +69,8 @@ export interface AstOptions {
    * @default 50000 — far above a 2 048-token response (about 3 000 tokens of sequence).
    */
   readonly maxTokens: number;
+  /** The parser helpers (`AST_PYTHON`, `AST_PARSERS`, `AST_PARSER_MEMORY_MB`, `AST_PARSE_TIMEOUT_MS`). */
+  readonly parser: ParserPoolOptions;
 }
 
 /** Everything the ast process needs. */
@@ -49,10 +78,17 @@ export interface AstConfig extends AstOptions {
   readonly runtime: ServiceRuntimeOptions;
 }
 
-/** Reads `AST_MAX_TOKENS` and the `AST_*` runtime options. */
+/** Reads `AST_MAX_TOKENS`, the parser helpers' variables and the `AST_*` runtime options. */
 export function loadConfig(env: Env = processEnv()): AstConfig {
+  const e = loadEnv(AST_ENV, env);
   return {
-    maxTokens: loadEnv(AST_ENV, env).AST_MAX_TOKENS,
+    maxTokens: e.AST_MAX_TOKENS,
+    parser: {
+      python: e.AST_PYTHON,
+      size: e.AST_PARSERS,
+      memoryMb: e.AST_PARSER_MEMORY_MB,
+      timeoutMs: e.AST_PARSE_TIMEOUT_MS,
+    },
     runtime: loadServiceRuntimeOptions("AST", AST_DEFAULT_PORT, env),
   };
 }

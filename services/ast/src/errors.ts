@@ -1,14 +1,13 @@
 /**
  * Errors of the ast service. A bad task is `InvalidArgumentError` naming the field (`validateCodeTask`
- * in the sandbox); an unparseable candidate or reference is a component status, never an error.
+ * in the sandbox); an unparseable candidate or reference is a component status, never an error. A
+ * parser helper that died twice on one rollout is an infrastructure failure: both components are
+ * NOT_APPLICABLE with {@link infrastructureDetails}, so the weight is removed instead of the
+ * candidate being charged.
  * @module
  */
-import { UnavailableError } from "@reward-mesh/sdk";
 
-/** tree-sitter's wasm could not be loaded (a broken install; retryable once fixed). */
-export function parserUnavailable(cause: unknown): UnavailableError {
-  return new UnavailableError(
-    `ast: tree-sitter could not load: ${(cause as Error)?.message ?? String(cause)}`,
-    { cause },
-  );
+/** `details` of a component the parser helpers could not decide. */
+export function infrastructureDetails(reason: string): string {
+  return `infrastructure error, not the candidate's: ${reason}`;
 }

@@ -1,10 +1,11 @@
 /**
- * Entrypoint of the ast service: config, OpenTelemetry SDK, gRPC + JetStream worker, drain on SIGTERM.
- * Run with `reward-mesh serve ast`.
+ * Entrypoint of the ast service: config, OpenTelemetry SDK, the parser helpers, gRPC + JetStream
+ * worker, drain on SIGTERM. Run with `reward-mesh serve ast`.
  */
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { applyTelemetryDefaults, createLogger, serveRewardService } from "@reward-mesh/sdk";
 import { loadConfig } from "./config.js";
+import { ParserPool } from "./parser-pool.js";
 import { createAstService } from "./service.js";
 
 const config = loadConfig();
@@ -14,4 +15,8 @@ applyTelemetryDefaults();
 const otel = new NodeSDK({ serviceName: "reward-mesh-ast" });
 otel.start();
 const logger = createLogger({ service: "ast", level: config.runtime.logLevel });
-await serveRewardService(createAstService(config), config.runtime, logger, () => otel.shutdown());
+const parserPool = new ParserPool(config.parser);
+await serveRewardService(createAstService(config, { parserPool }), config.runtime, logger, async () => {
+  parserPool.close();
+  await otel.shutdown();
+});

@@ -4,12 +4,15 @@ import { after, before, it } from "node:test";
 import { ComponentStatus, createGrpcClient, RewardService } from "@reward-mesh/proto";
 import { createLimiter, type RunningGrpcServer, silentLogger, startGrpcServer } from "@reward-mesh/sdk";
 import { makeRollout } from "@reward-mesh/sdk/testing";
-import { createAstService } from "../src/index.js";
+import { createAstService, loadConfig, ParserPool } from "../src/index.js";
+
+const config = loadConfig({});
+const pool = new ParserPool(config.parser);
 
 let server: RunningGrpcServer;
 let client: ReturnType<typeof createGrpcClient<typeof RewardService>>;
 before(async () => {
-  server = await startGrpcServer(createAstService({ maxTokens: 50_000 }), {
+  server = await startGrpcServer(createAstService(config, { parserPool: pool }), {
     port: 0,
     limiter: createLimiter(4),
     logger: silentLogger,
@@ -19,6 +22,7 @@ before(async () => {
 after(async () => {
   client.close();
   await server.close(1000);
+  pool.close();
 });
 
 it("Describe lists similarity and syntax; Score compares with the reference", async () => {

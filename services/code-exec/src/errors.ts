@@ -5,7 +5,12 @@
  * never an error: it is a component status with details.
  * @module
  */
-import { UnavailableError } from "@reward-mesh/sdk";
+import { InvalidArgumentError, UnavailableError } from "@reward-mesh/sdk";
+
+/** A rollout metadata override with a bad value (`rollout.metadata["<key>"]`). */
+export function invalidMetadata(key: string, problem: string): InvalidArgumentError {
+  return new InvalidArgumentError(`rollout.metadata["${key}"]`, problem);
+}
 
 /** The sandbox could not be created (logged at start-up by main.ts; per request a retryable error). */
 export function sandboxStartFailed(cause: unknown): UnavailableError {

@@ -3,7 +3,19 @@
  * CorrGRPO's staged components `format`, `syntax`, `compile`, `runtime`, `pass`, plus `pass_rate`.
  * @module
  */
-export type { CodeExecConfig } from "./config.js";
-export { CODE_EXEC_DEFAULT_PORT, CODE_EXEC_SERVICE_ENV, loadConfig } from "./config.js";
+export type { CodeExecConfig, ExecutionSemantics } from "./config.js";
+export {
+  CODE_EXEC_DEFAULT_PORT,
+  CODE_EXEC_ENV,
+  CODE_EXEC_SERVICE_ENV,
+  EXECUTION_SEMANTICS,
+  loadConfig,
+} from "./config.js";
 export type { CodeExecServiceOptions } from "./service.js";
-export { CODE_EXEC_SERVICE_VERSION, codeExecComponents, createCodeExecService } from "./service.js";
+export {
+  CODE_EXEC_SERVICE_VERSION,
+  codeExecComponents,
+  corrgrpoOutcome,
+  createCodeExecService,
+  SEMANTICS_METADATA_KEY,
+} from "./service.js";

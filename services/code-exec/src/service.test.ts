@@ -48,6 +48,77 @@ describe("code-exec service (bwrap sandbox)", () => {
     });
   }
 
+  const score = async (s: ReturnType<typeof createCodeExecService>, response: string, task: object) => {
+    const r = await s.scoreRollout(
+      makeRollout({ response, task: { id: "t", kind: { case: "code", value: { ...twoSum, ...task } } } }),
+    );
+    return Object.fromEntries(r.components.map((x) => [x.name, x]));
+  };
+  const addTask = {
+    prompt: "def add(a, b):\n    pass\n",
+    test: "def check(candidate):\n    assert candidate(1, 1) == 2\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n    assert candidate(3, 3) == 6\n",
+    entryPoint: "add",
+  };
+
+  it("a prompt that cannot run (a module it imports is missing) is NOT_APPLICABLE with the reason, not the candidate's 0", async () => {
+    const c = await score(svc, "```python\ndef add(a, b):\n    return a + b\n```", {
+      ...addTask,
+      prompt: "import no_such_module_rm\n\ndef add(a, b):\n    pass\n",
+    });
+    for (const name of ["runtime", "pass", "pass_rate"]) {
+      assert.equal(c[name]!.status, ComponentStatus.NOT_APPLICABLE, name);
+      assert.match(
+        c[name]!.details,
+        /^task error, not the candidate's: PromptError: .*No module named 'no_such_module_rm'/,
+      );
+    }
+    assert.equal(c.syntax!.value, 1);
+    assert.equal(c.compile!.value, 1);
+  });
+
+  it("runtime follows CorrGRPO: an assert that fails before a crash is a run that ran; semantics=corrgrpo stops there", async () => {
+    // candidate(1, 1) right, candidate(1, 2) wrong, candidate(2, 2) raises, candidate(3, 3) right.
+    const response =
+      "```python\ndef add(a, b):\n    if a == 2:\n        raise TypeError('boom')\n    return 0 if a != b else a + b\n```";
+    const perAssert = await score(svc, response, addTask);
+    assert.equal(perAssert.runtime!.value, 1, perAssert.runtime!.details);
+    assert.equal(perAssert.pass!.value, 0);
+    assert.match(perAssert.pass!.details, /^runtime error: TypeError: boom/);
+    const cg = createCodeExecService({
+      sandbox: sandboxConfig,
+      sandboxInstance: sandbox,
+      semantics: "corrgrpo",
+    });
+    const stop = await score(cg, response, addTask);
+    assert.equal(stop.runtime!.value, 1);
+    assert.equal(stop.pass!.value, 0);
+    assert.equal(stop.pass!.status, ComponentStatus.OK, "a failing assert is a wrong answer, not a crash");
+    assert.equal(stop.pass_rate!.value, 1 / 4, "only the asserts before the first failure count");
+    // Per rollout (e.g. per task) through metadata; a bad value names the key.
+    const viaMetadata = await svc.scoreRollout(
+      makeRollout({
+        response,
+        metadata: { "code_exec.semantics": "corrgrpo" },
+        task: { id: "t", kind: { case: "code", value: { ...twoSum, ...addTask } } },
+      }),
+    );
+    assert.equal(viaMetadata.components.find((c) => c.name === "pass_rate")!.value, 1 / 4);
+    await assert.rejects(
+      svc.scoreRollout(
+        makeRollout({
+          response,
+          metadata: { "code_exec.semantics": "strict" },
+          task: { id: "t", kind: { case: "code", value: { ...twoSum, ...addTask } } },
+        }),
+      ),
+      /'rollout\.metadata\["code_exec\.semantics"\]' must be per_assert or corrgrpo, got "strict"/,
+    );
+    // A crash before any failing assert: runtime 0 in both.
+    const crash = await score(cg, "```python\ndef add(a, b):\n    return None + a\n```", addTask);
+    assert.equal(crash.runtime!.value, 0);
+    assert.equal(crash.runtime!.status, ComponentStatus.ERROR);
+  });
+
   it("scores a group concurrently (the sandbox bounds the parallelism)", async () => {
     const responses = cases.slice(0, 6).filter((c) => c.task === twoSum && !c.name.startsWith("timeout"));
     const results = await Promise.all(

@@ -37,7 +37,23 @@ import {
   meshMeter,
   type RewardServiceDefinition,
 } from "@reward-mesh/sdk";
-import { sandboxStartFailed } from "./errors.js";
+import { EXECUTION_SEMANTICS, type ExecutionSemantics } from "./config.js";
+import { invalidMetadata, sandboxStartFailed } from "./errors.js";
+
+/** Rollout metadata key overriding the service's semantics for one rollout (e.g. per task). */
+export const SEMANTICS_METADATA_KEY = "code_exec.semantics";
+
+/** The semantics of one rollout: its metadata override, else the service's. */
+function semanticsOf(metadata: Record<string, string>, def: ExecutionSemantics): ExecutionSemantics {
+  const v = metadata[SEMANTICS_METADATA_KEY]?.trim();
+  if (v === undefined || v === "") return def;
+  if (!(EXECUTION_SEMANTICS as readonly string[]).includes(v))
+    throw invalidMetadata(
+      SEMANTICS_METADATA_KEY,
+      `must be ${EXECUTION_SEMANTICS.join(" or ")}, got ${JSON.stringify(v)}`,
+    );
+  return v as ExecutionSemantics;
+}
 
 // Created on first use: the meter of the SDK main.ts starts after this module is imported.
 let sandboxOutcomes: ReturnType<ReturnType<typeof meshMeter>["createCounter"]> | undefined;
@@ -63,7 +79,7 @@ async function sandboxed(run: () => Promise<TestReport>): Promise<TestReport> {
 }
 
 /** Version of the scoring logic. */
-export const CODE_EXEC_SERVICE_VERSION = "1.0.0";
+export const CODE_EXEC_SERVICE_VERSION = "1.1.0";
 
 /** The components, in emission order. */
 export const codeExecComponents: readonly ComponentDeclaration[] = [
@@ -93,6 +109,8 @@ export const codeExecComponents: readonly ComponentDeclaration[] = [
 
 /** Options of {@link createCodeExecService}. */
 export interface CodeExecServiceOptions {
+  /** How asserts are scored. @default "per_assert" */
+  readonly semantics?: ExecutionSemantics;
   /** Sandbox configuration; the sandbox is created from it on first use unless `sandboxInstance` is given. */
   readonly sandbox: SandboxConfig;
   /** A sandbox created by the caller (main.ts creates it at start, logs its backend, closes it on shutdown). */
@@ -107,9 +125,63 @@ function formatDetails(how: string, fenced: boolean, defines: boolean, entryPoin
   return def ? `${how} defines ${def}` : how;
 }
 
+/**
+ * CorrGRPO's view of a per-assert report. Its harness stops at the first failing assert; everything up
+ * to that point runs exactly as in the per-assert run, so the first test that did not pass decides:
+ * a failing assert ends a run that "ran" (runtime 1, status assertion_failed); an exception, timeout
+ * or OOM first ends it as that. Tests after it count as not passed.
+ */
+export function corrgrpoOutcome(report: TestReport): {
+  readonly ran: boolean;
+  readonly status: TestReport["status"];
+  readonly passed: number;
+} {
+  if (!report.compile.ok || report.status === "worker_error")
+    return { ran: false, status: report.status, passed: 0 };
+  const i = report.tests.findIndex((t) => t.outcome !== "pass");
+  if (i < 0) return { ran: report.ranToCompletion, status: report.status, passed: report.passed };
+  const first = report.tests[i]!;
+  if (first.outcome === "fail") return { ran: true, status: "assertion_failed", passed: i };
+  const status =
+    first.outcome === "timeout"
+      ? "timeout"
+      : first.outcome === "memory_error"
+        ? "memory_error"
+        : "runtime_error";
+  return { ran: false, status, passed: i };
+}
+
+/** The components when the task itself failed before any candidate code ran. */
+function taskErrorComponents(report: TestReport, format: ComponentValue): ComponentValue[] {
+  const e = report.taskError!;
+  const details = `task error, not the candidate's: ${e.type}: ${e.message}${e.where ? ` (${e.where})` : ""}`;
+  const na = (name: string): ComponentValue => ({
+    name,
+    value: 0,
+    status: ComponentStatus.NOT_APPLICABLE,
+    details,
+  });
+  return [
+    format,
+    // Decided before the prompt ran: a task error only happens after both passed.
+    { name: "syntax", value: 1, details: "parses" },
+    { name: "compile", value: 1, details: "compiles" },
+    na("runtime"),
+    na("pass"),
+    na("pass_rate"),
+  ];
+}
+
 /** Components from a report (pure; exported for tests through the service). */
-function components(report: TestReport, format: ComponentValue): ComponentValue[] {
-  const { status, summary } = report;
+function components(
+  report: TestReport,
+  format: ComponentValue,
+  semantics: ExecutionSemantics,
+): ComponentValue[] {
+  if (report.taskError) return taskErrorComponents(report, format);
+  const { summary } = report;
+  const cg = corrgrpoOutcome(report);
+  const status = semantics === "corrgrpo" ? cg.status : report.status;
   const stage = (ok: boolean, okDetails: string, failDetails: string): Omit<ComponentValue, "name"> =>
     ok ? { value: 1, details: okDetails } : { value: 0, status: ComponentStatus.ERROR, details: failDetails };
   const err = (e: TestReport["syntax"]["error"]) =>
@@ -130,9 +202,16 @@ function components(report: TestReport, format: ComponentValue): ComponentValue[
   );
   const executed = report.compile.ok;
   const failStatus = status === "timeout" ? ComponentStatus.TIMEOUT : ComponentStatus.ERROR;
-  const runtime: Omit<ComponentValue, "name"> = report.ranToCompletion
+  // runtime follows CorrGRPO in both semantics: 1 iff the run ended at a failing assert or the end,
+  // with no other exception, timeout or OOM before it.
+  const cgFail = cg.status === "timeout" ? ComponentStatus.TIMEOUT : ComponentStatus.ERROR;
+  const runtime: Omit<ComponentValue, "name"> = cg.ran
     ? { value: 1, details: summary }
-    : { value: 0, status: failStatus, details: executed ? summary : `not run: ${status.replace("_", " ")}` };
+    : {
+        value: 0,
+        status: cgFail,
+        details: executed ? summary : `not run: ${report.status.replace("_", " ")}`,
+      };
   const allPassed = status === "passed";
   // Wrong answers are a legitimate 0 (OK); crashes, OOM and timeouts carry their status.
   const outcomeStatus = allPassed || status === "assertion_failed" ? ComponentStatus.OK : failStatus;
@@ -143,7 +222,7 @@ function components(report: TestReport, format: ComponentValue): ComponentValue[
     outcomeStatus !== ComponentStatus.OK
       ? 0
       : report.total > 0
-        ? report.passed / report.total
+        ? (semantics === "corrgrpo" ? cg.passed : report.passed) / report.total
         : allPassed
           ? 1
           : 0;
@@ -176,7 +255,10 @@ export function createCodeExecService(options: CodeExecServiceOptions): RewardSe
     domains: ["code"],
     taskKinds: ["code"],
     components: codeExecComponents,
-    validate: (rollout) => validateCodeTask(rollout.task!.kind.value as CodeTask),
+    validate: (rollout) => {
+      validateCodeTask(rollout.task!.kind.value as CodeTask);
+      semanticsOf(rollout.metadata, options.semantics ?? "per_assert");
+    },
     score: async (rollout, { signal }) => {
       const task = rollout.task!.kind.value as CodeTask;
       const extracted = extractCode(rollout.response, task.entryPoint);
@@ -203,7 +285,7 @@ export function createCodeExecService(options: CodeExecServiceOptions): RewardSe
       const report = await sandboxed(() =>
         runPythonTests(sb, programFor(task, extracted.code, options.sandbox), { signal }),
       );
-      return components(report, format);
+      return components(report, format, semanticsOf(rollout.metadata, options.semantics ?? "per_assert"));
     },
   });
 }

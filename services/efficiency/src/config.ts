@@ -23,8 +23,17 @@ export const EFFICIENCY_ENV = defineEnv({
     type: "integer",
     minimum: 1,
     maximum: 100,
-    default: 3,
-    description: "Timed runs of the candidate (minimum CPU time compared).",
+    default: 5,
+    description:
+      "Timed runs of the candidate (and of the reference on a cache miss), interleaved, before the first significance test.",
+  },
+  EFFICIENCY_MAX_REPEATS: {
+    type: "integer",
+    minimum: 1,
+    maximum: 100,
+    default: 9,
+    description:
+      "Most timed runs per side when the first ones are not conclusive (at least EFFICIENCY_REPEATS).",
   },
   EFFICIENCY_CACHE_SIZE: {
     type: "integer",
@@ -47,11 +56,17 @@ export const EFFICIENCY_SERVICE_ENV = defineServiceEnv({
 /** Scoring options of the efficiency service. */
 export interface EfficiencyOptions {
   /**
-   * Timed runs of the candidate (and, on a cache miss, of the reference, interleaved with them);
-   * the minimum CPU time of the runs is compared (interference only ever adds time).
-   * @default 3
+   * Timed runs of the candidate (and, on a cache miss, of the reference, interleaved with them) before
+   * the first significance test.
+   * @default 5
    */
   readonly repeats: number;
+  /**
+   * Most timed runs per side: while the candidate looks faster but not significantly so, one more run
+   * of each is added, up to this many.
+   * @default 9
+   */
+  readonly maxRepeats?: number;
   /**
    * Reference timings kept (by content hash of task + reference + limits + backend), LRU.
    * @default 4096
@@ -71,6 +86,7 @@ export function loadConfig(env: Env = processEnv()): EfficiencyConfig {
   const v = loadEnv(EFFICIENCY_ENV, env);
   return {
     repeats: v.EFFICIENCY_REPEATS,
+    maxRepeats: Math.max(v.EFFICIENCY_REPEATS, v.EFFICIENCY_MAX_REPEATS),
     cacheSize: v.EFFICIENCY_CACHE_SIZE,
     sandbox: loadSandboxConfig(env),
     runtime: loadServiceRuntimeOptions("EFFICIENCY", EFFICIENCY_DEFAULT_PORT, env),

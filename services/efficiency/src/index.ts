@@ -6,4 +6,12 @@
 export type { EfficiencyConfig, EfficiencyOptions } from "./config.js";
 export { EFFICIENCY_DEFAULT_PORT, EFFICIENCY_ENV, EFFICIENCY_SERVICE_ENV, loadConfig } from "./config.js";
 export type { EfficiencyServiceOptions } from "./service.js";
-export { createEfficiencyService, EFFICIENCY_SERVICE_VERSION, efficiencyScore } from "./service.js";
+export {
+  compareTimings,
+  createEfficiencyService,
+  EFFICIENCY_SERVICE_VERSION,
+  efficiencyScore,
+  mannWhitneyP,
+  median,
+  SIGNIFICANCE,
+} from "./service.js";

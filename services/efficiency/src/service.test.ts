@@ -5,7 +5,7 @@ import { ComponentStatus } from "@reward-mesh/proto";
 import { createSandbox, loadSandboxConfig, type Sandbox } from "@reward-mesh/sandbox";
 import { makeRollout } from "@reward-mesh/sdk/testing";
 import { loadConfig } from "./config.js";
-import { createEfficiencyService, efficiencyScore } from "./service.js";
+import { compareTimings, createEfficiencyService, efficiencyScore, mannWhitneyP, median } from "./service.js";
 
 const sandboxConfig = { ...loadSandboxConfig({}), backend: "bwrap" as const };
 
@@ -34,6 +34,21 @@ describe("efficiencyScore (CorrGRPO's table, §1.3 item 9)", () => {
   });
 });
 
+describe("timing statistics", () => {
+  it("exact one-sided Mann–Whitney p-values and medians", () => {
+    assert.equal(mannWhitneyP([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]), 1 / 252);
+    assert.equal(mannWhitneyP([1, 2, 3, 4, 6], [5, 7, 8, 9, 10]), 2 / 252);
+    assert.equal(mannWhitneyP([6, 7, 8, 9, 10], [1, 2, 3, 4, 5]), 1);
+    assert.equal(mannWhitneyP([1, 1, 1], [1, 1, 1]), 1, "ties count against the candidate");
+    assert.equal(median([3, 1, 2]), 2);
+    assert.equal(median([4, 1, 2, 3]), 2.5);
+    // Identical distributions: 0; a clearly 2x faster one: ~0.5.
+    assert.equal(compareTimings([10, 11, 9.5, 10.2, 10.4], [10.1, 9.9, 10.6, 10, 10.3]).value, 0);
+    const fast = compareTimings([5, 5.2, 4.9, 5.1, 5.3], [10.1, 9.9, 10.6, 10, 10.3]);
+    assert.ok(fast.significant && Math.abs(fast.value - (1 - 5.1 / 10.1)) < 1e-12, JSON.stringify(fast));
+  });
+});
+
 describe("efficiency service (bwrap sandbox)", () => {
   let sandbox: Sandbox;
   const runs: string[] = [];
@@ -54,7 +69,8 @@ describe("efficiency service (bwrap sandbox)", () => {
       },
     };
     svc = createEfficiencyService({
-      repeats: 3,
+      repeats: 5,
+      maxRepeats: 9,
       cacheSize: 16,
       sandbox: sandboxConfig,
       sandboxInstance: recording,
@@ -76,12 +92,16 @@ describe("efficiency service (bwrap sandbox)", () => {
     assert.ok(c.value > 0.5, `${c.value} ${c.details}`);
     assert.match(
       c.details,
-      /^t_gen [\d.]+ ms, t_ref [\d.]+ ms — CPU time, min of 3 and 3 runs; speed-up ×[\d.]+$/,
+      /^t_gen [\d.]+ ms ±\d+%, t_ref [\d.]+ ms ±\d+% — CPU time, median of 5 and 5 runs; speed-up ×[\d.]+$/,
     );
-    assert.deepEqual(runs, ["cand", "ref", "ref", "cand", "cand", "ref"]);
+    assert.deepEqual(runs, ["cand", "ref", "ref", "cand", "cand", "ref", "ref", "cand", "cand", "ref"]);
     runs.length = 0;
     const again = await score(fence(`${FAST}# another rollout\n`), task(SLOW));
-    assert.deepEqual(runs, ["cand", "cand", "cand"], "the reference timing came from the cache");
+    assert.deepEqual(
+      runs,
+      ["cand", "cand", "cand", "cand", "cand"],
+      "the reference timing came from the cache",
+    );
     assert.match(again.details, /\(cached\)/);
   });
 
@@ -90,6 +110,12 @@ describe("efficiency service (bwrap sandbox)", () => {
     assert.equal(c.value, 0);
     assert.equal(c.status, ComponentStatus.OK);
     assert.match(c.details, /speed-up ×0\./);
+  });
+
+  it("the reference against itself is inside the noise: 0 with the reason, not a random speed-up", async () => {
+    const c = await score(fence(`${SLOW}# candidate\n`), task(SLOW));
+    assert.equal(c.value, 0, c.details);
+    assert.equal(c.status, ComponentStatus.OK);
   });
 
   it("0 unless every test passes: wrong answer (OK), crash (ERROR), timeout (TIMEOUT)", async () => {
@@ -119,6 +145,8 @@ describe("efficiency service (bwrap sandbox)", () => {
   it("reads EFFICIENCY_* and SANDBOX_*", () => {
     const c = loadConfig({ EFFICIENCY_REPEATS: "5", SANDBOX_BACKEND: "docker" });
     assert.equal(c.repeats, 5);
+    assert.equal(c.maxRepeats, 9);
+    assert.equal(loadConfig({ EFFICIENCY_REPEATS: "12" }).maxRepeats, 12);
     assert.equal(c.cacheSize, 4096);
     assert.equal(c.sandbox.backend, "docker");
     assert.equal(c.runtime.grpcPort, 50064);

@@ -6,9 +6,12 @@
  *
  * Times are CPU times (user + sys) of the program's execution, measured by the harness with `wait4`
  * on the worker that runs it — interpreter start-up and the task's prompt imports excluded — in the
- * same sandbox backend for both. The candidate runs `repeats` times; on a reference-cache miss the
- * reference runs as often, interleaved (cand, ref, ref, cand, …) so drifts hit both alike; each side
- * keeps its minimum (noise only adds time). Reference timings are cached by content hash.
+ * same sandbox (backend and image) for both. The candidate runs `repeats` times; on a reference-cache
+ * miss the reference runs as often, interleaved (cand, ref, ref, cand, …) so drifts hit both alike.
+ * The score compares medians, and only counts when the candidate is faster beyond the measurement
+ * noise: an exact one-sided Mann–Whitney test at {@link SIGNIFICANCE}; while it looks faster but is not
+ * yet significant, both sides get more runs (up to `maxRepeats`). Inside the noise the value is 0 and
+ * `details` says so. Reference samples are cached per task and sandbox image, with their spread.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -29,7 +32,7 @@ import type { EfficiencyOptions } from "./config.js";
 import { sandboxStartFailed } from "./errors.js";
 
 /** Version of the scoring logic. */
-export const EFFICIENCY_SERVICE_VERSION = "1.0.0";
+export const EFFICIENCY_SERVICE_VERSION = "2.0.0";
 
 /** Options of {@link createEfficiencyService}. */
 export interface EfficiencyServiceOptions extends EfficiencyOptions {
@@ -47,14 +50,17 @@ export function efficiencyScore(tGenMs: number, tRefMs: number): number | undefi
 }
 
 type RefTiming =
-  | { readonly ok: true; readonly cpuMs: number; readonly runs: number }
+  | { readonly ok: true; readonly samples: readonly number[] }
   | { readonly ok: false; readonly reason: string };
 
-function cacheKey(backend: string, program: PythonProgram, repeats: number): string {
+/** One-sided significance level of "the candidate is faster" (exact Mann–Whitney U). */
+export const SIGNIFICANCE = 0.01;
+
+function cacheKey(sandbox: string, program: PythonProgram, repeats: number): string {
   return createHash("sha256")
     .update(
       JSON.stringify([
-        backend,
+        sandbox,
         repeats,
         program.prompt,
         program.solution,
@@ -69,6 +75,63 @@ function cacheKey(backend: string, program: PythonProgram, repeats: number): str
 }
 
 const ms = (x: number) => (x >= 10 ? x.toFixed(1) : x.toFixed(3));
+
+/** The median of a non-empty list. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/**
+ * Exact one-sided p-value of "`faster` tends to be smaller than `slower`" (Mann–Whitney U, no
+ * normal approximation): U counts pairs where the `faster` sample is not smaller (ties count against
+ * it, so ties make the test more conservative); p = P(U₀ ≤ U) over all C(n+m, n) equally likely
+ * rankings under the null. Complete separation of 5 vs 5 runs gives p = 1/252 ≈ 0.004.
+ */
+export function mannWhitneyP(faster: readonly number[], slower: readonly number[]): number {
+  const n = faster.length;
+  const m = slower.length;
+  if (n === 0 || m === 0) return 1;
+  let u = 0;
+  for (const f of faster) for (const s of slower) if (f >= s) u++;
+  // ways[i][j][k]: rankings of i "faster" and j "slower" values with U = k (Mann–Whitney recurrence).
+  const max = n * m;
+  let prev: number[][] = Array.from({ length: m + 1 }, () => new Array<number>(max + 1).fill(0));
+  for (let j = 0; j <= m; j++) prev[j]![0] = 1;
+  for (let i = 1; i <= n; i++) {
+    const cur: number[][] = Array.from({ length: m + 1 }, () => new Array<number>(max + 1).fill(0));
+    cur[0]![0] = 1;
+    for (let j = 1; j <= m; j++)
+      for (let k = 0; k <= i * j; k++) cur[j]![k] = (k >= j ? prev[j]![k - j]! : 0) + cur[j - 1]![k]!;
+    prev = cur;
+  }
+  const ways = prev[m]!;
+  let below = 0;
+  let total = 0;
+  for (let k = 0; k <= max; k++) {
+    total += ways[k]!;
+    if (k <= u) below += ways[k]!;
+  }
+  return below / total;
+}
+
+/** Verdict on two sets of CPU times: the score, or why it is 0. */
+export function compareTimings(
+  gen: readonly number[],
+  ref: readonly number[],
+): { readonly value: number; readonly significant: boolean; readonly p: number; readonly ratio: number } {
+  const ratio = median(gen) / median(ref);
+  const p = mannWhitneyP(gen, ref);
+  const raw = efficiencyScore(median(gen), median(ref)) ?? 0;
+  const significant = p <= SIGNIFICANCE && raw > 0;
+  return { value: significant ? raw : 0, significant, p, ratio };
+}
+
+const spread = (xs: readonly number[]) => {
+  const med = median(xs);
+  return med > 0 ? `±${((100 * (Math.max(...xs) - Math.min(...xs))) / 2 / med).toFixed(0)}%` : "";
+};
 
 /** Creates the efficiency service. */
 export function createEfficiencyService(options: EfficiencyServiceOptions): RewardServiceDefinition {
@@ -116,7 +179,8 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
       const sb = await getSandbox();
       const candProgram = programFor(task, candidate, options.sandbox);
       const refProgram = programFor(task, refCode, options.sandbox);
-      const key = cacheKey(sb.backend, refProgram, options.repeats);
+      // Per task and sandbox image (the description names the backend and its image / interpreter).
+      const key = cacheKey(`${sb.backend} ${sb.description}`, refProgram, options.repeats);
       let refEntry = cache.get(key);
       let settle: ((t: RefTiming) => void) | undefined;
       let fail: ((e: unknown) => void) | undefined;
@@ -148,15 +212,25 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
         if (r.status === "passed" && r.cpuMs !== undefined) refTimes.push(r.cpuMs);
         else refFailure = r.summary;
       };
+      // Interleaved pairs (cand, ref, ref, cand, …) so drifts hit both alike.
+      const pair = async (i: number) => {
+        if (i % 2 === 0) {
+          await runCandidate();
+          await runReference();
+        } else {
+          await runReference();
+          await runCandidate();
+        }
+      };
+      const maxRepeats = Math.max(options.repeats, options.maxRepeats ?? 9);
+      let pairs = 0;
       try {
-        for (let i = 0; i < options.repeats; i++) {
-          if (i % 2 === 0) {
-            await runCandidate();
-            await runReference();
-          } else {
-            await runReference();
-            await runCandidate();
-          }
+        for (; pairs < options.repeats; pairs++) await pair(pairs);
+        // Not yet conclusive but the candidate looks faster: more runs of both, up to maxRepeats.
+        while (owner && !candFailure && !refFailure && pairs < maxRepeats) {
+          const v = compareTimings(candTimes, refTimes);
+          if (v.significant || v.ratio >= 1) break;
+          await pair(pairs++);
         }
       } catch (err) {
         if (owner) {
@@ -165,17 +239,23 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
         }
         throw err;
       }
-      if (owner) {
-        settle!(
-          refFailure
-            ? { ok: false, reason: refFailure }
-            : { ok: true, cpuMs: Math.min(...refTimes), runs: refTimes.length },
-        );
-      }
+      if (owner) settle!(refFailure ? { ok: false, reason: refFailure } : { ok: true, samples: refTimes });
       const ref = await refEntry;
       if (!ref.ok)
         return one(0, `reference fails its own tests: ${ref.reason}`, ComponentStatus.NOT_APPLICABLE);
+      // A cached reference: the candidate alone may still need more runs to be conclusive.
+      while (!owner && !candFailure && candTimes.length < maxRepeats) {
+        const v = compareTimings(candTimes, ref.samples);
+        if (v.significant || v.ratio >= 1) break;
+        await runCandidate();
+      }
       if (candFailure) {
+        if (candFailure.taskError)
+          return one(
+            0,
+            `task error, not the candidate's: ${candFailure.summary}`,
+            ComponentStatus.NOT_APPLICABLE,
+          );
         const status =
           candFailure.status === "assertion_failed"
             ? ComponentStatus.OK
@@ -184,18 +264,22 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
               : ComponentStatus.ERROR;
         return one(0, `not every test passes: ${candFailure.summary}`, status);
       }
-      const tGen = Math.min(...candTimes);
-      const value = efficiencyScore(tGen, ref.cpuMs);
-      if (value === undefined)
+      const tGen = median(candTimes);
+      const tRef = median(ref.samples);
+      if (efficiencyScore(tGen, tRef) === undefined)
         return one(
           0,
-          `CPU times not measurable (t_gen ${tGen} ms, t_ref ${ref.cpuMs} ms)`,
+          `CPU times not measurable (t_gen ${tGen} ms, t_ref ${tRef} ms)`,
           ComponentStatus.NOT_APPLICABLE,
         );
-      return one(
-        value,
-        `t_gen ${ms(tGen)} ms, t_ref ${ms(ref.cpuMs)} ms${owner ? "" : " (cached)"} — CPU time, min of ${candTimes.length} and ${ref.runs} runs; speed-up ×${(ref.cpuMs / tGen).toFixed(2)}`,
-      );
+      const v = compareTimings(candTimes, ref.samples);
+      const times = `t_gen ${ms(tGen)} ms ${spread(candTimes)}, t_ref ${ms(tRef)} ms ${spread(ref.samples)}${owner ? "" : " (cached)"} — CPU time, median of ${candTimes.length} and ${ref.samples.length} runs; speed-up ×${(1 / v.ratio).toFixed(2)}`;
+      if (!v.significant && v.ratio < 1)
+        return one(
+          0,
+          `${times}; inside the measurement noise (one-sided p = ${v.p.toFixed(3)} > ${SIGNIFICANCE})`,
+        );
+      return one(v.value, times);
     },
   });
 }

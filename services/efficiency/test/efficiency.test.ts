@@ -48,8 +48,8 @@ it("scores a group concurrently over gRPC", async () => {
   );
   const [same, wrong] = results.map((r) => r.components[0]!);
   assert.equal(same!.status, ComponentStatus.OK);
-  assert.ok(same!.value >= 0 && same!.value < 0.9, `${same!.value}`);
+  assert.equal(same!.value, 0, "the reference against itself: inside the noise");
   assert.deepEqual([wrong!.value, wrong!.status], [0, ComponentStatus.OK]);
-  assert.match(same!.details, /^t_gen [\d.]+ ms, t_ref [\d.]+ ms( \(cached\))? — CPU time/);
+  assert.match(same!.details, /^t_gen [\d.]+ ms ±\d+%, t_ref [\d.]+ ms ±\d+%( \(cached\))? — CPU time/);
   assert.match(wrong!.details, /^not every test passes: 0\/1 tests passed/);
 });

@@ -233,6 +233,31 @@ function resolveBinary(name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Compiles the harness with the interpreter the sandbox runs (the host's `python3` on the sandbox's
+ * PATH: bwrap binds the host's `/usr`), so every rollout starts from bytecode. Throws
+ * `backendUnusable` naming what failed.
+ */
+function compileHarness(source: string, target: string): void {
+  const r = spawnSync(
+    "python3",
+    [
+      "-I",
+      "-c",
+      "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)",
+      source,
+      target,
+    ],
+    { env: { PATH: HOST_PATH }, encoding: "utf8", timeout: 30_000 },
+  );
+  if (r.status !== 0)
+    throw backendUnusable(
+      "SANDBOX_BACKEND",
+      `bwrap: python3 could not compile the harness: ${(r.error?.message ?? r.stderr ?? "").trim().slice(-300)}`,
+    );
+  chmodSync(target, 0o444);
+}
+
 /** `--ro-bind`/`--symlink` arguments that expose `/usr` and the merged-/usr links, nothing else. */
 function rootFsArgs(): string[] {
   const args = ["--ro-bind", "/usr", "/usr"];
@@ -305,6 +330,7 @@ export async function createBwrapEngine(
   chmodSync(harnessDir, 0o755);
   copyFileSync(HARNESS_PATH, join(harnessDir, "harness.py"));
   chmodSync(join(harnessDir, "harness.py"), 0o444);
+  compileHarness(join(harnessDir, "harness.py"), join(harnessDir, "harness.pyc"));
 
   const fixedArgs = [
     "--unshare-all",

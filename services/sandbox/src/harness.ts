@@ -12,7 +12,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { HarnessReportError } from "./errors.js";
-import { HARNESS_SANDBOX_PATH } from "./harness-file.js";
+import { HARNESS_SANDBOX_BYTECODE } from "./harness-file.js";
 import type { Sandbox, SandboxRunResult } from "./types.js";
 
 /** One stdin → expected stdout test. */
@@ -32,8 +32,13 @@ export interface PythonProgram {
   /** Passed to `check(...)`; empty = the test code runs as is (MBPP-style top-level asserts). */
   readonly entryPoint: string;
   readonly ioTests: readonly IoTestCase[];
-  /** Wall-time limit of one execution (the check program, or one stdin test). */
+  /**
+   * CPU-time limit of one execution (the check program, or one stdin test), as CorrGRPO's
+   * `RLIMIT_CPU` (whole seconds, rounded up); the wall clock allows {@link wallGraceMs} more.
+   */
   readonly timeLimitMs: number;
+  /** Wall time past {@link timeLimitMs} before an execution is killed. @default 1000 (CorrGRPO's grace) */
+  readonly wallGraceMs?: number;
   /** Address-space limit of the program, in MiB (the sandbox's cgroup gets some headroom on top). */
   readonly memoryLimitMb: number;
 }
@@ -96,6 +101,12 @@ export interface TestReport {
   /** An exception outside the asserts (in the solution's definition, in `check`, a prompt failure). */
   readonly error: PyError | undefined;
   /**
+   * The task or the environment failed before any candidate code ran (the task's prompt raised, e.g. a
+   * module it imports is missing): decided by the judge itself, so the candidate cannot fake it.
+   * Nothing about the candidate is known then; scorers report NOT_APPLICABLE with this reason.
+   */
+  readonly taskError: PyError | undefined;
+  /**
    * CPU time of the candidate's executions (user + sys, from the harness's `wait4` of each worker;
    * excludes interpreter start-up and the task's prompt imports), or undefined when nothing ran.
    */
@@ -114,6 +125,8 @@ export interface RunTestsOptions {
 }
 
 const REPORT_TEXT = 2_048;
+/** Wall time past the CPU limit before an execution is killed (CorrGRPO: timeout + 1 s). */
+export const DEFAULT_WALL_GRACE_MS = 1_000;
 const MIB = 1024 * 1024;
 /**
  * The judge's own address-space limit in the sandbox (plus 4× the job's size): it runs the test
@@ -298,6 +311,7 @@ function parseReport(
     status: "passed" as ExecutionStatus,
     ranToCompletion: true,
     error: undefined as PyError | undefined,
+    taskError: undefined as PyError | undefined,
     cpuMs: undefined as number | undefined,
   };
   const compileOk = stage.compile.ok;
@@ -315,6 +329,7 @@ function parseReport(
   const r = parseLine(lines[1], "report");
   if (r["stage"] !== "report") bad("the second line is not the report");
   if (r["nonce"] !== nonce) bad("nonce mismatch");
+  out.taskError = pyError(r["taskError"], "taskError", layout);
   const hasCheck = program.test.trim() !== "";
   let cpu = 0;
   let ran = false;
@@ -483,8 +498,14 @@ export function summarizeReport(
       return `timeout (${limits.timeLimitMs} ms per execution); ${counts}${first}`;
     case "memory_error":
       return `out of memory (${limits.memoryLimitMb} MiB); ${counts}${r.error ? `; ${err(r.error)}` : first}`;
-    default:
-      return `runtime error: ${r.error ? err(r.error) : (r.firstFailure?.error && err(r.firstFailure.error)) || "failed"}; ${counts}${r.error ? first : first}`;
+    default: {
+      if (r.taskError) return `task error (not the candidate's): ${err(r.taskError)}`;
+      // The exception that ended the run: the program's own, else the first test that raised one
+      // (not the first failing assert before it, whose AssertionError ended nothing).
+      const crash = r.tests.find((t) => t.outcome === "error" || t.outcome === "output_limit");
+      const what = r.error ? err(r.error) : (crash?.error && err(crash.error)) || "failed";
+      return `runtime error: ${what}; ${counts}${first}`;
+    }
   }
 }
 
@@ -507,6 +528,7 @@ export async function runPythonTests(
     entryPoint: program.entryPoint,
     ioStdin: program.ioTests.map((t) => t.stdin),
     timeLimitMs: program.timeLimitMs,
+    wallGraceMs: program.wallGraceMs ?? DEFAULT_WALL_GRACE_MS,
     memoryLimitBytes: program.memoryLimitMb * 1024 * 1024,
     maxOutputBytes,
     reportOutputBytes: REPORT_TEXT,
@@ -516,9 +538,12 @@ export async function runPythonTests(
   const judgeExtra = 4 * jobBytes(program);
   const stdin = Buffer.concat([Buffer.from(`RMH1 ${payload.length}\n`), payload, Buffer.from(`${nonce}\n`)]);
   const executions = (program.test.trim() !== "" ? 1 : 0) + program.ioTests.length;
-  const backstopMs = Math.max(1, executions) * (program.timeLimitMs + 250) + 5_000;
+  const cpuSeconds = Math.max(1, Math.ceil(program.timeLimitMs / 1000));
+  const backstopMs =
+    Math.max(1, executions) * (cpuSeconds * 1000 + (program.wallGraceMs ?? DEFAULT_WALL_GRACE_MS) + 250) +
+    5_000;
   const run = await sandbox.run({
-    argv: ["python3", "-I", HARNESS_SANDBOX_PATH],
+    argv: ["python3", "-I", HARNESS_SANDBOX_BYTECODE],
     stdin,
     signal: options.signal,
     limits: {
@@ -569,6 +594,7 @@ export async function runPythonTests(
       passed: 0,
       total: executions,
       firstFailure: undefined,
+      taskError: undefined,
       error: {
         type,
         message: clip(

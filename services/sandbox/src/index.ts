@@ -54,6 +54,11 @@ export {
 export { HarnessReportError, isHarnessReportError, sandboxUnavailable } from "./errors.js";
 
 // ---- internals exposed for tools (image build, tests, benchmarks) ----
-export { HARNESS_PATH, HARNESS_SANDBOX_PATH, HARNESS_SHA256 } from "./harness-file.js";
+export {
+  HARNESS_PATH,
+  HARNESS_SANDBOX_BYTECODE,
+  HARNESS_SANDBOX_PATH,
+  HARNESS_SHA256,
+} from "./harness-file.js";
 export { dockerAnswers, HARNESS_LABEL, OWNER_LABEL, SANDBOX_LABEL } from "./docker.js";
 export { SANDBOX_ENV } from "./engine.js";

@@ -115,7 +115,7 @@ export function defineSecuritySuite(
     it("cannot write outside the work dir", async (t) => {
       const r = await sb(t).run({
         argv: py(
-          "import os\nfor p in ['/x', '/etc/x', '/usr/x', '/opt/reward-mesh/harness.py', '/usr/bin/python3', '/proc/sys/kernel/hostname', '/tmp/ok']:\n    try:\n        open(p, 'w').write('x'); print(p, 'WROTE')\n    except OSError as e:\n        print(p, type(e).__name__)",
+          "import os\nfor p in ['/x', '/etc/x', '/usr/x', '/opt/reward-mesh/harness.py', '/opt/reward-mesh/harness.pyc', '/usr/bin/python3', '/proc/sys/kernel/hostname', '/tmp/ok']:\n    try:\n        open(p, 'w').write('x'); print(p, 'WROTE')\n    except OSError as e:\n        print(p, type(e).__name__)",
         ),
       });
       const out = r.stdout.toString();
@@ -232,9 +232,9 @@ export function defineSecuritySuite(
       assert.ok(["timeout", "runtime_error"].includes(bomb.status), bomb.summary);
       const mem = await run("x = [bytearray(32 << 20) for _ in range(100)]\n", { memoryLimitMb: 128 });
       assert.equal(mem.status, "memory_error", mem.summary);
+      // 100 MiB on stdout: drained and dropped past the cap (memory stays bounded), not a crash.
       const flood = await run("import sys\nfor _ in range(100): sys.stdout.write('y' * (1 << 20))\n");
-      assert.equal(flood.status, "runtime_error", flood.summary);
-      assert.equal(flood.error?.type, "OutputLimitExceeded");
+      assert.equal(flood.status, "passed", flood.summary);
     });
 
     it("rejects a forged report: fake JSON on stdout, early exit, reaching for the harness's fds", async (t) => {

@@ -8,6 +8,47 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { type PythonProgram, runPythonTests, type Sandbox, type TestReport } from "../src/index.js";
 
+/**
+ * Modules the datasets' prompts import (LeetCodeDataset's standard header, which CorrGRPO's reward
+ * prepends; HumanEval / MBPP use a subset): each must import in every backend's interpreter.
+ */
+export const DATASET_MODULES = [
+  "sortedcontainers",
+  "heapq",
+  "bisect",
+  "functools",
+  "collections",
+  "itertools",
+  "math",
+  "string",
+  "operator",
+  "random",
+  "datetime",
+  "typing",
+  "re",
+  "copy",
+  "statistics",
+  "fractions",
+  "decimal",
+  "array",
+] as const;
+
+/** The header as the prompts write it. */
+const DATASET_HEADER = [
+  ...DATASET_MODULES.filter((m) => m !== "sortedcontainers").map((m) => `import ${m}`),
+  "from typing import *",
+  "from functools import *",
+  "from collections import *",
+  "from itertools import *",
+  "from heapq import *",
+  "from bisect import *",
+  "from string import *",
+  "from operator import *",
+  "from math import *",
+  "from sortedcontainers import SortedList, SortedDict, SortedSet",
+  "inf = float('inf')",
+].join("\n");
+
 /** HumanEval style; every attack below returns wrong values (or none), so a pass can only be forged. */
 const addTask: PythonProgram = {
   prompt: 'import math\n\n\ndef add(a, b):\n    """Return a + b."""\n',
@@ -466,6 +507,103 @@ export function defineVerdictSuite(name: string, open: () => Promise<Sandbox | u
       assert.equal(r.syntax.ok, true, r.summary);
       assert.equal(r.compile.ok, true, r.summary);
       assert.equal(r.passed, 4, r.summary);
+    });
+
+    it("has the datasets' import header: sortedcontainers and every module LeetCodeDataset / CorrGRPO prompts import", async (t) => {
+      const r = await runPythonTests(sb(t), {
+        ...addTask,
+        prompt: `${DATASET_HEADER}\n\ndef add(a, b):\n    pass\n`,
+        solution: "def add(a, b):\n    return a + b\n",
+        test: `def check(candidate):\n${DATASET_MODULES.map((m) => `    assert ${JSON.stringify(m)} in __import__("sys").modules\n`).join("")}    assert SortedList([3, 1, 2])[0] == 1\n    assert candidate(1, 2) == 3\n`,
+      });
+      assert.equal(r.taskError, undefined, r.summary);
+      assert.equal(r.status, "passed", r.summary);
+      assert.equal(r.passed, DATASET_MODULES.length + 2);
+    });
+
+    it("a prompt that fails (a module missing) is a task error, decided before any candidate code; a candidate's own PromptError is not", async (t) => {
+      const broken = await runPythonTests(sb(t), {
+        ...addTask,
+        prompt: "from no_such_module_rm import Thing\n\ndef add(a, b):\n    pass\n",
+        solution: "def add(a, b):\n    return a + b\n",
+      });
+      assert.equal(broken.taskError?.type, "PromptError", broken.summary);
+      assert.match(broken.taskError!.message, /ModuleNotFoundError: No module named 'no_such_module_rm'/);
+      assert.match(broken.summary, /^task error \(not the candidate's\): PromptError/);
+      const forged = await runPythonTests(sb(t), {
+        ...addTask,
+        solution:
+          "class PromptError(Exception):\n    pass\ndef add(a, b):\n    raise PromptError('the task is broken, honest')\n",
+      });
+      assert.equal(forged.taskError, undefined, forged.summary);
+      assert.equal(forged.status, "runtime_error");
+    });
+
+    it("test code that imports a missing module before calling the candidate is a task error; the candidate's own ImportError is not", async (t) => {
+      const broken = await runPythonTests(sb(t), {
+        ...addTask,
+        solution: "def add(a, b):\n    return a + b\n",
+        test: `import no_such_module_rm\n${addTask.test}`,
+      });
+      assert.equal(broken.taskError?.type, "TestError", broken.summary);
+      assert.match(broken.taskError!.message, /No module named 'no_such_module_rm'/);
+      for (const solution of [
+        "import no_such_module_rm\ndef add(a, b):\n    return a + b\n",
+        "def add(a, b):\n    import no_such_module_rm\n    return a + b\n",
+      ]) {
+        const own = await runPythonTests(sb(t), { ...addTask, solution });
+        assert.equal(own.taskError, undefined, own.summary);
+        assert.notEqual(own.status, "passed");
+      }
+    });
+
+    it("runs the candidate outside __main__: a correct solution with a stdin-reading main block passes", async (t) => {
+      const r = await runPythonTests(sb(t), {
+        ...addTask,
+        solution:
+          "import sys\ndef add(a, b):\n    return a + b\n\nif __name__ == '__main__':\n    a, b = map(int, sys.stdin.read().split())\n    print(add(a, b))\n",
+      });
+      assert.equal(r.passed, 4, r.summary);
+      assert.equal(r.ranToCompletion, true, r.summary);
+    });
+
+    it("details name the exception that ended the run, not an earlier failing assert", async (t) => {
+      const r = await runPythonTests(sb(t), {
+        ...addTask,
+        solution: "def add(a, b):\n    if a == 1:\n        return 0\n    return None + a\n",
+      });
+      assert.equal(r.status, "runtime_error", r.summary);
+      assert.match(r.summary, /^runtime error: TypeError: unsupported operand/, r.summary);
+    });
+
+    it("the limit is CPU time with a 1 s wall grace: waiting (a busy machine) is not a timeout, spinning is", async (t) => {
+      // 1.4 s of wall time but almost no CPU: passes under a 1 s limit (CorrGRPO: 5 s CPU + 1 s grace).
+      const waits = await runPythonTests(sb(t), {
+        ...addTask,
+        timeLimitMs: 1_000,
+        solution: "import time\ntime.sleep(1.4)\ndef add(a, b):\n    return a + b\n",
+      });
+      assert.equal(waits.passed, 4, waits.summary);
+      const spins = await runPythonTests(sb(t), {
+        ...addTask,
+        timeLimitMs: 1_000,
+        solution: "def add(a, b):\n    while True:\n        pass\n",
+      });
+      assert.equal(spins.status, "timeout", spins.summary);
+    });
+
+    it("more output than the cap is captured and truncated, not a crash (the cap protects memory)", async (t) => {
+      const r = await runPythonTests(
+        sb(t),
+        {
+          ...addTask,
+          solution:
+            "import sys\nsys.stdout.write('x' * (3 << 20))\ndef add(a, b):\n    print('y' * 100000)\n    return a + b\n",
+        },
+        { maxOutputBytes: 1 << 20 },
+      );
+      assert.equal(r.passed, 4, r.summary);
+      assert.equal(r.status, "assertion_failed", r.summary); // the never-true loop assert only
     });
 
     for (const f of formats) {

@@ -2,8 +2,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  type BfclOptions,
   checkBfcl,
+  DEFAULT_BFCL_OPTIONS,
   decodeJsonCalls,
+  expectedName,
   parsePossibleAnswers,
   parseToolSchemas,
   type PredictedCall,
@@ -46,13 +49,16 @@ const decode = (s: string): PredictedCall[] => {
   assert.ok(d.ok, d.ok ? "" : d.reason);
   return d.calls;
 };
-const check = (response: string, possible: string) => checkBfcl(schemas, decode(response), answers(possible));
-const valid = (response: string, possible: string) => {
-  const r = check(response, possible);
+/** Most cases below write dotted names as a prompting model does (BFCL `underscore_to_dot = False`). */
+const PROMPTING: BfclOptions = { underscoreToDot: false };
+const check = (response: string, possible: string, options = PROMPTING) =>
+  checkBfcl(schemas, decode(response), answers(possible), options);
+const valid = (response: string, possible: string, options = PROMPTING) => {
+  const r = check(response, possible, options);
   assert.ok(r.valid, r.valid ? "" : r.error);
 };
-const invalid = (response: string, possible: string, re: RegExp) => {
-  const r = check(response, possible);
+const invalid = (response: string, possible: string, re: RegExp, options = PROMPTING) => {
+  const r = check(response, possible, options);
   assert.equal(r.valid, false, response);
   if (!r.valid) assert.match(r.error, re);
 };
@@ -66,9 +72,22 @@ describe("BFCL checker", () => {
     valid('[{"name": "calc.area", "arguments": "{\\"base\\": 10, \\"height\\": 5.0}"}]', AREA);
   });
 
-  it("matches the function name, allowing '.' written as '_'", () => {
-    valid('[{"calc_area": {"base": 10, "height": 5.0}}]', AREA);
+  it("matches the function name as BFCL's underscore_to_dot says: exactly one of math.factorial / math_factorial", () => {
+    // Function-calling models (the default, BFCL's underscore_to_dot = True): only the underscored name.
+    valid('[{"calc_area": {"base": 10, "height": 5.0}}]', AREA, DEFAULT_BFCL_OPTIONS);
+    invalid(
+      '[{"calc.area": {"base": 10, "height": 5.0}}]',
+      AREA,
+      /expected 'calc_area', got 'calc.area'/,
+      DEFAULT_BFCL_OPTIONS,
+    );
+    // Prompting models (underscore_to_dot = False): only the dotted name.
+    valid('[{"calc.area": {"base": 10, "height": 5.0}}]', AREA);
+    invalid('[{"calc_area": {"base": 10, "height": 5.0}}]', AREA, /expected 'calc.area', got 'calc_area'/);
     invalid('[{"calc_volume": {"base": 10, "height": 5.0}}]', AREA, /wrong function name/);
+    assert.equal(expectedName("a.b.c"), "a_b_c");
+    assert.equal(expectedName("a.b.c", PROMPTING), "a.b.c");
+    assert.equal(expectedName("plain"), "plain");
   });
 
   it("needs the required parameters and the non-optional ones of the possible answer", () => {
@@ -171,9 +190,16 @@ describe("BFCL checker", () => {
       /no call matches 'get_weather' \(entry 1\)/,
     );
     invalid('[{"get_weather": {"city": "Rome"}}]', P, /wrong number of calls: expected 2, got 1/);
-    // A perfect matching exists although a greedy first-fit would take the wrong call first.
+    // BFCL's first-fit, not an optimal matching: entry 1 (Paris or Rome) takes the first call (Paris),
+    // so entry 2 (Paris only) finds just Rome — rejected, as BFCL rejects it (e.g. BFCL v4
+    // parallel_178 with its two calls reversed), although a perfect matching exists.
     const G = '[{"get_weather": {"city": ["Paris", "Rome"]}}, {"get_weather": {"city": ["Paris"]}}]';
-    valid('[{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}]', G);
+    invalid(
+      '[{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}]',
+      G,
+      /no call matches 'get_weather' \(entry 2\): invalid value for parameter 'city'/,
+    );
+    valid('[{"get_weather": {"city": "Rome"}}, {"get_weather": {"city": "Paris"}}]', G);
   });
 });
 

@@ -3,8 +3,11 @@
  * `specs/rewards.md` §6.2) for responses that are a JSON list of calls, Python language rules:
  *
  * * the call count must equal the number of possible-answer entries; calls are matched to entries
- *   order-free (each entry by a distinct call);
- * * names must match (`.` in the gold name may be written `_`);
+ *   order-free as BFCL's `parallel_function_checker_no_order` does: entries in order, each taking the
+ *   first not-yet-taken call that passes it (first-fit, not an optimal matching);
+ * * names must match exactly the gold name after BFCL's `convert_func_name`: with `underscoreToDot`
+ *   (BFCL's function-calling models, the default) every `.` of the gold name becomes `_`, so only
+ *   `math_factorial` matches `math.factorial`; without it only `math.factorial` does;
  * * every schema-`required` parameter present; every given parameter in the schema **and** in the
  *   possible answer; an entry's parameter may be omitted only when its list contains `""`;
  * * types by the schema (string→str, integer→int, float/number→float, boolean→bool, array/tuple→list,
@@ -215,9 +218,31 @@ export function standardizeString(s: string): string {
 
 const std = (v: PyValue): PyValue => (typeof v === "string" ? standardizeString(v) : v);
 
-/** The `.` → `_` rename some API models need (BFCL `convert_func_name`). */
-export function nameMatches(predicted: string, gold: string): boolean {
-  return predicted === gold || (gold.includes(".") && predicted === gold.replaceAll(".", "_"));
+/** BFCL's name options: its model config's `underscore_to_dot`. */
+export interface BfclOptions {
+  /**
+   * BFCL's `underscore_to_dot` (true for its function-calling models, whose APIs forbid `.` in names):
+   * the gold name's dots become underscores and only that name matches; false: only the dotted name.
+   * @default true
+   */
+  readonly underscoreToDot: boolean;
+}
+
+/** BFCL's default: function-calling models (`underscore_to_dot = True`). */
+export const DEFAULT_BFCL_OPTIONS: BfclOptions = { underscoreToDot: true };
+
+/** The name BFCL expects for a gold name (`convert_func_name`). */
+export function expectedName(gold: string, options: BfclOptions = DEFAULT_BFCL_OPTIONS): string {
+  return options.underscoreToDot && gold.includes(".") ? gold.replaceAll(".", "_") : gold;
+}
+
+/** True iff `predicted` is exactly the name BFCL expects for `gold` under `options`. */
+export function nameMatches(
+  predicted: string,
+  gold: string,
+  options: BfclOptions = DEFAULT_BFCL_OPTIONS,
+): boolean {
+  return predicted === expectedName(gold, options);
 }
 
 type Check = { readonly valid: true } | { readonly valid: false; readonly error: string };
@@ -367,9 +392,10 @@ export function checkCall(
   schema: FunctionSchema | undefined,
   call: PredictedCall,
   answer: PossibleAnswer,
+  options: BfclOptions = DEFAULT_BFCL_OPTIONS,
 ): Check {
-  if (!nameMatches(call.name, answer.name))
-    return bad(`wrong function name: expected '${answer.name}', got '${call.name}'`);
+  if (!nameMatches(call.name, answer.name, options))
+    return bad(`wrong function name: expected '${expectedName(answer.name, options)}', got '${call.name}'`);
   for (const r of schema?.required ?? []) {
     if (!call.args.has(r)) return bad(`missing required parameter '${r}'`);
   }
@@ -386,52 +412,39 @@ export function checkCall(
   return OK;
 }
 
-/** Maximum bipartite matching of answers to calls where `ok[a][c]`; returns the match (or -1) per answer. */
-function maxMatching(ok: readonly (readonly boolean[])[], calls: number): number[] {
-  const callOwner = new Array<number>(calls).fill(-1);
-  const tryAssign = (a: number, seen: boolean[]): boolean => {
-    for (let c = 0; c < calls; c++) {
-      if (!ok[a]![c] || seen[c]) continue;
-      seen[c] = true;
-      if (callOwner[c] === -1 || tryAssign(callOwner[c]!, seen)) {
-        callOwner[c] = a;
-        return true;
-      }
-    }
-    return false;
-  };
-  for (let a = 0; a < ok.length; a++) tryAssign(a, new Array<boolean>(calls).fill(false));
-  const match = new Array<number>(ok.length).fill(-1);
-  callOwner.forEach((a, c) => {
-    if (a !== -1) match[a] = c;
-  });
-  return match;
-}
-
 /**
  * The whole BFCL check: counts must match; one answer → one call (simple / multiple); several →
- * order-free (every answer matched by a distinct call that passes it).
+ * BFCL's `parallel_function_checker_no_order`: answer entries in order, each matched by the first
+ * call not yet taken that passes it. That first-fit can reject an order an optimal matching would
+ * accept (a call passing two entries taken by the first one) — as BFCL does.
  */
 export function checkBfcl(
   schemas: ReadonlyMap<string, FunctionSchema>,
   calls: readonly PredictedCall[],
   answers: readonly PossibleAnswer[],
+  options: BfclOptions = DEFAULT_BFCL_OPTIONS,
 ): Check {
   if (calls.length !== answers.length)
     return bad(`wrong number of calls: expected ${answers.length}, got ${calls.length}`);
-  const results = answers.map((a) => calls.map((c) => checkCall(schemas.get(a.name), c, a)));
-  const match = maxMatching(
-    results.map((row) => row.map((r) => r.valid)),
-    calls.length,
-  );
-  const missing = match.indexOf(-1);
-  if (missing === -1) return OK;
-  const errors = results[missing]!.filter((r): r is Check & { valid: false } => !r.valid).map((r) => r.error);
-  return bad(
-    answers.length === 1
-      ? errors[0]!
-      : `no call matches '${answers[missing]!.name}' (entry ${missing + 1}): ${errors[0] ?? "all calls taken"}`,
-  );
+  const taken = new Set<number>();
+  for (const [i, a] of answers.entries()) {
+    const errors: string[] = [];
+    let found = -1;
+    for (let k = 0; k < calls.length && found === -1; k++) {
+      if (taken.has(k)) continue;
+      const r = checkCall(schemas.get(a.name), calls[k]!, a, options);
+      if (r.valid) found = k;
+      else errors.push(r.error);
+    }
+    if (found === -1)
+      return bad(
+        answers.length === 1
+          ? errors[0]!
+          : `no call matches '${a.name}' (entry ${i + 1}): ${errors[0] ?? "all calls taken"}`,
+      );
+    taken.add(found);
+  }
+  return OK;
 }
 
 /** Partial scores for a decoded JSON response (same ranges as the RLLA components). */
@@ -455,9 +468,10 @@ export function scoreBfcl(
   schemas: ReadonlyMap<string, FunctionSchema>,
   calls: readonly PredictedCall[],
   answers: readonly PossibleAnswer[],
+  options: BfclOptions = DEFAULT_BFCL_OPTIONS,
 ): BfclScores {
   const R = RllaRanges;
-  const verdict = checkBfcl(schemas, calls, answers);
+  const verdict = checkBfcl(schemas, calls, answers, options);
   if (verdict.valid) {
     return {
       functionName: R.functionName.max,
@@ -470,7 +484,7 @@ export function scoreBfcl(
   const nameScore = matchScore(
     answers.map((a) => a.name),
     calls.map((c) => {
-      const a = answers.find((x) => nameMatches(c.name, x.name));
+      const a = answers.find((x) => nameMatches(c.name, x.name, options));
       return a ? a.name : c.name;
     }),
   );
@@ -491,7 +505,7 @@ export function scoreBfcl(
     let bestJ = 0;
     let bestSat = 0;
     calls.forEach((c, k) => {
-      if (used.has(k) || !nameMatches(c.name, a.name)) return;
+      if (used.has(k) || !nameMatches(c.name, a.name, options)) return;
       const given = [...c.args.keys()];
       const union = new Set([...given, ...required]);
       const j = union.size === 0 ? 1 : given.filter((p) => allowedNames.has(p)).length / union.size;

@@ -44,6 +44,12 @@ export const TOOL_CALL_ENV = defineEnv({
     default: false,
     description: "Accept responses without the opening <think>.",
   },
+  TOOL_CALL_BFCL_UNDERSCORE_TO_DOT: {
+    type: "boolean",
+    default: true,
+    description:
+      "BFCL's underscore_to_dot for json tasks: true (its function-calling models) expects math_factorial for math.factorial; false expects math.factorial.",
+  },
 });
 
 /** Every variable the tool-call process reads (its definition in the published schema). */
@@ -79,6 +85,12 @@ export interface ToolCallOptions {
    * @default false — the RLLA system prompt asks for `<think>`.
    */
   readonly allowMissingOpeningThink: boolean;
+  /**
+   * `json` tasks: BFCL's `underscore_to_dot` — true (its function-calling models) expects the gold
+   * name with `.` → `_` (`math_factorial`), false the dotted name; exactly one is accepted.
+   * @default true
+   */
+  readonly bfclUnderscoreToDot: boolean;
 }
 
 /** Everything the tool-call process needs. */
@@ -92,11 +104,12 @@ export const DEFAULT_TOOL_CALL_OPTIONS: ToolCallOptions = {
   maxCalls: TOOL_CALL_ENV.TOOL_CALL_MAX_CALLS.default,
   formatStyle: TOOL_CALL_ENV.TOOL_CALL_FORMAT_STYLE.default,
   allowMissingOpeningThink: TOOL_CALL_ENV.TOOL_CALL_ALLOW_MISSING_OPENING_THINK.default,
+  bfclUnderscoreToDot: TOOL_CALL_ENV.TOOL_CALL_BFCL_UNDERSCORE_TO_DOT.default,
 };
 
 /**
  * Reads `TOOL_CALL_MAX_RESPONSE_BYTES`, `TOOL_CALL_MAX_CALLS`, `TOOL_CALL_FORMAT_STYLE`,
- * `TOOL_CALL_ALLOW_MISSING_OPENING_THINK` and the runtime options (`TOOL_CALL_GRPC_PORT`, ...).
+ * `TOOL_CALL_ALLOW_MISSING_OPENING_THINK`, `TOOL_CALL_BFCL_UNDERSCORE_TO_DOT` and the runtime options (`TOOL_CALL_GRPC_PORT`, ...).
  */
 export function loadConfig(env: Env = processEnv()): ToolCallConfig {
   const v = loadEnv(TOOL_CALL_ENV, env);
@@ -105,6 +118,7 @@ export function loadConfig(env: Env = processEnv()): ToolCallConfig {
     maxCalls: v.TOOL_CALL_MAX_CALLS,
     formatStyle: v.TOOL_CALL_FORMAT_STYLE,
     allowMissingOpeningThink: v.TOOL_CALL_ALLOW_MISSING_OPENING_THINK,
+    bfclUnderscoreToDot: v.TOOL_CALL_BFCL_UNDERSCORE_TO_DOT,
     runtime: loadServiceRuntimeOptions("TOOL_CALL", TOOL_CALL_DEFAULT_PORT, env),
   };
 }

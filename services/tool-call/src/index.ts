@@ -40,10 +40,12 @@ export {
   RllaRanges,
   scoreRllaCalls,
 } from "./rlla.js";
-export type { BfclScores, FunctionSchema, PossibleAnswer, PredictedCall } from "./bfcl.js";
+export type { BfclOptions, BfclScores, FunctionSchema, PossibleAnswer, PredictedCall } from "./bfcl.js";
 export {
   checkBfcl,
   checkCall,
+  DEFAULT_BFCL_OPTIONS,
+  expectedName,
   decodeJsonCalls,
   parsePossibleAnswers,
   parseToolSchemas,

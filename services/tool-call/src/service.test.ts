@@ -126,6 +126,23 @@ describe("tool-call service: json (BFCL)", () => {
     );
   });
 
+  it("BFCL's underscore_to_dot: math_factorial by default (function-calling models), math.factorial when off", async () => {
+    const task = { format: "json", possibleAnswersJson: '[{"math.factorial": {"number": [5]}}]' };
+    const exact = async (response: string, metadata: Record<string, string> = {}, s = svc) =>
+      byName(await s.scoreRollout(rollout(response, task, metadata)))["exact_match"]!;
+    assert.equal((await exact('[{"math_factorial": {"number": 5}}]')).value, 1);
+    const dotted = await exact('[{"math.factorial": {"number": 5}}]');
+    assert.equal(dotted.value, 0);
+    assert.match(dotted.details, /expected 'math_factorial', got 'math.factorial'/);
+    const off = { "tool_call.bfcl_underscore_to_dot": "false" };
+    assert.equal((await exact('[{"math.factorial": {"number": 5}}]', off)).value, 1);
+    assert.equal((await exact('[{"math_factorial": {"number": 5}}]', off)).value, 0);
+    const prompting = createToolCallService({ ...DEFAULT_TOOL_CALL_OPTIONS, bfclUnderscoreToDot: false });
+    assert.equal((await exact('[{"math.factorial": {"number": 5}}]', {}, prompting)).value, 1);
+    assert.equal(loadConfig({ TOOL_CALL_BFCL_UNDERSCORE_TO_DOT: "false" }).bfclUnderscoreToDot, false);
+    assert.equal(loadConfig({}).bfclUnderscoreToDot, true);
+  });
+
   it("uses the ground truth as the only allowed values when there are no possible answers", async () => {
     const task = { format: "json", groundTruth: [{ name: "f", argumentsJson: '{"x": 1.5}' }] };
     assert.equal(

@@ -37,7 +37,7 @@ import {
 } from "./rlla.js";
 
 /** Version of the scoring logic. */
-export const TOOL_CALL_SERVICE_VERSION = "1.0.0";
+export const TOOL_CALL_SERVICE_VERSION = "1.1.0";
 
 /** Component names (part of the service contract). */
 export const ToolCallComponents = {
@@ -51,6 +51,8 @@ export const ToolCallComponents = {
 /** Metadata keys a rollout may use to override the service's options. */
 export const ToolCallMetadata = {
   allowMissingOpeningThink: "tool_call.allow_missing_opening_think",
+  /** `"true"`/`"false"`: BFCL's `underscore_to_dot` for this rollout's model (json tasks). */
+  bfclUnderscoreToDot: "tool_call.bfcl_underscore_to_dot",
 } as const;
 
 /** The task formats the service scores. */
@@ -177,7 +179,12 @@ function afterReasoning(text: string): string {
   return i === -1 ? text : text.slice(i + 8);
 }
 
-function scoreJson(text: string, task: ParsedToolCallTask, o: ToolCallOptions): ComponentValue[] {
+function scoreJson(
+  text: string,
+  task: ParsedToolCallTask,
+  o: ToolCallOptions,
+  underscoreToDot: boolean,
+): ComponentValue[] {
   const decoded = decodeJsonCalls(afterReasoning(text), o.maxCalls);
   if (task.answers.length === 0) {
     // BFCL irrelevance: correct iff no call can be decoded (decode error or an empty list).
@@ -201,7 +208,7 @@ function scoreJson(text: string, task: ParsedToolCallTask, o: ToolCallOptions): 
       ...correctness(minimumCorrectness(decoded.reason), decoded.reason, ComponentStatus.ERROR),
     ];
   }
-  const s = scoreBfcl(task.schemas, decoded.calls, task.answers);
+  const s = scoreBfcl(task.schemas, decoded.calls, task.answers, { underscoreToDot });
   return [
     { name: C.format, value: 1, details: `${decoded.calls.length} call(s) decoded` },
     ...correctness(s, s.details),
@@ -252,6 +259,7 @@ export function createToolCallService(
     validate: (rollout) => {
       parseToolCallTask(taskOf(rollout));
       metadataBool(rollout, ToolCallMetadata.allowMissingOpeningThink, options.allowMissingOpeningThink);
+      metadataBool(rollout, ToolCallMetadata.bfclUnderscoreToDot, options.bfclUnderscoreToDot);
     },
     score: async (rollout) => {
       const task = parseToolCallTask(taskOf(rollout));
@@ -268,7 +276,12 @@ export function createToolCallService(
       const text = extractAssistantText(rollout.response);
       return task.format === "rlla"
         ? scoreRlla(text, task, options, allowNoThink)
-        : scoreJson(text, task, options);
+        : scoreJson(
+            text,
+            task,
+            options,
+            metadataBool(rollout, ToolCallMetadata.bfclUnderscoreToDot, options.bfclUnderscoreToDot),
+          );
     },
   });
 }
