@@ -1088,7 +1088,13 @@ def _check_plan(job, prog, jg):
     names = {
         n
         for n in solution_names - _bound_names(test_stmts)
-        if not hasattr(builtins, n) and (n not in prompt_names or n == entry_root) and not n.startswith("__reward_mesh")
+        if not hasattr(builtins, n)
+        and (n not in prompt_names or n == entry_root)
+        and not n.startswith("__reward_mesh")
+        # Never a dunder: a solution's ``__builtins__ = {}`` would become J's builtins (every import in
+        # the test code then fails, which must not read as the task's fault) — J's namespace machinery
+        # is not the candidate's to set.
+        and not (n.startswith("__") and n.endswith("__"))
     }
     classes = {n: v for n, v in jg.items() if isinstance(v, type) and n in prompt_names and v.__module__ == "__main__"}
     return {
@@ -1152,6 +1158,28 @@ def _start_candidate(job, prog, plan, cand, jg):
     return baseline
 
 
+def _lacks_module(e):
+    """Whether ``e`` is a ``ModuleNotFoundError`` for a module that J's own import path truly lacks.
+
+    Candidate code has already run (in C) when the test code fails, so the exception alone is not
+    trusted: only a top-level module that is neither built in nor in the standard library, and that
+    J's path finder (sys.path, which no sandboxed process can write) does not find, makes a task error.
+    Anything else — a stdlib import that failed, ``cannot import name``, an ImportError of another
+    kind — stays the candidate's.
+    """
+    if type(e) is not ModuleNotFoundError or not isinstance(e.name, str) or not e.name:
+        return False
+    top = e.name.partition(".")[0]
+    if not top or top in sys.builtin_module_names or top in getattr(sys, "stdlib_module_names", ()):
+        return False
+    try:
+        import importlib.machinery
+
+        return importlib.machinery.PathFinder.find_spec(top) is None
+    except Exception:
+        return False
+
+
 def _run_check(job, prog, jg):
     """Runs the check program: test code in J, the candidate's calls in C. Returns the check report."""
     plan = _check_plan(job, prog, jg)
@@ -1188,7 +1216,7 @@ def _run_check(job, prog, jg):
         uncaught = e.error
     except BaseException as e:
         uncaught = _error(e)
-        if isinstance(e, ImportError) and getattr(e, "_rm_error", None) is None and cand.seq == 0:
+        if getattr(e, "_rm_error", None) is None and cand.seq == 0 and _lacks_module(e):
             # The test code (J's own, before it called the candidate even once) imports a module this
             # environment lacks: the task's problem, not the candidate's.
             task_error = {"type": "TestError", "message": "the task's test code failed before calling the candidate: %s: %s" % (uncaught["type"], uncaught["message"]), "line": uncaught["line"]}

@@ -557,6 +557,29 @@ export function defineVerdictSuite(name: string, open: () => Promise<Sandbox | u
       }
     });
 
+    it("a candidate cannot turn its failure into a task error (its __builtins__, a stdlib module it hides, an ImportError it raises)", async (t) => {
+      for (const [solution, testCode] of [
+        // J's builtins would be {} and every import in the test code would fail.
+        ["__builtins__ = {}\ndef add(a, b):\n    return 0\n", `import math\n${addTask.test}`],
+        [
+          "__builtins__ = {'x': 1}\n__file__ = 'x'\ndef add(a, b):\n    return 0\n",
+          `from math import isclose\n${addTask.test}`,
+        ],
+        // Hiding a module in C (its own sys.modules / sys.path) changes nothing in J.
+        [
+          "import sys\nsys.modules['math'] = None\nsys.path[:] = []\ndef add(a, b):\n    return 0\n",
+          `import math\n${addTask.test}`,
+        ],
+        // Its own ModuleNotFoundError, raised from a call, is its own.
+        ["def add(a, b):\n    raise ModuleNotFoundError('No module named x', name='x')\n", addTask.test],
+      ] as const) {
+        const r = await runPythonTests(sb(t), { ...addTask, solution, test: testCode });
+        assert.equal(r.taskError, undefined, `${solution}: ${r.summary}`);
+        assert.notEqual(r.status, "passed", r.summary);
+        assert.equal(r.passed, 0, r.summary);
+      }
+    });
+
     it("runs the candidate outside __main__: a correct solution with a stdin-reading main block passes", async (t) => {
       const r = await runPythonTests(sb(t), {
         ...addTask,
