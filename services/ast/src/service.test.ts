@@ -146,6 +146,36 @@ describe("ast service", () => {
     }
   });
 
+  it("a candidate whose code kills the helpers (past the timeout) scores 0, not NOT_APPLICABLE", async () => {
+    const slow = new ParserPool({ ...config.parser, timeoutMs: 100, size: 1 });
+    try {
+      // ~1 s of parsing (3.2 MB, under the 4 MiB response limit): far past 100 ms; the reference parses at once.
+      const huge = `x = [${"(1, 2), ".repeat(400_000)}]\n`;
+      const r = await createAstService(config, { parserPool: slow }).scoreRollout(
+        makeRollout({
+          response: fence(huge),
+          task: {
+            id: "t",
+            kind: {
+              case: "code",
+              value: { language: "python", entryPoint: "f", referenceSolution: "x = 1\n" },
+            },
+          },
+        }),
+      );
+      for (const c of r.components) {
+        assert.equal(c.status, ComponentStatus.ERROR, `${c.name}: ${c.details}`);
+        assert.equal(c.value, 0);
+        assert.match(
+          c.details,
+          /^the candidate's code could not be parsed within the parser helpers' limits: .*ran past 100 ms/,
+        );
+      }
+    } finally {
+      slow.close();
+    }
+  });
+
   it("reads AST_MAX_TOKENS and the parser helpers' variables", () => {
     assert.equal(loadConfig({}).maxTokens, 50_000);
     assert.deepEqual(loadConfig({ AST_PARSERS: "3" }).parser, {

@@ -84,6 +84,23 @@ export function createAstService(
         maxPairs: MAX_MATCH_PAIRS,
       });
       if (!answer.ok) {
+        // The helpers died twice on this pair. Only the candidate's code is untrusted: when the
+        // reference (or a trivial program) alone still parses on a fresh helper, the helpers work and
+        // it was the candidate's code that killed them (too large or slow to parse within the limits)
+        // — its 0, never a NOT_APPLICABLE it could aim for.
+        if (candidate) {
+          const probe = await parsers().compare(undefined, refCode || "pass\n", {
+            maxTokens: options.maxTokens,
+            maxPairs: MAX_MATCH_PAIRS,
+          });
+          if (probe.ok && probe.reference?.ok !== false) {
+            const details = `the candidate's code could not be parsed within the parser helpers' limits: ${answer.reason}`;
+            return [
+              { name: "similarity", value: 0, status: ComponentStatus.ERROR, details },
+              { name: "syntax", value: 0, status: ComponentStatus.ERROR, details },
+            ];
+          }
+        }
         const details = infrastructureDetails(answer.reason);
         return [
           { name: "similarity", value: 0, status: ComponentStatus.NOT_APPLICABLE, details },
