@@ -208,6 +208,51 @@ def _reap():
             break
 
 
+def _become_subreaper():
+    """Orphans of candidate code (a double fork, ``setsid``) re-parent to J instead of leaving it: J then
+    reaps them, so their CPU time is counted (see :func:`_end_descendants`) and none outlives its run."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except Exception:
+        return False
+
+
+def _children_cpu_ms():
+    """CPU time (user + sys) of every descendant J has reaped so far, theirs included (RUSAGE_CHILDREN)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (ru.ru_utime + ru.ru_stime) * 1000
+
+
+def _end_descendants():
+    """Kills and reaps every process still below J (after a run's worker is reaped: all candidate code).
+
+    The run's CPU time is J's RUSAGE_CHILDREN difference over the run, so work handed to a grandchild
+    that escaped the worker's process group still counts — it cannot make a program look faster.
+    """
+    for _ in range(1 << 12):
+        pids = set()
+        try:
+            for tid in os.listdir("/proc/self/task"):
+                with open("/proc/self/task/%s/children" % tid) as f:
+                    pids.update(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 def _text_streams():
     import io as _io
 
@@ -1187,6 +1232,7 @@ def _run_check(job, prog, jg):
     # so a busy machine does not turn a correct program into a timeout.
     limit_s = int(job["timeLimitMs"]) / 1000.0 + _wall_grace_s(job)
     deadline = time.monotonic() + limit_s
+    tree_cpu0 = _children_cpu_ms()
     cand = _Candidate(job, deadline, _Codec(plan["classes"]))
     recorder = _Recorder(plan["sites"], lambda: cand.cpu_reported)
     jg[_HOOK] = recorder
@@ -1223,6 +1269,8 @@ def _run_check(job, prog, jg):
     signal.signal(signal.SIGALRM, signal.SIG_IGN)
     # Stage 4: end C and measure it.
     status_word, cpu_ms = cand.finish()
+    _end_descendants()
+    tree_cpu_ms = max(cpu_ms, _children_cpu_ms() - tree_cpu0)  # C and everything it started
     if cand.killed is None and time.monotonic() >= deadline and not completed:
         cand.killed = "timeout"
     run = {"killed": cand.killed, "status": status_word, "cpuMs": cpu_ms, "memoryError": (uncaught or {}).get("type") == "MemoryError"}
@@ -1255,7 +1303,7 @@ def _run_check(job, prog, jg):
         ],
         "running": recorder.running,
         "error": uncaught,
-        "cpuMs": round(max(0.0, cpu_ms - baseline), 3),
+        "cpuMs": round(max(0.0, tree_cpu_ms - baseline), 3),
         "wallMs": round((time.monotonic() - cand.started) * 1000, 3),
         "stdout": _decode(bytes(cand.out)[: int(job["reportOutputBytes"])]),
         "stdoutBytes": cand.out_bytes,
@@ -1349,6 +1397,7 @@ def _execute(job, code, g, stdin_data, max_out):
     err_r, err_w = os.pipe()
     ev_r, ev_w = os.pipe()
     started = time.monotonic()
+    tree_cpu0 = _children_cpu_ms()
     pid = os.fork()
     if pid == 0:
         try:
@@ -1447,6 +1496,8 @@ def _execute(job, code, g, stdin_data, max_out):
     status, usage = reaped
     cpu_ms = (usage.ru_utime + usage.ru_stime) * 1000 if usage is not None else 0.0
     _reap()
+    _end_descendants()
+    tree_cpu_ms = max(cpu_ms, _children_cpu_ms() - tree_cpu0)  # W and everything it started
     wall_ms = (time.monotonic() - started) * 1000
     events = []
     for raw in bytes(ev_buf).split(b"\n"):
@@ -1473,6 +1524,7 @@ def _execute(job, code, g, stdin_data, max_out):
         "exitCode": code_,
         "signal": sig,
         "cpuMs": round(cpu_ms, 3),
+        "treeCpuMs": round(tree_cpu_ms, 3),
         "wallMs": round(wall_ms, 3),
         "waitStatus": status,
     }
@@ -1516,7 +1568,7 @@ def _run_io(job, code, g):
                 "stdoutBytes": run["stdoutBytes"],
                 "stderr": _decode(run["stderr"][-max(1, int(job["reportOutputBytes"])) :]),
                 "error": error,
-                "cpuMs": run["cpuMs"],
+                "cpuMs": run["treeCpuMs"],
                 "wallMs": run["wallMs"],
                 "exitCode": run["exitCode"],
             }
@@ -1625,6 +1677,7 @@ def _runs(job, prog, report):
 
 def main():
     hardened = _harden()
+    _become_subreaper()
     _shield_signals()
     header = _read_line(0)
     magic, _, size = header.partition(" ")

@@ -580,6 +580,25 @@ export function defineVerdictSuite(name: string, open: () => Promise<Sandbox | u
       }
     });
 
+    it("CPU time handed to an escaped grandchild (double fork + setsid) still counts: a program cannot look faster", async (t) => {
+      const work = "def _work(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n";
+      const hidden = `import os\n${work}def add(a, b):\n    r, w = os.pipe()\n    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n            _work(2_000_000)\n            os.write(w, str(a + b).encode())\n            os._exit(0)\n        os._exit(0)\n    os.wait()\n    os.close(w)\n    return int(os.read(r, 100).decode())\n`;
+      const honest = `${work}def add(a, b):\n    _work(2_000_000)\n    return a + b\n`;
+      const test = "def check(candidate):\n    assert candidate(1, 2) == 3\n";
+      const io = "\na, b = map(int, input().split())\nprint(add(a, b))\n";
+      const ioTests = [{ stdin: "1 2\n", expectedStdout: "3\n" }];
+      const check = async (solution: string) => runPythonTests(sb(t), { ...addTask, solution, test });
+      const stdio = async (solution: string) =>
+        runPythonTests(sb(t), { ...addTask, solution: solution + io, test: "", entryPoint: "", ioTests });
+      for (const run of [check, stdio]) {
+        const h = await run(honest);
+        const x = await run(hidden);
+        assert.equal(h.status, "passed", h.summary);
+        assert.equal(x.status, "passed", x.summary);
+        assert.ok(x.cpuMs! >= 0.5 * h.cpuMs!, `hidden ${x.cpuMs} ms vs honest ${h.cpuMs} ms`);
+      }
+    });
+
     it("runs the candidate outside __main__: a correct solution with a stdin-reading main block passes", async (t) => {
       const r = await runPythonTests(sb(t), {
         ...addTask,
