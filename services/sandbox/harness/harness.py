@@ -1152,6 +1152,11 @@ def _check_plan(job, prog, jg):
     }
 
 
+# Modules that act when imported (print to J's stdout — the report channel —, open a browser, start a GUI):
+# never imported in J on C's word.
+_NOISY_MODULES = frozenset(("this", "antigravity", "__hello__", "__phello__", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser", "pydoc"))
+
+
 def _start_candidate(job, prog, plan, cand, jg):
     """Stage 2: C runs the prompt (reports its CPU baseline), then the solution; J binds the proxies."""
     cand.send(
@@ -1189,6 +1194,8 @@ def _start_candidate(job, prog, plan, cand, jg):
         if kind.get("call") is True:
             jg[n] = _Remote(cand, n)
         elif "module" in kind and isinstance(kind["module"], str):
+            if kind["module"].partition(".")[0] in _NOISY_MODULES:
+                continue  # C names the module (its type's name is the candidate's to fake): none that acts on import
             try:
                 import importlib
 

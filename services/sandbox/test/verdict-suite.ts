@@ -599,6 +599,15 @@ export function defineVerdictSuite(name: string, open: () => Promise<Sandbox | u
       }
     });
 
+    it("a module the solution names is never imported in the judge when importing it acts (this: prints to the report channel)", async (t) => {
+      const r = await runPythonTests(sb(t), {
+        ...addTask,
+        solution: "class module:\n    __name__ = 'this'\nzen = module()\ndef add(a, b):\n    return a + b\n",
+        test: "def check(candidate):\n    assert candidate(1, 2) == 3\n",
+      });
+      assert.equal(r.status, "passed", r.summary);
+    });
+
     it("runs the candidate outside __main__: a correct solution with a stdin-reading main block passes", async (t) => {
       const r = await runPythonTests(sb(t), {
         ...addTask,
