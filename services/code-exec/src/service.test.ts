@@ -76,6 +76,26 @@ describe("code-exec service (bwrap sandbox)", () => {
     assert.equal(c.compile!.value, 1);
   });
 
+  it("an assert the complete run never reached stops nothing: runtime 1 in both semantics, pass 1 as CorrGRPO", async () => {
+    const task = {
+      ...addTask,
+      test: "def check(candidate):\n    assert candidate(1, 2) == 3\n    for x in []:\n        assert candidate(x, x) == -1\n",
+    };
+    const response = "```python\ndef add(a, b):\n    return a + b\n```";
+    const perAssert = await score(svc, response, task);
+    assert.equal(perAssert.runtime!.value, 1, perAssert.runtime!.details);
+    const cg = createCodeExecService({
+      sandbox: sandboxConfig,
+      sandboxInstance: sandbox,
+      semantics: "corrgrpo",
+    });
+    const c = await score(cg, response, task);
+    assert.equal(c.runtime!.value, 1, c.runtime!.details);
+    assert.equal(c.pass!.value, 1, c.pass!.details);
+    assert.equal(c.pass!.status, ComponentStatus.OK);
+    assert.equal(c.pass_rate!.value, 1, "no test that ran failed");
+  });
+
   it("runtime follows CorrGRPO: an assert that fails before a crash is a run that ran; semantics=corrgrpo stops there", async () => {
     // candidate(1, 1) right, candidate(1, 2) wrong, candidate(2, 2) raises, candidate(3, 3) right.
     const response =

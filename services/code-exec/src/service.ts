@@ -138,8 +138,18 @@ export function corrgrpoOutcome(report: TestReport): {
 } {
   if (!report.compile.ok || report.status === "worker_error")
     return { ran: false, status: report.status, passed: 0 };
-  const i = report.tests.findIndex((t) => t.outcome !== "pass");
-  if (i < 0) return { ran: report.ranToCompletion, status: report.status, passed: report.passed };
+  // An assert site the complete run never executed (a loop over nothing, a branch not taken) stopped
+  // nothing in CorrGRPO's harness: only a test that ran and did not pass ends its run.
+  const stops = (t: TestReport["tests"][number]) =>
+    t.outcome !== "pass" && !(t.outcome === "not_run" && t.kind === "assert" && report.ranToCompletion);
+  const i = report.tests.findIndex(stops);
+  if (i < 0) {
+    const skippedOnly =
+      report.ranToCompletion && report.error === undefined && report.status === "assertion_failed";
+    return skippedOnly
+      ? { ran: true, status: "passed", passed: report.total }
+      : { ran: report.ranToCompletion, status: report.status, passed: report.passed };
+  }
   const first = report.tests[i]!;
   if (first.outcome === "fail") return { ran: true, status: "assertion_failed", passed: i };
   const status =
