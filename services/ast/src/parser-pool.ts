@@ -59,7 +59,12 @@ export interface ParserPoolOptions {
   readonly memoryMb: number;
   /** Wall time one request may take before its helper is killed. @default 10000 */
   readonly timeoutMs: number;
+  /** Wall time a helper may take to start (greet) before it is killed. @default 10000 */
+  readonly startupTimeoutMs?: number;
 }
+
+/** Default of {@link ParserPoolOptions.startupTimeoutMs}: an interpreter on a busy machine is slow to start. */
+export const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
 
 interface Job {
   readonly line: string;
@@ -100,10 +105,13 @@ class Helper {
       readyReject = rej;
     });
     this.ready.catch(() => {});
+    // A helper that never greets (a hung interpreter) would hold its request forever: the same timeout.
+    this.timer = setTimeout(() => this.kill("startup"), this.startupMs);
     let greeted = false;
     lines.on("line", (line) => {
       if (!greeted) {
         greeted = true;
+        this.clearTimer();
         if (!this.current) this.hold(false);
         readyResolve();
         return;
@@ -141,6 +149,10 @@ class Helper {
           : `the parser helper exited with status ${code}${tail ? ` (${tail})` : ""}`,
       );
     });
+  }
+
+  get startupMs(): number {
+    return this.opts.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS;
   }
 
   send(job: Job): void {
@@ -289,9 +301,11 @@ export class ParserPool {
           const why =
             helper.killedFor === "timeout"
               ? `the parser helper ran past ${this.opts.timeoutMs} ms and was killed`
-              : helper.killedFor && helper.killedFor !== "closed"
-                ? helper.killedFor
-                : reason;
+              : helper.killedFor === "startup"
+                ? `the parser helper did not start within ${helper.startupMs} ms and was killed`
+                : helper.killedFor && helper.killedFor !== "closed"
+                  ? helper.killedFor
+                  : reason;
           if (job.attempts >= 2 || this.closed)
             job.resolve({
               ok: false,

@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { ComponentStatus } from "@reward-mesh/proto";
 import { makeRollout } from "@reward-mesh/sdk/testing";
@@ -173,6 +176,24 @@ describe("ast service", () => {
       }
     } finally {
       slow.close();
+    }
+  });
+
+  it("a helper that never starts (hangs before its greeting) is killed at the timeout, not waited for forever", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ast-hang-"));
+    const hang = join(dir, "python3");
+    writeFileSync(hang, "#!/bin/sh\nexec sleep 60\n", { mode: 0o755 });
+    const stuck = new ParserPool({ ...config.parser, python: hang, startupTimeoutMs: 300, size: 1 });
+    try {
+      const r = await stuck.compare("x = 1\n", undefined, { maxTokens: 50_000, maxPairs: 4_000_000 });
+      assert.equal(r.ok, false);
+      assert.match(
+        (r as { reason: string }).reason,
+        /did not start within 300 ms and was killed; the first helper: the parser helper did not start/,
+      );
+    } finally {
+      stuck.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
