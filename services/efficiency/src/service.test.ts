@@ -105,6 +105,35 @@ describe("efficiency service (bwrap sandbox)", () => {
     assert.match(again.details, /\(cached\)/);
   });
 
+  it("a rollout waiting for another's reference timing is not failed by that rollout's abort", async () => {
+    const ref = `${SLOW}# reference measured by an aborted rollout\n`;
+    const rollout = (response: string) =>
+      makeRollout({ response, task: { id: "t-abort", kind: { case: "code", value: task(ref) } } });
+    const ac = new AbortController();
+    const first = svc.scoreRollout(rollout(fence(FAST)), { signal: ac.signal });
+    const second = svc.scoreRollout(rollout(fence(`${FAST}# the waiting rollout\n`)));
+    setTimeout(() => ac.abort(new Error("deadline")), 300);
+    await assert.rejects(first, /deadline/);
+    const c = (await second).components[0]!;
+    assert.equal(c.status, ComponentStatus.OK, c.details);
+    assert.ok(c.value > 0.5, `${c.value} ${c.details}`);
+  });
+
+  it("a reference that timed out is not cached as failing: the next rollout measures it again", async () => {
+    const ref = `import time\n${SLOW}    time.sleep(30)\n`.replace(
+      "    return s\n    time.sleep(30)\n",
+      "    time.sleep(30)\n    return s\n",
+    );
+    const t = task(ref, { timeLimitMs: 1_000 });
+    for (const attempt of [1, 2]) {
+      runs.length = 0;
+      const c = await score(fence(`${FAST}# attempt ${attempt}\n`), t);
+      assert.equal(c.status, ComponentStatus.NOT_APPLICABLE, c.details);
+      assert.match(c.details, /^reference fails its own tests: timeout/);
+      assert.ok(runs.includes("ref"), `attempt ${attempt} ran the reference: ${runs.join(",")}`);
+    }
+  });
+
   it("a slower passing candidate scores 0 (one-sided)", async () => {
     const c = await score(fence(`${SLOW}# candidate\n`), task(FAST));
     assert.equal(c.value, 0);

@@ -200,6 +200,7 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
       let candFailure: TestReport | undefined;
       const refTimes: number[] = [];
       let refFailure: string | undefined;
+      let refTransient = false;
       const runCandidate = async () => {
         if (candFailure) return;
         const r = await runPythonTests(sb, candProgram, { signal });
@@ -210,7 +211,10 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
         if (!owner || refFailure) return;
         const r = await runPythonTests(sb, refProgram, { signal });
         if (r.status === "passed" && r.cpuMs !== undefined) refTimes.push(r.cpuMs);
-        else refFailure = r.summary;
+        else {
+          refFailure = r.summary;
+          refTransient = r.status === "timeout" || r.status === "memory_error" || r.status === "worker_error";
+        }
       };
       // Interleaved pairs (cand, ref, ref, cand, …) so drifts hit both alike.
       const pair = async (i: number) => {
@@ -239,8 +243,28 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
         }
         throw err;
       }
-      if (owner) settle!(refFailure ? { ok: false, reason: refFailure } : { ok: true, samples: refTimes });
-      const ref = await refEntry;
+      if (owner) {
+        settle!(refFailure ? { ok: false, reason: refFailure } : { ok: true, samples: refTimes });
+        // A reference that timed out or ran out of memory may have met a busy machine: not cached, the
+        // next rollout of the task measures it again (a wrong answer or a crash is cached).
+        if (refTransient && cache.get(key) === refEntry) cache.delete(key);
+      }
+      let ref: RefTiming;
+      try {
+        ref = await refEntry;
+      } catch (err) {
+        if (owner || signal?.aborted) throw err;
+        // The rollout measuring the reference for everyone failed (e.g. its request was aborted): its
+        // error is not this rollout's — measure the reference here, uncached.
+        const own: number[] = [];
+        let why: string | undefined;
+        for (let k = 0; k < options.repeats && why === undefined; k++) {
+          const r = await runPythonTests(sb, refProgram, { signal });
+          if (r.status === "passed" && r.cpuMs !== undefined) own.push(r.cpuMs);
+          else why = r.summary;
+        }
+        ref = why === undefined ? { ok: true, samples: own } : { ok: false, reason: why };
+      }
       if (!ref.ok)
         return one(0, `reference fails its own tests: ${ref.reason}`, ComponentStatus.NOT_APPLICABLE);
       // A cached reference: the candidate alone may still need more runs to be conclusive.
