@@ -197,6 +197,34 @@ describe("ast service", () => {
     }
   });
 
+  it("a reference past AST_MAX_TOKENS is the task's problem (NOT_APPLICABLE), a candidate past it is the candidate's", async () => {
+    const small = createAstService({ ...config, maxTokens: 100 }, { parserPool: pool });
+    const big = "def f(x):\n" + "    x = x + 1\n".repeat(20) + "    return x\n";
+    const run = async (response: string, ref: string) =>
+      Object.fromEntries(
+        (
+          await small.scoreRollout(
+            makeRollout({
+              response,
+              task: {
+                id: "t",
+                kind: {
+                  case: "code",
+                  value: { language: "python", entryPoint: "f", referenceSolution: ref },
+                },
+              },
+            }),
+          )
+        ).components.map((c) => [c.name, c]),
+      );
+    const refTooBig = await run(fence("def f(x):\n    return x\n"), big);
+    assert.equal(refTooBig.similarity!.status, ComponentStatus.NOT_APPLICABLE, refTooBig.similarity!.details);
+    assert.match(refTooBig.similarity!.details, /^reference_solution too large to compare/);
+    const candTooBig = await run(fence(big), "def f(x):\n    return x\n");
+    assert.equal(candTooBig.similarity!.status, ComponentStatus.ERROR, candTooBig.similarity!.details);
+    assert.equal(candTooBig.similarity!.value, 0);
+  });
+
   it("reads AST_MAX_TOKENS and the parser helpers' variables", () => {
     assert.equal(loadConfig({}).maxTokens, 50_000);
     assert.deepEqual(loadConfig({ AST_PARSERS: "3" }).parser, {

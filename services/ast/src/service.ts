@@ -134,6 +134,12 @@ export function createAstService(
             status: ComponentStatus.ERROR,
             details: cand ? "the candidate does not parse" : "no code in the response",
           };
+        if (answer.tooLarge && ref.tokens > options.maxTokens && cand.tokens <= options.maxTokens)
+          return {
+            value: 0,
+            status: ComponentStatus.NOT_APPLICABLE,
+            details: `reference_solution too large to compare (${ref.tokens} node tokens, limit ${options.maxTokens})`,
+          };
         if (answer.tooLarge || answer.ratio === undefined)
           return {
             value: 0,
