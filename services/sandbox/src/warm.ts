@@ -9,7 +9,8 @@
  * is ready; the service writes one line of JSON, the run's rlimits, and closes its end. The program
  * applies them (soft = hard, lowering only) and closes fd 4 before the judge reads its job on stdin.
  * The wall-clock timer and the run's cgroup limits start at hand-over, in the engine, as for any run;
- * RLIMIT_CPU counts the few tens of ms of CPU the interpreter spent starting (never more than the limit).
+ * RLIMIT_CPU counts the 20–30 ms of CPU the interpreter spent starting (the candidate process, started
+ * later, gets its full limit).
  * @module
  */
 import { copyFileSync, chmodSync } from "node:fs";
