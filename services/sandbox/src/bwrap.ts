@@ -15,6 +15,8 @@
  * *prepared* ahead: a root shell joins the run's fresh cgroups, drops to the sandbox uid and execs
  * bwrap, whose inner shell then waits for its script on fd 3. A request only writes the limits,
  * the files (fd 4), the script (`ulimit`, `exec argv`) and stdin. A prepared sandbox is used once.
+ * Harness runs go one step further: *warm* sandboxes have already started the judge interpreter,
+ * which waits on fd 4 for the run's rlimits (see warm.ts); also used once.
  *
  * Reaping. bwrap's own pid-namespace init outlives the bwrap we start (bwrap exits as soon as that
  * init reports the command's status) and is then orphaned; so is anything of a sandbox whose bwrap is
