@@ -13,6 +13,9 @@
  * concurrency, in the same run: 7 rounds of a bare batch of 24 right before each backend's batch of 24,
  * the ratio taken per round, its median reported.
  *
+ * `bwrap` keeps its warm pool of harness sandboxes (`SANDBOX_BWRAP_WARM`, default the concurrency);
+ * `bwrapCold` is the same backend with it off (`0`, the behaviour before it), measured side by side.
+ *
  * Run: `npm run bench:sandbox` (as root, after `scripts/bootstrap.sh`; ≈ 1 min; `BENCH_RUNS` changes N).
  * Goals: bwrap median ≤ 1.5 × bare Python start; Docker median ≤ 150 ms per execution; HumanEval-style
  * scored rollouts/s ≥ 0.6 × the bare interpreter's.
@@ -131,9 +134,14 @@ async function throughput(fn: (i: number) => Promise<unknown>, n: number, concur
 }
 
 const base = loadSandboxConfig();
-const backends: Array<{ name: "bwrap" | "docker"; sandbox: Sandbox }> = [];
+const backends: Array<{ name: "bwrap" | "bwrapCold" | "docker"; sandbox: Sandbox }> = [];
 const skipped: Record<string, string> = {};
 backends.push({ name: "bwrap", sandbox: await createSandbox({ ...base, backend: "bwrap" }) });
+// The same backend without its warm pool (SANDBOX_BWRAP_WARM=0, the behaviour before it), side by side.
+backends.push({
+  name: "bwrapCold",
+  sandbox: await createSandbox({ ...base, backend: "bwrap", bwrapWarm: 0 }),
+});
 const docker = await ensureDockerForTests();
 if (docker.ok) {
   const cfg: SandboxConfig = { ...docker.config, concurrency: base.concurrency };

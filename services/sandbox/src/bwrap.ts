@@ -15,6 +15,8 @@
  * *prepared* ahead: a root shell joins the run's fresh cgroups, drops to the sandbox uid and execs
  * bwrap, whose inner shell then waits for its script on fd 3. A request only writes the limits,
  * the files (fd 4), the script (`ulimit`, `exec argv`) and stdin. A prepared sandbox is used once.
+ * Harness runs go one step further: *warm* sandboxes have already started the judge interpreter,
+ * which waits on fd 4 for the run's rlimits (see warm.ts); also used once.
  *
  * Reaping. bwrap's own pid-namespace init outlives the bwrap we start (bwrap exits as soon as that
  * init reports the command's status) and is then orphaned; so is anything of a sandbox whose bwrap is
@@ -65,6 +67,13 @@ import { HARNESS_PATH, HARNESS_SANDBOX_DIR } from "./harness-file.js";
 import { BoundedOutput } from "./output.js";
 import { SANDBOX_ENV, type SandboxEngine, shellQuote } from "./engine.js";
 import type { SandboxLimits, SandboxRunRequest, SandboxRunResult } from "./types.js";
+import {
+  isWarmHarnessRequest,
+  stageWarmHarness,
+  type WarmPoolStats,
+  warmHandOverLine,
+  warmStartScript,
+} from "./warm.js";
 
 const HOST_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -94,6 +103,8 @@ interface Prepared {
   exited: boolean;
   /** Resolves once `child` has exited (and with it every process of the sandbox). */
   readonly gone: Promise<void>;
+  /** A warm harness sandbox (see warm.ts): its judge has started; `ready` once it waits for a rollout. */
+  warm?: { ready: boolean };
 }
 
 /** How long a killed sandbox may take to end before its `unshare` is killed outright. */
@@ -331,6 +342,7 @@ export async function createBwrapEngine(
   copyFileSync(HARNESS_PATH, join(harnessDir, "harness.py"));
   chmodSync(join(harnessDir, "harness.py"), 0o444);
   compileHarness(join(harnessDir, "harness.py"), join(harnessDir, "harness.pyc"));
+  stageWarmHarness(harnessDir);
 
   const fixedArgs = [
     "--unshare-all",
@@ -371,6 +383,10 @@ export async function createBwrapEngine(
   let counter = 0;
   let closed = false;
   const pool: Prepared[] = [];
+  /** Warm harness sandboxes (see warm.ts), each used for one rollout. */
+  const warmPool: Prepared[] = [];
+  let handedOver = 0;
+  let coldHarnessRuns = 0;
   const removals = new Set<Promise<void>>();
   const live = new Set<Prepared>();
 
@@ -458,14 +474,24 @@ export async function createBwrapEngine(
     return p;
   };
 
+  /** A prepared sandbox that starts the harness's judge right away and waits for its hand-over. */
+  const prepareWarm = (): Prepared => {
+    const p = prepare();
+    const warm = { ready: false };
+    p.warm = warm;
+    (p.child.stdio[3] as Writable).end(warmStartScript());
+    (p.child.stdio[4] as Readable).once("data", () => {
+      warm.ready = true;
+    });
+    return p;
+  };
+
   const refill = () => {
-    while (!closed && pool.length < config.bwrapPrepared) {
-      try {
-        pool.push(prepare());
-      } catch (err) {
-        logger.warn({ error: (err as Error).message }, "sandbox: could not prepare a bwrap sandbox");
-        return;
-      }
+    try {
+      while (!closed && warmPool.length < config.bwrapWarm) warmPool.push(prepareWarm());
+      while (!closed && pool.length < config.bwrapPrepared) pool.push(prepare());
+    } catch (err) {
+      logger.warn({ error: (err as Error).message }, "sandbox: could not prepare a bwrap sandbox");
     }
   };
 
@@ -514,7 +540,17 @@ export async function createBwrapEngine(
     track(p.gone.then(() => p.cgroup.remove()));
   };
 
-  const take = (): Prepared => {
+  const take = (warmRequest: boolean): Prepared => {
+    while (warmRequest && warmPool.length > 0) {
+      const p = warmPool.shift()!;
+      if (!p.exited) {
+        handedOver++;
+        return p;
+      }
+      logger.warn({ sandbox: p.name }, "sandbox: a warm harness sandbox ended before its rollout");
+      dispose(p);
+    }
+    if (warmRequest) coldHarnessRuns++;
     while (pool.length > 0) {
       const p = pool.shift()!;
       if (!p.exited) return p;
@@ -530,8 +566,9 @@ export async function createBwrapEngine(
   ): Promise<SandboxRunResult> => {
     if (closed) throw sandboxUnavailable("the sandbox is closed");
     let p: Prepared;
+    const warmRequest = isWarmHarnessRequest(request.argv, files);
     try {
-      p = take();
+      p = take(warmRequest);
       p.cgroup.setLimits(limits.memoryBytes, limits.maxProcesses);
     } catch (err) {
       throw sandboxUnavailable("cannot create the run's cgroups", err);
@@ -568,19 +605,24 @@ export async function createBwrapEngine(
     const onAbort = () => kill();
     request.signal?.addEventListener("abort", onAbort, { once: true });
 
-    const script = [
-      ...files.map(([name, data]) => `head -c ${data.length} <&4 > ${shellQuote(name)} || exit 125`),
-      "exec 4<&-",
-      ...Object.entries(SANDBOX_ENV).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
-      ...limitLines(mode, limits),
-      `exec ${request.argv.map(shellQuote).join(" ")}`,
-      "",
-    ].join("\n");
-    const fdFiles = child.stdio[4] as Writable;
-    const fdScript = child.stdio[3] as Writable;
-    for (const [, data] of files) fdFiles.write(data);
-    fdFiles.end();
-    fdScript.end(script);
+    if (p.warm) {
+      // Its judge is running already, waiting on fd 4 (see warm.ts): hand over the run's rlimits.
+      (child.stdio[4] as Writable).end(warmHandOverLine(mode, limits));
+    } else {
+      const script = [
+        ...files.map(([name, data]) => `head -c ${data.length} <&4 > ${shellQuote(name)} || exit 125`),
+        "exec 4<&-",
+        ...Object.entries(SANDBOX_ENV).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+        ...limitLines(mode, limits),
+        `exec ${request.argv.map(shellQuote).join(" ")}`,
+        "",
+      ].join("\n");
+      const fdFiles = child.stdio[4] as Writable;
+      const fdScript = child.stdio[3] as Writable;
+      for (const [, data] of files) fdFiles.write(data);
+      fdFiles.end();
+      fdScript.end(script);
+    }
     const stdin = request.stdin;
     child.stdin!.end(
       stdin === undefined ? undefined : typeof stdin === "string" ? Buffer.from(stdin) : stdin,
@@ -661,12 +703,18 @@ export async function createBwrapEngine(
     backend: "bwrap",
     description: `bwrap (${version.stdout.trim()}, ${limitsBy})`,
     execute,
+    warmStats(): WarmPoolStats {
+      const alive = warmPool.filter((p) => !p.exited);
+      const ready = alive.filter((p) => p.warm?.ready).length;
+      return { ready, starting: alive.length - ready, handedOver, cold: coldHarnessRuns };
+    },
     async close() {
       if (closed) return;
       closed = true;
       process.removeListener("exit", onExit);
       for (const p of [...live]) dispose(p);
       pool.length = 0;
+      warmPool.length = 0;
       await Promise.all([...removals]);
       await cgroups?.close().catch(() => {});
       rmSync(staging, { recursive: true, force: true });

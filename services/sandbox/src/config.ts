@@ -110,6 +110,13 @@ export interface SandboxConfig {
    */
   readonly bwrapPrepared: number;
   /**
+   * Warm harness sandboxes kept ready per service process: prepared sandboxes whose judge interpreter
+   * has already started and loaded the harness, each handed exactly one `runPythonTests` rollout.
+   * 0 = off (every harness run starts its interpreter on the critical path).
+   * @default the concurrency
+   */
+  readonly bwrapWarm: number;
+  /**
    * Parent cgroup for the bwrap backend's per-run cgroups, as a path relative to each hierarchy's
    * mount point. The default puts them under the service's own cgroup.
    * @default "" (the service's own cgroup, read from /proc/self/cgroup)
@@ -213,6 +220,13 @@ export const SANDBOX_CONFIG_ENV = defineEnv({
     maximum: 1024,
     description: "bwrap sandboxes kept prepared (default: SANDBOX_CONCURRENCY).",
   },
+  SANDBOX_BWRAP_WARM: {
+    type: "integer",
+    minimum: 0,
+    maximum: 1024,
+    description:
+      "bwrap harness sandboxes kept warm (judge interpreter started, one rollout each; default: SANDBOX_CONCURRENCY; 0 = off).",
+  },
   SANDBOX_CGROUP_PARENT: {
     type: "string",
     default: "",
@@ -253,6 +267,7 @@ export function loadSandboxConfig(env: Env = processEnv()): SandboxConfig {
     bwrapMode: v.SANDBOX_BWRAP_MODE,
     bwrapUid: v.SANDBOX_BWRAP_UID,
     bwrapPrepared: v.SANDBOX_BWRAP_PREPARED ?? concurrency,
+    bwrapWarm: v.SANDBOX_BWRAP_WARM ?? concurrency,
     cgroupParent: v.SANDBOX_CGROUP_PARENT.replace(/^\/+|\/+$/g, ""),
   };
 }

@@ -35,6 +35,7 @@ function wrap(engine: SandboxEngine, config: SandboxConfig): Sandbox {
       return limiter.run(() => engine.execute(request, resolved.limits, resolved.files), request.signal);
     },
     close: () => engine.close(),
+    ...(engine.warmStats ? { warmStats: engine.warmStats } : {}),
   };
 }
 

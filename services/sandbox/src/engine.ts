@@ -5,6 +5,7 @@
  */
 import type { SandboxConfig } from "./config.js";
 import type { SandboxBackend, SandboxLimits, SandboxRunRequest, SandboxRunResult } from "./types.js";
+import type { WarmPoolStats } from "./warm.js";
 
 /** A backend without the shared concurrency bound and validation (see `createSandbox`). */
 export interface SandboxEngine {
@@ -16,6 +17,8 @@ export interface SandboxEngine {
     files: ReadonlyArray<readonly [string, Buffer]>,
   ): Promise<SandboxRunResult>;
   close(): Promise<void>;
+  /** The warm pool's counters, for a backend that keeps one (bwrap). */
+  readonly warmStats?: () => WarmPoolStats;
 }
 
 /** The only environment variables a sandboxed program sees (the service's own never cross). */

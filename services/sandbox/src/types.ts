@@ -82,6 +82,8 @@ export interface Sandbox {
    * `signal` aborts; the program's own failures are in the result.
    */
   run(request: SandboxRunRequest): Promise<SandboxRunResult>;
+  /** Counters of the warm pool of harness sandboxes, where the backend keeps one (bwrap). */
+  readonly warmStats?: () => import("./warm.js").WarmPoolStats;
   /** Stops prepared sandboxes, removes cgroups/containers this instance created. Idempotent. */
   close(): Promise<void>;
 }
