@@ -15,7 +15,9 @@
  *    throughput of each, their ratio to off, and the service's own CPU per rollout (`tracing` in the result).
  *
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
- * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service), BENCH_ONLY_TRACING=1 (only the tracing phase).
+ * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service), BENCH_ONLY_TRACING=1 (only the tracing phase),
+ * BENCH_TRACING_MODES (a subset of off,metrics,sampled,on), BENCH_TRACING_ROUNDS (default 3) and
+ * BENCH_SERVICE_EXEC_ARGV (Node.js options of the tracing phase's service, e.g. `--cpu-prof --cpu-prof-dir=DIR`).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -42,7 +44,20 @@ import {
 import { machineInfo, writeBenchResult } from "./results.js";
 
 const N_THROUGHPUT = 5_000;
-const TRACING_ROUNDS = 3;
+const TRACING_ROUNDS = Number(process.env.BENCH_TRACING_ROUNDS ?? 3);
+const TRACING_MODES = ["off", "metrics", "sampled", "on"] as const;
+type TracingMode = (typeof TRACING_MODES)[number];
+const tracingModes: readonly TracingMode[] = (() => {
+  const want = (process.env.BENCH_TRACING_MODES ?? TRACING_MODES.join(",")).split(",").map((m) => m.trim());
+  const bad = want.filter((m) => !(TRACING_MODES as readonly string[]).includes(m));
+  if (bad.length > 0)
+    throw new Error(
+      `BENCH_TRACING_MODES: unknown mode(s) ${bad.join(", ")}; known: ${TRACING_MODES.join(", ")}`,
+    );
+  return want as TracingMode[];
+})();
+if (!Number.isInteger(TRACING_ROUNDS) || TRACING_ROUNDS < 1)
+  throw new Error(`BENCH_TRACING_ROUNDS must be a positive integer, got ${process.env.BENCH_TRACING_ROUNDS}`);
 const WARM_UP = 1_000;
 const N_RAW = 10_000;
 const LATENCY_RATE = 500; // rollouts/s offered in the latency phase
@@ -170,7 +185,7 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
   const cpuUs = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
   try {
     for (let round = 0; round < TRACING_ROUNDS; round++) {
-      for (const mode of ["off", "metrics", "sampled", "on"] as const) {
+      for (const mode of tracingModes) {
         const env: Record<string, string> =
           mode !== "off"
             ? {
@@ -189,6 +204,8 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
         const p = await startServiceProcess(lengthMain, {
           envPrefix: "LENGTH",
           natsUrl,
+          // E.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service in each mode.
+          execArgv: (process.env.BENCH_SERVICE_EXEC_ARGV ?? "").split(" ").filter((a) => a !== ""),
           env: {
             LENGTH_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? "8",
             // The helper turns exporters off unless told; "on" sets them back through the one switch.
@@ -318,7 +335,9 @@ try {
     runs,
     tracing,
   };
-  process.stdout.write(`wrote ${writeBenchResult("mesh", result)}\n`);
+  // A partial run (some modes, only the tracing phase) does not replace the committed full result.
+  if (onlyTracing || process.env.BENCH_TRACING_MODES) process.stdout.write(`${JSON.stringify(tracing)}\n`);
+  else process.stdout.write(`wrote ${writeBenchResult("mesh", result)}\n`);
 } finally {
   await Promise.all(children.map((c) => c.stop()));
   await bus.close();
