@@ -167,6 +167,7 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
   let errors = 0;
   let lastError = "";
   let totalLatencyMs = 0;
+  const scoreSpan = `reward/${spec.name}/score`;
   const meter = meshMeter();
   // Metric names are the same in every service; the service is a label (one dashboard reads them all).
   const labels = { service: spec.name };
@@ -229,13 +230,13 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
     try {
       const r = validate(rollout);
       return await inSpan(
-        `reward/${spec.name}/score`,
+        scoreSpan,
         parent,
-        {
+        () => ({
           "reward.service": spec.name,
           ...rolloutSpanAttributes(r),
           "reward.transport": options.transport ?? "local",
-        },
+        }),
         async (span) => {
           const values = await spec.score(r, {
             signal: options.signal ?? new AbortController().signal,
@@ -243,10 +244,13 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
           });
           const durationMs = performance.now() - started;
           const components = assemble(values);
+          const recording = span.isRecording();
           for (const c of components) {
             const status = ComponentStatus[c.status] ?? String(c.status);
-            span.setAttribute(`reward.component.${c.name}.value`, c.value);
-            span.setAttribute(`reward.component.${c.name}.status`, status);
+            if (recording) {
+              span.setAttribute(`reward.component.${c.name}.value`, c.value);
+              span.setAttribute(`reward.component.${c.name}.status`, status);
+            }
             componentCounter.add(1, { ...labels, component: c.name, status });
           }
           return create(RewardResultSchema, {

@@ -192,16 +192,18 @@ export async function startWorker(
     }
   };
 
+  const consumeSpan = `reward/${def.name}/consume`;
+  const publishSpan = `reward/${def.name}/publish`;
   const handle = async (m: JsMsg) => {
     const parent = extractFromHeaders(m.headers);
     await inSpan(
-      `reward/${def.name}/consume`,
+      consumeSpan,
       parent,
-      {
+      () => ({
         "messaging.system": "nats",
         "messaging.destination.name": m.subject,
         "messaging.message.delivery_count": m.info.deliveryCount,
-      },
+      }),
       async (span, ctx) => {
         let rollout: Rollout;
         try {
@@ -213,7 +215,8 @@ export async function startWorker(
           );
           return;
         }
-        span.setAttributes({ "reward.service": def.name, ...rolloutSpanAttributes(rollout) });
+        const rolloutAttributes = () => ({ "reward.service": def.name, ...rolloutSpanAttributes(rollout) });
+        if (span.isRecording()) span.setAttributes(rolloutAttributes());
         // Long scores (sandboxes) keep the message: tell JetStream we are working before ack_wait ends.
         const keepAlive = setInterval(() => m.working(), Math.max(50, Math.floor(ackWaitMs / 2)));
         try {
@@ -227,11 +230,8 @@ export async function startWorker(
               }),
             abort.signal,
           );
-          const ack = await inSpan(
-            `reward/${def.name}/publish`,
-            ctx,
-            { "reward.service": def.name, ...rolloutSpanAttributes(rollout) },
-            (_s, pctx) => publishReward(bus.js, result, instance, pctx),
+          const ack = await inSpan(publishSpan, ctx, rolloutAttributes, (_s, pctx) =>
+            publishReward(bus.js, result, instance, pctx),
           );
           if (ack.duplicate) stats.duplicates++;
           m.ack();
