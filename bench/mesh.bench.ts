@@ -183,6 +183,13 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
   const rates = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
   // The service's own CPU per rollout: what tracing costs it, whatever else the shared machine runs.
   const cpuUs = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
+  // This process's CPU per rollout (publisher, reward collector, OTLP receiver): it shares the machine.
+  const benchCpuUs = {
+    off: [] as number[],
+    metrics: [] as number[],
+    sampled: [] as number[],
+    on: [] as number[],
+  };
   try {
     for (let round = 0; round < TRACING_ROUNDS; round++) {
       for (const mode of tracingModes) {
@@ -220,8 +227,11 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
           // export happens after 512 spans; steady state is what a long run sees.
           await throughput(bus, `warm-${mode}-${round}`, WARM_UP);
           const c0 = cpuSeconds(p.child.pid!);
+          const b0 = process.cpuUsage();
           rates[mode].push(await throughput(bus, `trace-${mode}-${round}`));
           cpuUs[mode].push(((cpuSeconds(p.child.pid!) - c0) / N_THROUGHPUT) * 1e6);
+          const b = process.cpuUsage(b0);
+          benchCpuUs[mode].push((b.user + b.system) / N_THROUGHPUT);
         } finally {
           await p.stop();
         }
@@ -253,6 +263,12 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
       on: median(cpuUs.on),
     },
     serviceCpuRatioOnOff: median(cpuUs.on) / median(cpuUs.off),
+    benchProcessCpuMicrosPerRollout: {
+      off: median(benchCpuUs.off),
+      metricsOnly: median(benchCpuUs.metrics),
+      sampled10: median(benchCpuUs.sampled),
+      on: median(benchCpuUs.on),
+    },
     overheadPercent: 100 * (1 - on / off),
     spansReceived: spans,
   };
@@ -324,7 +340,8 @@ try {
   const tracing = await tracingCost(bus, nats.url);
   process.stdout.write(
     `tracing: off ${tracing.medianOff.toFixed(0)} rollouts/s, metrics only ${tracing.medianMetricsOnly.toFixed(0)}, 10 % sampled traces ${tracing.medianSampled10.toFixed(0)}, all traces + metrics ${tracing.medianOn.toFixed(0)} rollouts/s (median of ${tracing.rounds}; on/off ${tracing.ratioOnOff.toFixed(3)}, overhead ${tracing.overheadPercent.toFixed(1)} %; ${tracing.spansReceived} spans received)\n` +
-      `         service CPU per rollout: off ${tracing.serviceCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.serviceCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.serviceCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.serviceCpuMicrosPerRollout.on.toFixed(0)} µs (x${tracing.serviceCpuRatioOnOff.toFixed(2)})\n`,
+      `         service CPU per rollout: off ${tracing.serviceCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.serviceCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.serviceCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.serviceCpuMicrosPerRollout.on.toFixed(0)} µs (x${tracing.serviceCpuRatioOnOff.toFixed(2)})\n` +
+      `         bench process CPU per rollout: off ${tracing.benchProcessCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.benchProcessCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.benchProcessCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.benchProcessCpuMicrosPerRollout.on.toFixed(0)} µs\n`,
   );
   const result = {
     benchmark: "mesh",
