@@ -15,7 +15,9 @@
  *    throughput of each, their ratio to off, and the service's own CPU per rollout (`tracing` in the result).
  *
  * Knobs: BENCH_CONCURRENCY (LENGTH_CONCURRENCY of each replica, default 8, the service default) and
- * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service), BENCH_ONLY_TRACING=1 (only the tracing phase).
+ * BENCH_OTEL_OFF=1 (OTEL_SDK_DISABLED in the service), BENCH_ONLY_TRACING=1 (only the tracing phase),
+ * BENCH_TRACING_MODES (a subset of off,metrics,sampled,on), BENCH_TRACING_ROUNDS (default 3) and
+ * BENCH_SERVICE_EXEC_ARGV (Node.js options of the tracing phase's service, e.g. `--cpu-prof --cpu-prof-dir=DIR`).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -42,7 +44,20 @@ import {
 import { machineInfo, writeBenchResult } from "./results.js";
 
 const N_THROUGHPUT = 5_000;
-const TRACING_ROUNDS = 3;
+const TRACING_ROUNDS = Number(process.env.BENCH_TRACING_ROUNDS ?? 3);
+const TRACING_MODES = ["off", "metrics", "sampled", "on"] as const;
+type TracingMode = (typeof TRACING_MODES)[number];
+const tracingModes: readonly TracingMode[] = (() => {
+  const want = (process.env.BENCH_TRACING_MODES ?? TRACING_MODES.join(",")).split(",").map((m) => m.trim());
+  const bad = want.filter((m) => !(TRACING_MODES as readonly string[]).includes(m));
+  if (bad.length > 0)
+    throw new Error(
+      `BENCH_TRACING_MODES: unknown mode(s) ${bad.join(", ")}; known: ${TRACING_MODES.join(", ")}`,
+    );
+  return want as TracingMode[];
+})();
+if (!Number.isInteger(TRACING_ROUNDS) || TRACING_ROUNDS < 1)
+  throw new Error(`BENCH_TRACING_ROUNDS must be a positive integer, got ${process.env.BENCH_TRACING_ROUNDS}`);
 const WARM_UP = 1_000;
 const N_RAW = 10_000;
 const LATENCY_RATE = 500; // rollouts/s offered in the latency phase
@@ -157,6 +172,16 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Polls until the receiver has stored spans beyond `before` (a service's first export). */
+async function firstExport(receiver: { received(): number }, before: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (receiver.received() <= before) {
+    if (Date.now() > deadline)
+      throw new Error("no span reached the OTLP receiver within 20 s of the warm-up");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /**
  * What tracing costs: one `length` replica with telemetry off (the default) and one with traces exported
  * as OTLP/HTTP JSON to a local receiver (the mesh's own, as `up --traces` runs it) plus Prometheus
@@ -168,9 +193,16 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
   const rates = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
   // The service's own CPU per rollout: what tracing costs it, whatever else the shared machine runs.
   const cpuUs = { off: [] as number[], metrics: [] as number[], sampled: [] as number[], on: [] as number[] };
+  // This process's CPU per rollout (publisher, reward collector, OTLP receiver): it shares the machine.
+  const benchCpuUs = {
+    off: [] as number[],
+    metrics: [] as number[],
+    sampled: [] as number[],
+    on: [] as number[],
+  };
   try {
     for (let round = 0; round < TRACING_ROUNDS; round++) {
-      for (const mode of ["off", "metrics", "sampled", "on"] as const) {
+      for (const mode of tracingModes) {
         const env: Record<string, string> =
           mode !== "off"
             ? {
@@ -189,6 +221,8 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
         const p = await startServiceProcess(lengthMain, {
           envPrefix: "LENGTH",
           natsUrl,
+          // E.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service in each mode.
+          execArgv: (process.env.BENCH_SERVICE_EXEC_ARGV ?? "").split(" ").filter((a) => a !== ""),
           env: {
             LENGTH_CONCURRENCY: process.env.BENCH_CONCURRENCY ?? "8",
             // The helper turns exporters off unless told; "on" sets them back through the one switch.
@@ -199,12 +233,18 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
           },
         });
         try {
-          // Warm-up: the first spans load the exporter's modules (compiled on first use) and the first
-          // export happens after 512 spans; steady state is what a long run sees.
+          // Warm-up: the first export loads the exporter's transport lazily and happens after 512 spans
+          // or 5 s; with 10 % sampling the warm-up's ~300 spans wait for the 5 s timer, so wait for that
+          // first export too, keeping it out of the measured run. Steady state is what a long run sees.
+          const spansBefore = receiver.received();
           await throughput(bus, `warm-${mode}-${round}`, WARM_UP);
+          if (mode === "sampled" || mode === "on") await firstExport(receiver, spansBefore);
           const c0 = cpuSeconds(p.child.pid!);
+          const b0 = process.cpuUsage();
           rates[mode].push(await throughput(bus, `trace-${mode}-${round}`));
           cpuUs[mode].push(((cpuSeconds(p.child.pid!) - c0) / N_THROUGHPUT) * 1e6);
+          const b = process.cpuUsage(b0);
+          benchCpuUs[mode].push((b.user + b.system) / N_THROUGHPUT);
         } finally {
           await p.stop();
         }
@@ -236,6 +276,12 @@ async function tracingCost(bus: MeshBus, natsUrl: string) {
       on: median(cpuUs.on),
     },
     serviceCpuRatioOnOff: median(cpuUs.on) / median(cpuUs.off),
+    benchProcessCpuMicrosPerRollout: {
+      off: median(benchCpuUs.off),
+      metricsOnly: median(benchCpuUs.metrics),
+      sampled10: median(benchCpuUs.sampled),
+      on: median(benchCpuUs.on),
+    },
     overheadPercent: 100 * (1 - on / off),
     spansReceived: spans,
   };
@@ -307,7 +353,8 @@ try {
   const tracing = await tracingCost(bus, nats.url);
   process.stdout.write(
     `tracing: off ${tracing.medianOff.toFixed(0)} rollouts/s, metrics only ${tracing.medianMetricsOnly.toFixed(0)}, 10 % sampled traces ${tracing.medianSampled10.toFixed(0)}, all traces + metrics ${tracing.medianOn.toFixed(0)} rollouts/s (median of ${tracing.rounds}; on/off ${tracing.ratioOnOff.toFixed(3)}, overhead ${tracing.overheadPercent.toFixed(1)} %; ${tracing.spansReceived} spans received)\n` +
-      `         service CPU per rollout: off ${tracing.serviceCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.serviceCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.serviceCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.serviceCpuMicrosPerRollout.on.toFixed(0)} µs (x${tracing.serviceCpuRatioOnOff.toFixed(2)})\n`,
+      `         service CPU per rollout: off ${tracing.serviceCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.serviceCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.serviceCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.serviceCpuMicrosPerRollout.on.toFixed(0)} µs (x${tracing.serviceCpuRatioOnOff.toFixed(2)})\n` +
+      `         bench process CPU per rollout: off ${tracing.benchProcessCpuMicrosPerRollout.off.toFixed(0)} µs, metrics only ${tracing.benchProcessCpuMicrosPerRollout.metricsOnly.toFixed(0)} µs, 10 % sampled ${tracing.benchProcessCpuMicrosPerRollout.sampled10.toFixed(0)} µs, all traces + metrics ${tracing.benchProcessCpuMicrosPerRollout.on.toFixed(0)} µs\n`,
   );
   const result = {
     benchmark: "mesh",
@@ -318,7 +365,9 @@ try {
     runs,
     tracing,
   };
-  process.stdout.write(`wrote ${writeBenchResult("mesh", result)}\n`);
+  // A partial run (some modes, only the tracing phase) does not replace the committed full result.
+  if (onlyTracing || process.env.BENCH_TRACING_MODES) process.stdout.write(`${JSON.stringify(tracing)}\n`);
+  else process.stdout.write(`wrote ${writeBenchResult("mesh", result)}\n`);
 } finally {
   await Promise.all(children.map((c) => c.stop()));
   await bus.close();

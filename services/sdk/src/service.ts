@@ -167,23 +167,41 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
   let errors = 0;
   let lastError = "";
   let totalLatencyMs = 0;
+  const scoreSpan = `reward/${spec.name}/score`;
   const meter = meshMeter();
   // Metric names are the same in every service; the service is a label (one dashboard reads them all).
   const labels = { service: spec.name };
-  const requestCounter = meter.createCounter("reward_mesh_score_requests", {
-    description: "Score calls (gRPC and JetStream)",
-  });
-  const errorCounter = meter.createCounter("reward_mesh_score_errors", {
-    description: "Score calls that failed (invalid input or a service fault)",
-  });
+  // Counters are observed at collection time from plain tallies: a synchronous counter hashes its
+  // attributes on every add, several times per rollout on the hot path.
+  const componentTally = new Map<string, { readonly attributes: Record<string, string>; n: number }>();
+  const tallyComponent = (component: string, status: string) => {
+    const key = `${component}\u0000${status}`;
+    const t = componentTally.get(key);
+    if (t) t.n++;
+    else componentTally.set(key, { attributes: { ...labels, component, status }, n: 1 });
+  };
+  meter
+    .createObservableCounter("reward_mesh_score_requests", {
+      description: "Score calls (gRPC and JetStream)",
+    })
+    .addCallback((r) => r.observe(requests, labels));
+  meter
+    .createObservableCounter("reward_mesh_score_errors", {
+      description: "Score calls that failed (invalid input or a service fault)",
+    })
+    .addCallback((r) => r.observe(errors, labels));
   const latency = meter.createHistogram("reward_mesh_score_duration_seconds", {
     unit: "s",
     description: "Time to score one rollout, per service",
     advice: { explicitBucketBoundaries: [...SECONDS_BUCKETS] },
   });
-  const componentCounter = meter.createCounter("reward_mesh_component_results", {
-    description: "Component values returned, per service, component and status",
-  });
+  meter
+    .createObservableCounter("reward_mesh_component_results", {
+      description: "Component values returned, per service, component and status",
+    })
+    .addCallback((r) => {
+      for (const t of componentTally.values()) r.observe(t.n, t.attributes);
+    });
 
   const describe = () =>
     create(DescribeResponseSchema, {
@@ -224,18 +242,17 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
   ): Promise<RewardResult> => {
     const started = performance.now();
     requests++;
-    requestCounter.add(1, labels);
     const parent = options.parentContext ?? otelContext.active();
     try {
       const r = validate(rollout);
       return await inSpan(
-        `reward/${spec.name}/score`,
+        scoreSpan,
         parent,
-        {
+        () => ({
           "reward.service": spec.name,
           ...rolloutSpanAttributes(r),
           "reward.transport": options.transport ?? "local",
-        },
+        }),
         async (span) => {
           const values = await spec.score(r, {
             signal: options.signal ?? new AbortController().signal,
@@ -243,11 +260,14 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
           });
           const durationMs = performance.now() - started;
           const components = assemble(values);
+          const recording = span.isRecording();
           for (const c of components) {
             const status = ComponentStatus[c.status] ?? String(c.status);
-            span.setAttribute(`reward.component.${c.name}.value`, c.value);
-            span.setAttribute(`reward.component.${c.name}.status`, status);
-            componentCounter.add(1, { ...labels, component: c.name, status });
+            if (recording) {
+              span.setAttribute(`reward.component.${c.name}.value`, c.value);
+              span.setAttribute(`reward.component.${c.name}.status`, status);
+            }
+            tallyComponent(c.name, status);
           }
           return create(RewardResultSchema, {
             rolloutId: r.id,
@@ -266,7 +286,6 @@ export function defineRewardService(spec: RewardServiceSpec): RewardServiceDefin
       );
     } catch (err) {
       errors++;
-      errorCounter.add(1, labels);
       lastError = err instanceof Error ? err.message : String(err);
       throw err;
     } finally {

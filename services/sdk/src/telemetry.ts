@@ -16,6 +16,8 @@ import {
   SpanStatusCode,
   type TextMapGetter,
   type TextMapSetter,
+  type Tracer,
+  type TracerProvider,
   trace,
 } from "@opentelemetry/api";
 import type { MsgHdrs } from "@nats-io/transport-node";
@@ -24,10 +26,22 @@ import type { grpc } from "@reward-mesh/proto";
 /** Instrumentation scope of every span and metric the mesh emits. */
 export const INSTRUMENTATION_SCOPE = "reward-mesh";
 
+// The tracer of the global provider, looked up again only when that provider changes (an SDK installed or
+// disabled): the SDK's `getTracer` builds a key string and searches a map, on every span otherwise.
+let cachedTracer: { readonly provider: TracerProvider; readonly tracer: Tracer } | undefined;
+
 /** The mesh tracer. */
-export function meshTracer() {
-  return trace.getTracer(INSTRUMENTATION_SCOPE);
+export function meshTracer(): Tracer {
+  const provider = trace.getTracerProvider();
+  if (cachedTracer?.provider !== provider)
+    cachedTracer = { provider, tracer: provider.getTracer(INSTRUMENTATION_SCOPE) };
+  return cachedTracer.tracer;
 }
+
+/** Span attributes, or a function building them: called only when the span is recorded (sampled). */
+export type SpanAttributesSource =
+  | Record<string, string | number | boolean>
+  | (() => Record<string, string | number | boolean>);
 
 /** The mesh meter. */
 export function meshMeter() {
@@ -82,15 +96,17 @@ export function extractFromMetadata(md: grpc.Metadata): Context {
 
 /**
  * Runs `fn` inside a new span (child of `parent`), recording exceptions and ending the span.
- * Span names follow `reward/<service>/<operation>`.
+ * Span names follow `reward/<service>/<operation>`. The attributes are set only on a recorded span (a
+ * sampled-out one costs no attribute building); so a sampler decides on the name and parent alone.
  */
 export async function inSpan<T>(
   name: string,
   parent: Context,
-  attributes: Record<string, string | number | boolean>,
+  attributes: SpanAttributesSource,
   fn: (span: Span, ctx: Context) => Promise<T>,
 ): Promise<T> {
-  const span = meshTracer().startSpan(name, { attributes }, parent);
+  const span = meshTracer().startSpan(name, undefined, parent);
+  if (span.isRecording()) span.setAttributes(typeof attributes === "function" ? attributes() : attributes);
   const ctx = trace.setSpan(parent, span);
   try {
     return await context.with(ctx, () => fn(span, ctx));

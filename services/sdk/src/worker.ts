@@ -133,14 +133,24 @@ export async function startWorker(
   let wakeIdle: (() => void) | undefined;
   const stats = { scored: 0, duplicates: 0, deadLettered: 0, naked: 0 };
   const meter = meshMeter();
-  // Outcome of each delivery: scored (published), duplicate, dead_lettered, retried (nak'ed).
-  const outcomes = meter.createCounter("reward_mesh_rollouts", {
+  // Outcome of each delivery: scored (published), duplicate, dead_lettered, retried (nak'ed); observed
+  // from `stats` at collection time (a synchronous counter hashes its attributes on every add).
+  const outcomes = meter.createObservableCounter("reward_mesh_rollouts", {
     description: "Rollouts taken from JetStream, per service and outcome",
   });
+  const observeOutcomes = (r: { observe(v: number, a: Record<string, string>): void }) => {
+    const observed: [string, number][] = [
+      ["scored", stats.scored - stats.duplicates],
+      ["duplicate", stats.duplicates],
+      ["dead_lettered", stats.deadLettered],
+      ["retried", stats.naked],
+    ];
+    for (const [outcome, n] of observed) if (n > 0) r.observe(n, { service: def.name, outcome });
+  };
+  outcomes.addCallback(observeOutcomes);
   const dlqCounter = meter.createCounter("reward_mesh_dead_letters", {
     description: "Rollouts dead-lettered to mesh.dlq.<service>",
   });
-  const count = (outcome: string) => outcomes.add(1, { service: def.name, outcome });
   // Consumer lag: messages not yet delivered to this durable, read from the server at scrape time.
   const pending = meter.createObservableGauge("reward_mesh_consumer_pending", {
     description: "Messages of MESH_ROLLOUTS not yet delivered to the durable (consumer lag)",
@@ -178,7 +188,6 @@ export async function startWorker(
       if (termTakesReason) m.term(reason.slice(0, 200));
       else m.term();
       stats.deadLettered++;
-      count("dead_lettered");
       dlqCounter.add(1, { service: def.name });
       logger.warn({ subject: m.subject, seq: m.info.streamSequence, reason }, "dead-lettered");
       return true;
@@ -187,21 +196,22 @@ export async function startWorker(
       logger.error({ err, seq: m.info.streamSequence }, "dead-letter publish failed; nak");
       m.nak(backoffBase);
       stats.naked++;
-      count("retried");
       return false;
     }
   };
 
+  const consumeSpan = `reward/${def.name}/consume`;
+  const publishSpan = `reward/${def.name}/publish`;
   const handle = async (m: JsMsg) => {
     const parent = extractFromHeaders(m.headers);
     await inSpan(
-      `reward/${def.name}/consume`,
+      consumeSpan,
       parent,
-      {
+      () => ({
         "messaging.system": "nats",
         "messaging.destination.name": m.subject,
         "messaging.message.delivery_count": m.info.deliveryCount,
-      },
+      }),
       async (span, ctx) => {
         let rollout: Rollout;
         try {
@@ -213,7 +223,8 @@ export async function startWorker(
           );
           return;
         }
-        span.setAttributes({ "reward.service": def.name, ...rolloutSpanAttributes(rollout) });
+        const rolloutAttributes = () => ({ "reward.service": def.name, ...rolloutSpanAttributes(rollout) });
+        if (span.isRecording()) span.setAttributes(rolloutAttributes());
         // Long scores (sandboxes) keep the message: tell JetStream we are working before ack_wait ends.
         const keepAlive = setInterval(() => m.working(), Math.max(50, Math.floor(ackWaitMs / 2)));
         try {
@@ -227,16 +238,12 @@ export async function startWorker(
               }),
             abort.signal,
           );
-          const ack = await inSpan(
-            `reward/${def.name}/publish`,
-            ctx,
-            { "reward.service": def.name, ...rolloutSpanAttributes(rollout) },
-            (_s, pctx) => publishReward(bus.js, result, instance, pctx),
+          const ack = await inSpan(publishSpan, ctx, rolloutAttributes, (_s, pctx) =>
+            publishReward(bus.js, result, instance, pctx),
           );
           if (ack.duplicate) stats.duplicates++;
           m.ack();
           stats.scored++;
-          count(ack.duplicate ? "duplicate" : "scored");
         } catch (err) {
           if (isInvalidArgumentError(err)) {
             await deadLetter(m, err.message);
@@ -251,7 +258,6 @@ export async function startWorker(
           logger.warn({ err: msg, seq: m.info.streamSequence, delay }, "scoring failed; nak with back-off");
           m.nak(delay);
           stats.naked++;
-          count("retried");
         } finally {
           clearInterval(keepAlive);
         }

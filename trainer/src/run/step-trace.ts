@@ -83,11 +83,9 @@ export function startStepTrace(
     traceId: stepSpan.spanContext().traceId,
     recording: stepSpan.isRecording(),
     async rollout(r, fn) {
-      const span = tracer.startSpan(
-        "trainer/rollout",
-        { attributes: { ...rolloutSpanAttributes(r), "reward.domain": r.domain } },
-        stepCtx,
-      );
+      const span = tracer.startSpan("trainer/rollout", undefined, stepCtx);
+      // Built only for a recorded span: a sampled-out step's rollouts build no attribute objects.
+      if (span.isRecording()) span.setAttributes({ ...rolloutSpanAttributes(r), "reward.domain": r.domain });
       const ctx = trace.setSpan(stepCtx, span);
       const sc = spanContextOf(ctx);
       if (sc) rolloutSpan.set(r.id, sc);

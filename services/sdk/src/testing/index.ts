@@ -165,6 +165,8 @@ export interface ServiceProcessOptions {
   readonly natsUrl: string;
   /** More environment (its options). Telemetry exporters are off and LOG_LEVEL is warn unless set here. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Extra Node.js options before the entrypoint (`--cpu-prof` and friends, which NODE_OPTIONS refuses). */
+  readonly execArgv?: readonly string[];
   /** How to dial it for the readiness check (when `env` gives it TLS or mutual TLS). @default plaintext */
   readonly security?: GrpcClientSecurity;
 }
@@ -178,7 +180,7 @@ export async function startServiceProcess(
   o: ServiceProcessOptions,
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", mainPath], {
+  const child = spawn(process.execPath, [...(o.execArgv ?? []), "--import", "tsx", mainPath], {
     env: {
       PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
       OTEL_TRACES_EXPORTER: "none",
