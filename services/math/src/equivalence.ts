@@ -23,14 +23,14 @@ const limited = () => {
   throw new Error("disabled");
 };
 const DISABLED = {
-    import: limited,
-    createUnit: limited,
-    evaluate: limited,
-    parse: limited,
-    simplify: limited,
-    derivative: limited,
-    resolve: limited,
-    reviver: limited,
+  import: limited,
+  createUnit: limited,
+  evaluate: limited,
+  parse: limited,
+  simplify: limited,
+  derivative: limited,
+  resolve: limited,
+  reviver: limited,
 };
 math.import(DISABLED, { override: true });
 bigMath.import(DISABLED, { override: true });

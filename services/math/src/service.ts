@@ -142,6 +142,12 @@ export function createMathService(options: MathOptions): MathService {
           { name: "format", value: 0, status: ComponentStatus.TIMEOUT, details: "not decided in time" },
         ];
       }
+      if (outcome.kind === "failed") {
+        return [
+          { name: "correct", value: 0, status: ComponentStatus.ERROR, details: outcome.reason },
+          { name: "format", value: 0, status: ComponentStatus.ERROR, details: "not decided" },
+        ];
+      }
       return judgementComponents(outcome.judgement);
     },
   });

@@ -51,3 +51,17 @@ it("lets a process that created the service exit by itself", async () => {
   });
   assert.deepEqual(out, { code: 0, stdout: "created\n" });
 });
+
+it("answers failed, never hangs, when its workers cannot start (heap limit below start-up)", async () => {
+  // 8 MiB cannot hold the TypeScript loader and mathjs: every worker dies before it is ready.
+  const pool = createJudgePool({ workers: 1, timeLimitMs: 1000, memoryLimitMb: 8 });
+  try {
+    const outcome = await pool.judge(input("\\boxed{3}", "3"));
+    assert.equal(outcome.kind, "failed");
+    assert.match(outcome.kind === "failed" ? outcome.reason : "", /judging workers cannot start/);
+    // Later judgements are answered at once with the same reason.
+    assert.equal((await pool.judge(input("\\boxed{3}", "3"))).kind, "failed");
+  } finally {
+    await pool.close();
+  }
+});
