@@ -261,10 +261,23 @@ function evaluateAt(c: Compiled, scope: Record<string, number>): Complexish | un
   }
 }
 
+const DECIMAL_LITERAL = /^-?\d+(?:\.\d+)?$/;
+
+/**
+ * Tolerances up to this one (the service's default) leave two decimal literals exact: `1000000.4` is
+ * not `1000000` and `3.0000001` is not `3` — numbers written out are what they say; the tolerance is
+ * for a value computed from an expression (`\frac{\sqrt3}{2}` against `0.8660254`). A task that sets a
+ * looser tolerance (rounded answers) gets it for literals too.
+ */
+const LITERAL_EXACT_UP_TO = 1e-6;
+
 /** Compares two scalar (non-structured) normal forms. */
 function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
   if (a === b) return { equal: true, method: "exact" };
   if (o.steps === "exact") return { equal: false, method: "exact" };
+  if (DECIMAL_LITERAL.test(a) && DECIMAL_LITERAL.test(b) && o.tolerance <= LITERAL_EXACT_UP_TO) {
+    return { equal: bigMath.bignumber(a).eq(bigMath.bignumber(b)), method: "numeric" };
+  }
   // Words (`Evelyn`, `odd`) are text, not products of single-letter variables; case does not matter.
   if (/^[a-zA-Z]{3,}$/.test(a) || /^[a-zA-Z]{3,}$/.test(b)) {
     return { equal: a.toLowerCase() === b.toLowerCase(), method: "text" };
