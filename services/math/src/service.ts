@@ -108,7 +108,11 @@ export type MathService = RewardServiceDefinition & { readonly pool: JudgePool }
 
 /** Creates the math service: judging runs on `options.workers` threads with `options.timeLimitMs` each. */
 export function createMathService(options: MathOptions): MathService {
-  const pool = createJudgePool({ workers: options.workers, timeLimitMs: options.timeLimitMs });
+  const pool = createJudgePool({
+    workers: options.workers,
+    timeLimitMs: options.timeLimitMs,
+    ...(options.memoryLimitMb !== undefined ? { memoryLimitMb: options.memoryLimitMb } : {}),
+  });
   const def = defineRewardService({
     name: "math",
     version: MATH_SERVICE_VERSION,
