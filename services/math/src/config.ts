@@ -88,6 +88,11 @@ export interface MathOptions {
    * @default 2000 — ten times the longest MATH reference answer.
    */
   readonly maxAnswerChars: number;
+  /**
+   * Heap limit of each judging worker (MiB); a judgement past it is `correct = 0` with ERROR.
+   * @default 512 — start-up takes well under 100; no answer within `maxAnswerChars` comes near it.
+   */
+  readonly memoryLimitMb?: number;
 }
 
 /** Everything the math process needs. */

@@ -16,25 +16,27 @@ import { UndecidableAnswerError, valueOfSimpleEquation } from "./normalize.js";
 // untrusted expressions); expressions come from our translator, which emits a whitelist anyway.
 const math = create(all, { number: "number" });
 const parse = math.parse;
+// The same functions on 64-digit decimals: integers past 2^53 (`10^{20}+1`) are told apart exactly.
+const bigMath = create(all, { number: "BigNumber", precision: 64 });
+const bigParse = bigMath.parse;
 const limited = () => {
   throw new Error("disabled");
 };
-math.import(
-  {
-    import: limited,
-    createUnit: limited,
-    evaluate: limited,
-    parse: limited,
-    simplify: limited,
-    derivative: limited,
-    resolve: limited,
-    reviver: limited,
-  },
-  { override: true },
-);
+const DISABLED = {
+  import: limited,
+  createUnit: limited,
+  evaluate: limited,
+  parse: limited,
+  simplify: limited,
+  derivative: limited,
+  resolve: limited,
+  reviver: limited,
+};
+math.import(DISABLED, { override: true });
+bigMath.import(DISABLED, { override: true });
 
 /** How an equivalence was decided. */
-export type EquivalenceMethod = "exact" | "numeric" | "symbolic" | "structure" | "text" | "none";
+export type EquivalenceMethod = "exact" | "numeric" | "symbolic" | "structure" | "text" | "units" | "none";
 
 /** The answer kinds a task may declare (`MathTask.answer_type`); "" infers it. */
 export type AnswerType =
@@ -186,9 +188,47 @@ function toComplex(v: unknown): Complexish | undefined {
   return undefined;
 }
 
+/**
+ * Absolute difference below which two values are equal whatever their size: rounding noise of a
+ * double computation (`\sin\pi` is 1.2e-16, not 0). Relative tolerance alone applies above it, so
+ * `10^{-7}` is not `2\cdot10^{-7}` (a floor of 1 on the scale made every pair of small numbers equal).
+ */
+const ABSOLUTE_FLOOR = 1e-12;
+
+/** Relative tolerance of the symbolic step (values at sample points are exact computations, not roundings). */
+const SYMBOLIC_TOLERANCE = 1e-9;
+
 function close(a: Complexish, b: Complexish, tol: number): boolean {
-  const scale = Math.max(1, Math.hypot(a.re, a.im), Math.hypot(b.re, b.im));
-  return Math.hypot(a.re - b.re, a.im - b.im) <= tol * scale;
+  const scale = Math.max(Math.hypot(a.re, a.im), Math.hypot(b.re, b.im));
+  return Math.hypot(a.re - b.re, a.im - b.im) <= Math.max(tol * scale, ABSOLUTE_FLOOR);
+}
+
+/**
+ * Two real values that are both integers are one answer only when they are the same integer: the
+ * relative tolerance is for values that are not exact (`1234567` is not `1234568`, though they differ
+ * by less than 1e-6). Past 2^53 doubles cannot tell neighbours apart, so both sides are evaluated
+ * again on 64-digit decimals; past that precision the pair is undecidable.
+ */
+function integersEqual(a: Compiled, b: Compiled, va: Complexish, vb: Complexish): boolean | undefined {
+  if (va.im !== 0 || vb.im !== 0 || !Number.isInteger(va.re) || !Number.isInteger(vb.re)) return undefined;
+  if (Number.isSafeInteger(va.re) && Number.isSafeInteger(vb.re)) return va.re === vb.re;
+  const big = (c: Compiled) => {
+    try {
+      const v = bigParse(c.text).evaluate({}) as unknown;
+      return bigMath.isBigNumber(v) ? v : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const ba = big(a);
+  const bb = big(b);
+  const limit = bigMath.bignumber("1e60");
+  if (!ba || !bb || ba.abs().gte(limit) || bb.abs().gte(limit)) {
+    throw new UndecidableAnswerError(
+      "an integer value is beyond the precision compared exactly (60 digits); not decided",
+    );
+  }
+  return ba.eq(bb);
 }
 
 function finite(c: Complexish): boolean {
@@ -221,10 +261,23 @@ function evaluateAt(c: Compiled, scope: Record<string, number>): Complexish | un
   }
 }
 
+const DECIMAL_LITERAL = /^-?\d+(?:\.\d+)?$/;
+
+/**
+ * Tolerances up to this one (the service's default) leave two decimal literals exact: `1000000.4` is
+ * not `1000000` and `3.0000001` is not `3` — numbers written out are what they say; the tolerance is
+ * for a value computed from an expression (`\frac{\sqrt3}{2}` against `0.8660254`). A task that sets a
+ * looser tolerance (rounded answers) gets it for literals too.
+ */
+const LITERAL_EXACT_UP_TO = 1e-6;
+
 /** Compares two scalar (non-structured) normal forms. */
 function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
   if (a === b) return { equal: true, method: "exact" };
   if (o.steps === "exact") return { equal: false, method: "exact" };
+  if (DECIMAL_LITERAL.test(a) && DECIMAL_LITERAL.test(b) && o.tolerance <= LITERAL_EXACT_UP_TO) {
+    return { equal: bigMath.bignumber(a).eq(bigMath.bignumber(b)), method: "numeric" };
+  }
   // Words (`Evelyn`, `odd`) are text, not products of single-letter variables; case does not matter.
   if (/^[a-zA-Z]{3,}$/.test(a) || /^[a-zA-Z]{3,}$/.test(b)) {
     return { equal: a.toLowerCase() === b.toLowerCase(), method: "text" };
@@ -245,6 +298,8 @@ function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
         "a value overflows double precision (huge power or factorial); not decided",
       );
     }
+    const integers = integersEqual(ca, cb, va, vb);
+    if (integers !== undefined) return { equal: integers, method: "numeric" };
     return { equal: close(va, vb, o.tolerance), method: "numeric" };
   }
   if (o.steps === "numeric") return { equal: false, method: "none" };
@@ -258,7 +313,7 @@ function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
     const va = evaluateAt(ca, scope);
     const vb = evaluateAt(cb, scope);
     if (!va || !vb || !finite(va) || !finite(vb)) continue;
-    if (!close(va, vb, Math.max(o.tolerance, 1e-9))) return { equal: false, method: "symbolic" };
+    if (!close(va, vb, SYMBOLIC_TOLERANCE)) return { equal: false, method: "symbolic" };
     valid++;
   }
   return { equal: valid >= 3, method: valid >= 3 ? "symbolic" : "none" };
@@ -270,9 +325,11 @@ function equationsEqual(a: string[], b: string[]): Equivalence {
   const fb = compile(`${b[0]}-(${b[1]})`);
   if (!fa || !fb) return { equal: a.join("=") === b.join("="), method: "text" };
   const vars = [...new Set([...fa.vars, ...fb.vars])];
+  // Statements without variables (`3 = 4`) are not equations of anything: only identical ones match.
+  if (vars.length === 0) return { equal: a.join("=") === b.join("="), method: "text" };
   let ratio: Complexish | undefined;
   let valid = 0;
-  for (let k = 0; k + vars.length <= POINTS.length && valid < 6; k += Math.max(1, vars.length)) {
+  for (let k = 0; k + vars.length <= POINTS.length && valid < 6; k += vars.length) {
     const scope: Record<string, number> = {};
     vars.forEach((v, j) => {
       scope[v] = POINTS[k + j]!;
@@ -289,7 +346,6 @@ function equationsEqual(a: string[], b: string[]): Equivalence {
     if (ratio === undefined) ratio = r;
     else if (!close(ratio, r, 1e-6)) return { equal: false, method: "symbolic" };
     valid++;
-    if (vars.length === 0) break;
   }
   if (ratio && Math.hypot(ratio.re, ratio.im) < 1e-12) return { equal: false, method: "symbolic" };
   return { equal: valid >= 1, method: "symbolic" };

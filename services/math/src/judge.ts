@@ -11,7 +11,7 @@ import {
   type EquivalenceOptions,
 } from "./equivalence.js";
 import { type AnswerFormat, type AnswerSource, extractAnswer } from "./extract.js";
-import { type AnswerLimits, checkAnswer, normalizeAnswer } from "./normalize.js";
+import { type AnswerLimits, checkAnswer, normalizeWithUnits, unitsConflict } from "./normalize.js";
 
 /** What a judgement needs from the task and the service's options. */
 export interface JudgeInput {
@@ -49,11 +49,17 @@ export function judge(input: JudgeInput): Judgement {
   const base = { format: true, extracted: found.answer, source: found.source, boxedCount: found.boxedCount };
   try {
     checkAnswer(found.answer, input.limits);
-    const normalized = normalizeAnswer(found.answer);
+    const { normal: normalized, units } = normalizeWithUnits(found.answer);
     if (normalized === "") return { ...base, format: false, correct: false, normalized };
     let method: EquivalenceMethod = "none";
     for (const reference of input.answers) {
-      const v = answersEquivalent(normalized, normalizeAnswer(reference), {
+      const ref = normalizeWithUnits(reference);
+      // Both name units of measure and they differ (`3 cm` vs `3 m`): not the same answer.
+      if (unitsConflict(units, ref.units)) {
+        method = "units";
+        continue;
+      }
+      const v = answersEquivalent(normalized, ref.normal, {
         tolerance: input.tolerance,
         answerType: input.answerType,
         ...(input.steps ? { steps: input.steps } : {}),

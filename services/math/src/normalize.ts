@@ -86,14 +86,70 @@ function fixFracShorthand(s: string): string {
 }
 
 const UNIT_WORDS =
-  /(?:\\text\{\s*|\s+|(?<=\d))(?:units?|cm|centimeters?|m|meters?|km|kilometers?|mm|inches|inch|in|feet|foot|ft|yards?|miles?|degrees?|seconds?|minutes?|hours?|days?|weeks?|years?|dollars?|cents?|pounds?|lbs?|kg|g|grams?|liters?|ml|square|sq|cubic|mph|people|students|apples|marbles|cookies|pages|points?|ways|times)(?:\s+units?)?(?:\^[23]|\^\{[23]\})?\s*\}?\s*$/i;
+  /(\\text\{\s*|\s+|(?<=\d))(units?|cm|centimeters?|m|meters?|km|kilometers?|mm|inches|inch|in|feet|foot|ft|yards?|miles?|degrees?|seconds?|minutes?|hours?|days?|weeks?|years?|dollars?|cents?|pounds?|lbs?|kg|g|grams?|liters?|ml|square|sq|cubic|mph|people|students|apples|marbles|cookies|pages|points?|ways|times)(?:\s+units?)?\s*\}?\s*(?:\^[23]|\^\{[23]\})?\s*\}?\s*$/i;
 
 /**
  * The answer's normal form: what the MATH grader's string comparison sees, extended with the
  * normalisations listed in the module doc.
  */
 export function normalizeAnswer(answer: string): string {
+  return normalizeWithUnits(answer).normal;
+}
+
+/** Physical units (canonical names); other trailing words (`units`, `people`, `square`) are not units of measure. */
+const PHYSICAL_UNITS: Readonly<Record<string, string>> = (() => {
+  const groups: Record<string, string[]> = {
+    cm: ["cm", "centimeter", "centimeters"],
+    m: ["m", "meter", "meters"],
+    km: ["km", "kilometer", "kilometers"],
+    mm: ["mm"],
+    in: ["in", "inch", "inches"],
+    ft: ["ft", "foot", "feet"],
+    yd: ["yard", "yards"],
+    mi: ["mile", "miles"],
+    s: ["second", "seconds"],
+    min: ["minute", "minutes"],
+    h: ["hour", "hours"],
+    d: ["day", "days"],
+    wk: ["week", "weeks"],
+    yr: ["year", "years"],
+    $: ["dollar", "dollars", "$"],
+    "¢": ["cent", "cents"],
+    lb: ["pound", "pounds", "lb", "lbs"],
+    kg: ["kg"],
+    g: ["g", "gram", "grams"],
+    L: ["liter", "liters"],
+    mL: ["ml"],
+    mph: ["mph"],
+  };
+  return Object.fromEntries(Object.entries(groups).flatMap(([unit, words]) => words.map((w) => [w, unit])));
+})();
+
+/** Removes trailing unit words; returns what is left and the words removed (last first). */
+function stripTrailingUnits(s: string): { rest: string; words: string[] } {
+  const words: string[] = [];
+  let rest = s;
+  for (let k = 0; k < 3; k++) {
+    const u = UNIT_WORDS.exec(rest);
+    if (!u || u.index === 0) break;
+    // A one-letter unit glued to a number (`3m`, `2g`) is a product with a variable, not a unit.
+    if (u[1] === "" && u[2]!.length === 1) break;
+    // A unit follows a quantity (a number or a closing group: `\frac{1}{2} cm`); in `n + m` it does not.
+    if (!/[\d})]$/.test(rest.slice(0, u.index).trimEnd())) break;
+    words.push(u[2]!.toLowerCase());
+    rest = rest.slice(0, u.index);
+  }
+  return { rest, words };
+}
+
+/**
+ * The normal form and the physical units the answer named (canonical, e.g. `["cm"]`; empty when it
+ * named none). Units are dropped from the normal form, as MATH's grader does, but two answers that
+ * both name units must name the same ones: `3 cm` is not `3 m` (see `judge.ts`).
+ */
+export function normalizeWithUnits(answer: string): { normal: string; units: string[] } {
   let s = answer.trim();
+  const dollarSign = /\\\$/.test(s);
   s = s.replace(/\\\$/g, "").replace(/\$/g, "");
   s = s.replace(/\\(?:left|right|big|Big|bigg|Bigg)(?![a-zA-Z])\s*/g, "");
   s = s.replace(/\\(?:displaystyle|textstyle|scriptstyle)(?![a-zA-Z])\s*/g, "");
@@ -106,11 +162,11 @@ export function normalizeAnswer(answer: string): string {
   s = s.replace(/\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|°/g, "");
   s = s.replace(/\\%|%/g, "");
   // Trailing units (`5 \text{ cm}`, `12 dollars`) after a number or closing group.
-  for (let k = 0; k < 3; k++) {
-    const u = UNIT_WORDS.exec(s);
-    if (!u || u.index === 0) break;
-    s = s.slice(0, u.index);
-  }
+  const stripped = stripTrailingUnits(s);
+  s = stripped.rest;
+  const units = [...(dollarSign ? ["$"] : []), ...stripped.words]
+    .map((w) => PHYSICAL_UNITS[w])
+    .filter((u): u is string => u !== undefined);
   for (const w of TEXT_WRAPPERS) s = unwrapCommand(s, w);
   s = s.replace(/\\(?:mathbb|mathcal)\{(\w)\}/g, "$1");
   s = fixFracShorthand(s);
@@ -122,7 +178,12 @@ export function normalizeAnswer(answer: string): string {
   s = s.replace(/^\(([A-E])\)$/, "$1"); // multiple choice: (B) → B
   s = s.replace(/^(-?\d+)\.0+$/, "$1"); // 3.0 → 3
   s = s.replace(/^(-?\d+\.\d*?[1-9])0+$/, "$1"); // 2.50 → 2.5
-  return s;
+  return { normal: s, units: [...new Set(units)].sort() };
+}
+
+/** Whether two answers' units contradict: both name physical units and they differ. */
+export function unitsConflict(a: readonly string[], b: readonly string[]): boolean {
+  return a.length > 0 && b.length > 0 && a.join(" ") !== b.join(" ");
 }
 
 /** `x=3` → `3` when the left side is a single variable (MATH's `a = 5` answers); else undefined. */

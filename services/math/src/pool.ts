@@ -11,7 +11,9 @@ import type { JudgeInput, Judgement } from "./judge.js";
 /** Outcome of a pooled judgement. */
 export type PoolOutcome =
   | { readonly kind: "ok"; readonly judgement: Judgement }
-  | { readonly kind: "timeout"; readonly limitMs: number };
+  | { readonly kind: "timeout"; readonly limitMs: number }
+  /** The worker died on this judgement (out of memory, a bug): the judgement is ERROR with `reason`. */
+  | { readonly kind: "failed"; readonly reason: string };
 
 /** Options of {@link createJudgePool}. */
 export interface JudgePoolOptions {
@@ -19,11 +21,17 @@ export interface JudgePoolOptions {
   readonly workers: number;
   /** Time limit per judgement in milliseconds. */
   readonly timeLimitMs: number;
+  /**
+   * Heap limit of each worker (V8's old generation, MiB): a judgement that allocates past it kills
+   * only its worker, which is replaced, and resolves as `failed`.
+   * @default 512
+   */
+  readonly memoryLimitMb?: number;
 }
 
 /** A judging pool. */
 export interface JudgePool {
-  /** Judges `input` on a worker; rejects only when the worker itself fails (infrastructure). */
+  /** Judges `input` on a worker; rejects only when aborted or when the pool is closed. */
   judge(input: JudgeInput, signal?: AbortSignal): Promise<PoolOutcome>;
   /** Workers replaced after a timeout so far. */
   readonly timeouts: number;
@@ -45,6 +53,7 @@ interface Slot {
 }
 
 const WORKER_URL = new URL("./judge-worker.mjs", import.meta.url);
+const MAX_START_FAILURES = 3;
 
 /** Starts `options.workers` judging threads (unref'd: they never keep a process alive). */
 export function createJudgePool(options: JudgePoolOptions): JudgePool {
@@ -53,6 +62,10 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
   let nextId = 1;
   let closed = false;
   let timeouts = 0;
+  // Workers that died before they were ready, in a row; past MAX_START_FAILURES the pool is broken
+  // (a memory limit below start-up, a missing module) and answers `failed` instead of respawning forever.
+  let startFailures = 0;
+  let broken: string | undefined;
 
   const dispatch = () => {
     for (const slot of slots) {
@@ -76,13 +89,16 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
   };
 
   const spawn = (slot: Slot) => {
-    const worker = new Worker(WORKER_URL);
+    const worker = new Worker(WORKER_URL, {
+      resourceLimits: { maxOldGenerationSizeMb: options.memoryLimitMb ?? 512 },
+    });
     slot.worker = worker;
     slot.ready = false;
     worker.on("message", (msg: { ready?: true; id?: number; judgement?: Judgement; error?: string }) => {
       if (slot.worker !== worker) return;
       if (msg.ready) {
         slot.ready = true;
+        startFailures = 0;
         dispatch();
         return;
       }
@@ -91,7 +107,7 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
       clearTimeout(current.timer);
       slot.job = undefined;
       if (msg.judgement) current.job.resolve({ kind: "ok", judgement: msg.judgement });
-      else current.job.reject(new Error(`judging failed: ${msg.error}`));
+      else current.job.resolve({ kind: "failed", reason: `judging failed: ${msg.error}` });
       dispatch();
     });
     worker.on("error", (e) => {
@@ -100,9 +116,13 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
       slot.job = undefined;
       if (current) {
         clearTimeout(current.timer);
-        current.job.reject(new Error(`judging worker failed: ${e.message}`, { cause: e }));
+        current.job.resolve({ kind: "failed", reason: `judging worker failed: ${e.message}` });
       }
-      if (!closed) replace(slot);
+      if (!slot.ready && ++startFailures >= MAX_START_FAILURES && !broken) {
+        broken = `judging workers cannot start: ${e.message}`;
+        for (const job of queue.splice(0)) job.resolve({ kind: "failed", reason: broken });
+      }
+      if (!closed && !broken) replace(slot);
     });
     // After the listeners (adding a 'message' listener refs the worker again): an idle pool never keeps
     // a process alive; while judgements are pending the workers are ref'd (see `hold`).
@@ -132,6 +152,7 @@ export function createJudgePool(options: JudgePoolOptions): JudgePool {
   return {
     judge(input, signal) {
       if (closed) return Promise.reject(new Error("the judging pool is closed"));
+      if (broken) return Promise.resolve({ kind: "failed", reason: broken });
       hold(1);
       return new Promise<PoolOutcome>((resolve, reject) => {
         queue.push({ input, resolve, reject, signal });

@@ -108,7 +108,11 @@ export type MathService = RewardServiceDefinition & { readonly pool: JudgePool }
 
 /** Creates the math service: judging runs on `options.workers` threads with `options.timeLimitMs` each. */
 export function createMathService(options: MathOptions): MathService {
-  const pool = createJudgePool({ workers: options.workers, timeLimitMs: options.timeLimitMs });
+  const pool = createJudgePool({
+    workers: options.workers,
+    timeLimitMs: options.timeLimitMs,
+    ...(options.memoryLimitMb !== undefined ? { memoryLimitMb: options.memoryLimitMb } : {}),
+  });
   const def = defineRewardService({
     name: "math",
     version: MATH_SERVICE_VERSION,
@@ -140,6 +144,12 @@ export function createMathService(options: MathOptions): MathService {
             details: `judging ran past the time limit of ${outcome.limitMs} ms`,
           },
           { name: "format", value: 0, status: ComponentStatus.TIMEOUT, details: "not decided in time" },
+        ];
+      }
+      if (outcome.kind === "failed") {
+        return [
+          { name: "correct", value: 0, status: ComponentStatus.ERROR, details: outcome.reason },
+          { name: "format", value: 0, status: ComponentStatus.ERROR, details: "not decided" },
         ];
       }
       return judgementComponents(outcome.judgement);

@@ -7,7 +7,9 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { createJudgePool, DEFAULT_ANSWER_LIMITS, type JudgeInput } from "../src/index.js";
+import { create, fromJson } from "@bufbuild/protobuf";
+import { ComponentStatus, RolloutSchema, TaskSchema } from "@reward-mesh/proto";
+import { createJudgePool, createMathService, DEFAULT_ANSWER_LIMITS, type JudgeInput } from "../src/index.js";
 
 const input = (response: string, answer: string): JudgeInput => ({
   response,
@@ -50,4 +52,36 @@ it("lets a process that created the service exit by itself", async () => {
     child.stdin?.end();
   });
   assert.deepEqual(out, { code: 0, stdout: "created\n" });
+});
+
+it("answers failed, never hangs, when its workers cannot start; the service scores that as ERROR", async () => {
+  // 8 MiB cannot hold the TypeScript loader and mathjs: every worker dies before it is ready.
+  const math = createMathService({
+    timeLimitMs: 1000,
+    workers: 1,
+    tolerance: 1e-6,
+    lastNumberFallback: false,
+    maxAnswerChars: 2000,
+    memoryLimitMb: 8,
+  });
+  try {
+    const rollout = create(RolloutSchema, {
+      id: "r",
+      runId: "run",
+      groupId: "g",
+      groupSize: 1,
+      task: fromJson(TaskSchema, { math: { problem: "p", answers: ["3"] } }),
+      response: "\\boxed{3}",
+    });
+    const scored = await math.scoreRollout(rollout);
+    const correct = scored.components.find((c) => c.name === "correct")!;
+    assert.equal(correct.value, 0);
+    assert.equal(correct.status, ComponentStatus.ERROR);
+    assert.match(correct.details, /judging workers cannot start/);
+    // Later judgements are answered at once with the same reason.
+    const again = await math.pool.judge(input("\\boxed{3}", "3"));
+    assert.equal(again.kind, "failed");
+  } finally {
+    await math.pool.close();
+  }
 });
