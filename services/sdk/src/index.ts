@@ -216,4 +216,4 @@ export {
   validateRollout,
 } from "./validate.js";
 export type { RunningWorker, WorkerOptions, WorkerStats } from "./worker.js";
-export { ensureConsumer, startWorker } from "./worker.js";
+export { ensureConsumer, nakDelay, startWorker } from "./worker.js";
