@@ -17,7 +17,7 @@ export interface ServiceEntry {
   /** Environment prefix of its options (e.g. `LENGTH` → `LENGTH_GRPC_PORT`). */
   readonly envPrefix: string;
   readonly defaultPort: number;
-  /** Rollout domains it consumes (its manifest's, equal to its definition's). */
+  /** Rollout domains it consumes as configured (its manifest's, or its `domainsEnv` variable's list). */
   readonly domains: readonly string[];
   /** Absolute path of its `main.ts` (what `serve` and `up` run). */
   readonly mainPath: () => string;
@@ -30,7 +30,7 @@ function entryOf(s: DiscoveredService): ServiceEntry {
     name: s.manifest.name,
     envPrefix: s.manifest.envPrefix,
     defaultPort: s.manifest.defaultPort,
-    domains: s.manifest.domains,
+    domains: s.domains,
     mainPath: () => s.mainPath,
     load: () => loadDiscoveredService(s),
   };

@@ -151,4 +151,30 @@ describe("service discovery", () => {
     writeFileSync(index, "export const loadConfig = () => ({});\n");
     await assert.rejects(load(), /does not export 'createDemo' \(rewardMesh.service.factory\)/);
   });
+
+  it("a manifest's domainsEnv: the variable's list is the configured domains the definition is checked against", async () => {
+    service("alpha", { ...good, domainsEnv: "DEMO_DOMAINS" });
+    writeFileSync(
+      join(root, "services", "alpha", "src", "index.ts"),
+      `export const loadConfig = () => ({});\nexport const createDemo = () => ({ name: "demo", domains: ["math", "custom"] });\n`,
+    );
+    const [unset] = discoverServices(root, {});
+    assert.deepEqual(unset!.domains, ["custom"]);
+    await assert.rejects(
+      loadDiscoveredService(unset!),
+      /the configured domains \('rewardMesh.service.domains', or DEMO_DOMAINS when set\) are \[custom\] but its definition consumes \[custom,math\]/,
+    );
+    const [set] = discoverServices(root, { DEMO_DOMAINS: " custom, math ," });
+    assert.deepEqual(set!.domains, ["custom", "math"]);
+    assert.deepEqual((await loadDiscoveredService(set!)).domains, ["math", "custom"]);
+    assert.throws(() => discoverServices(root, { DEMO_DOMAINS: "custom,Math" }), {
+      name: "ConfigError",
+      message: "'DEMO_DOMAINS' has an invalid domain 'Math' (want [a-z][a-z0-9_-]*)",
+    });
+    service("alpha", { ...good, domainsEnv: "OTHER_DOMAINS" });
+    assert.throws(
+      () => discoverServices(root, {}),
+      /'rewardMesh.service.domainsEnv' \(OTHER_DOMAINS\) must be one of the service's own variables \(DEMO_…\)/,
+    );
+  });
 });

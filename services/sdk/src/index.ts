@@ -37,6 +37,7 @@ export {
   envNumber,
   envString,
   GRPC_CLIENT_SECURITY_ENV,
+  configuredServiceDomains,
   GRPC_SHARED_PREFIX,
   grpcServerSecurityEnv,
   isServiceEnv,
