@@ -15,7 +15,7 @@ import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
-import { SERVICES, serviceEntry } from "../services.js";
+import { defaultServiceNames, SERVICES, serviceEntry } from "../services.js";
 import { startMeshNats } from "./mesh-nats.js";
 
 /** One service process started by {@link startMesh}. */
@@ -95,7 +95,7 @@ function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
 
 /** Starts NATS (if needed) and the services; resolves once all are SERVING. */
 export async function startMesh(config: CliConfig, options: StartMeshOptions = {}): Promise<RunningMesh> {
-  const names = options.services ?? SERVICES.map((s) => s.name);
+  const names = options.services ?? defaultServiceNames();
   const entries = names.map(serviceEntry);
   const { signal } = options;
   const natsStarting = startMeshNats(config);
@@ -203,7 +203,7 @@ export const UP_COMMAND: CommandSpec = {
       type: "string",
       value: "a,b,...",
       description: `the services to start (${SERVICES.map((s) => s.name).join(", ")})`,
-      defaultText: "all",
+      defaultText: `every one enabled by default: ${defaultServiceNames().join(", ")}`,
     },
     learner: {
       type: "string",

@@ -82,6 +82,13 @@ describe("service discovery", () => {
     bad(noFactory, /'rewardMesh.service' must have required property 'factory'/);
     bad({ ...good, port: 1 }, /must NOT have additional properties \('port'\)/);
     bad({ ...good, name: "My Service" }, /'rewardMesh.service.name' must match pattern/);
+    bad({ ...good, defaultEnabled: "no" }, /'rewardMesh.service.defaultEnabled' must be boolean/);
+    bad({ ...good, domainsEnv: "demo_domains" }, /'rewardMesh.service.domainsEnv' must match pattern/);
+    assert.equal(
+      parseServiceManifest({ rewardMesh: { service: { ...good, defaultEnabled: false } } }, where)
+        ?.defaultEnabled,
+      false,
+    );
     assert.equal(parseServiceManifest({ name: "@x/lib" }, where), undefined);
   });
 

@@ -42,6 +42,12 @@ export interface ServiceManifest {
   readonly domainsEnv?: string;
   /** Name of the factory its index exports: `factory(loadConfig())` is its definition. */
   readonly factory: string;
+  /**
+   * Whether the mesh runs it when not asked for it by name: `reward-mesh up` without `--services`, the
+   * demo, and the Helm values' `services.<name>.enabled`. `false` for a service that is costly to run
+   * or meaningless without configuration (e.g. a reward model with test weights). @default true
+   */
+  readonly defaultEnabled?: boolean;
 }
 
 /** A discovered service package. */
@@ -87,6 +93,7 @@ export const SERVICE_MANIFEST_SCHEMA = {
     },
     domainsEnv: { type: "string", pattern: "^[A-Z][A-Z0-9_]*$" },
     factory: { type: "string", pattern: "^[A-Za-z_$][A-Za-z0-9_$]*$" },
+    defaultEnabled: { type: "boolean" },
   },
 } as const;
 
