@@ -88,7 +88,10 @@ fi
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "bootstrap: installing npm packages (npm ci)" >&2
-  npm ci --no-audit --no-fund >&2
+  # onnxruntime-node's install script must not fetch its CUDA libraries from nuget.org (unreachable in CI).
+  # .npmrc says so too, but npm warns that it does not know that key and will stop passing it on; the
+  # variable is what the install script reads first.
+  ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund >&2
 fi
 
 # The Docker sandbox: a daemon (started by hand when none answers) and the image of the current harness.

@@ -7,10 +7,11 @@
 //   `# Every workspace's package.json` comment and its RUN line;
 // * helm/reward-mesh/values.yaml: the chart cannot read package.json at install time, so:
 //   * a discovered service without a block gets one (the defaults of every block, its manifest's port,
-//     health port = port + 10, domains) and a `## @param services.<name>` line; the README's values
+//     health port = port + 10, domains, enabled unless `defaultEnabled: false`) and a `## @param services.<name>` line; the README's values
 //     table is rewritten;
-//   * an existing block's `port` and `domains` are set to the manifest's (everything else — resources,
-//     sandbox, autoscaling — is the chart's own and left alone);
+//   * an existing block's `enabled` (the manifest's `defaultEnabled`, default true), `port` and
+//     `domains` are set to the manifest's (everything else — resources, sandbox, autoscaling — is the
+//     chart's own and left alone);
 //   * a block no service declares is an error (remove it, or add the service's manifest).
 // The edit is textual, so that the rest of values.yaml (comments, flow style) is kept byte for byte.
 //   node --import tsx scripts/gen-service-lists.mjs          write both (and the chart README's table)
@@ -42,11 +43,14 @@ export function dockerfileWithWorkspaces(text, folders = workspaceFolders(root))
   return lines.join("\n");
 }
 
+/** A manifest's `defaultEnabled` (default true): the block's `enabled`. */
+const enabledOf = (m) => m.defaultEnabled !== false;
+
 /** The lines of a new service block (two-space indented under `services:`). */
 function newBlock(m) {
   return [
     `  ${m.name}:`,
-    "    enabled: true",
+    `    enabled: ${enabledOf(m)}`,
     '    image: {repository: "", tag: "", digest: ""}',
     '    envPrefix: ""',
     `    port: ${m.defaultPort}`,
@@ -87,6 +91,7 @@ export function valuesWithServices(text, services = discoverServices(root)) {
     const at = blockAt(m.name);
     if (at >= 0) {
       for (let i = at + 1; i < end && lines[i].startsWith("    "); i++) {
+        if (lines[i].startsWith("    enabled: ")) lines[i] = `    enabled: ${enabledOf(m)}`;
         if (lines[i].startsWith("    port: ")) lines[i] = `    port: ${m.defaultPort}`;
         if (lines[i].startsWith("    domains: ")) lines[i] = `    domains: [${m.domains.join(", ")}]`;
       }
@@ -106,7 +111,11 @@ export function valuesWithServices(text, services = discoverServices(root)) {
   const out = lines.join("\n");
   const parsed = parse(out).services;
   for (const { manifest: m } of services) {
-    if (parsed[m.name]?.port !== m.defaultPort || parsed[m.name]?.domains?.join() !== m.domains.join())
+    if (
+      parsed[m.name]?.enabled !== enabledOf(m) ||
+      parsed[m.name]?.port !== m.defaultPort ||
+      parsed[m.name]?.domains?.join() !== m.domains.join()
+    )
       throw new Error(
         `helm/reward-mesh/values.yaml: services.${m.name} could not be brought in step with its manifest`,
       );

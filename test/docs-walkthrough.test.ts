@@ -4,10 +4,11 @@
  * node_modules entries linked to this checkout's, the @reward-mesh workspace links pointing into the
  * copy, as `npm install` makes them; a fresh git index), with `reward-mesh` on PATH and a NATS of its own on a free port.
  * So a walkthrough that scaffolds a service, tests it and trains with it does so as a user would,
- * without touching this checkout. Each walkthrough's wall time is printed (the guide quotes it).
+ * without touching this checkout. Each walkthrough's wall time is printed (the guide quotes it). A
+ * script runs in a process group of its own that is killed as a whole when it ends or times out.
  */
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import {
   copyFileSync,
   existsSync,
@@ -24,11 +25,10 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { freePort } from "@reward-mesh/sdk";
+import { runInGroup } from "./process-group.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const run = promisify(execFile);
 // Test files the walkthrough runs must report to their own runner, not to this one.
 const { NODE_TEST_CONTEXT: _, ...inherited } = process.env;
 
@@ -82,21 +82,22 @@ for (const file of existsSync(docsDir) ? readdirSync(docsDir).filter((f) => f.en
     const port = await freePort();
     const t0 = performance.now();
     try {
-      await run("bash", ["-euo", "pipefail", "-c", script], {
+      // Its own process group, ended as a whole afterwards: nats-server and the services that
+      // `train --with-mesh` starts cannot outlive the script, even when it times out.
+      const r = await runInGroup("bash", ["-euo", "pipefail", "-c", script], {
         cwd: dir,
-        timeout: 480_000,
-        maxBuffer: 64 * 1024 * 1024,
+        timeoutMs: 480_000,
         env: {
           ...inherited,
           PATH: `${join(dir, "node_modules", ".bin")}:${process.env.PATH ?? ""}`,
           NATS_URL: `nats://127.0.0.1:${port}`,
           REWARD_MESH_NATS_STORE: join(dir, ".nats", "js"),
         },
-      }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
-        assert.fail(
-          `${err.message}\n--- stdout\n${err.stdout?.slice(-4000)}\n--- stderr\n${err.stderr?.slice(-4000)}`,
-        );
       });
+      if (r.code !== 0)
+        assert.fail(
+          `the walkthrough ${r.timedOut ? "timed out after 480 s" : `exited with ${r.code ?? r.signal}`}\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}`,
+        );
       const seconds = (performance.now() - t0) / 1000;
       t.diagnostic(`docs/${file}: walkthrough took ${seconds.toFixed(1)} s`);
       assert.ok(relative(root, dir).startsWith(".."), "ran outside this checkout");

@@ -22,6 +22,13 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const services = discoverServices(root);
 
 describe("service manifests", () => {
+  it("reward-model (random test weights, ONNX Runtime) is the one service off by default", () => {
+    assert.deepEqual(
+      services.filter((s) => s.manifest.defaultEnabled === false).map((s) => s.manifest.name),
+      ["reward-model"],
+    );
+  });
+
   it("every services/* folder with a main.ts has a valid manifest", () => {
     const withMain = readdirSync(join(root, "services"))
       .filter((d) => existsSync(join(root, "services", d, "src", "main.ts")))
@@ -32,6 +39,8 @@ describe("service manifests", () => {
   for (const s of services) {
     it(`${s.manifest.name}: the definition, the env schema and the Helm values agree with the manifest`, async () => {
       const def = await loadDiscoveredService(s); // checks name and domains
+      // A service with a life cycle (reward-model's ONNX session) is closed, as its process would.
+      await (def as { close?: () => Promise<void> }).close?.();
       assert.equal(def.name, s.manifest.name);
       const schema = JSON.parse(
         readFileSync(join(root, "services/sdk/schema/service-env.schema.json"), "utf8"),
@@ -50,6 +59,7 @@ describe("service manifests", () => {
       );
       assert.equal(block.port, s.manifest.defaultPort);
       assert.deepEqual(block.domains, s.manifest.domains);
+      assert.equal(block.enabled, s.manifest.defaultEnabled ?? true);
     });
   }
 
@@ -71,6 +81,9 @@ describe("service manifests", () => {
     assert.equal(grown.services["word-count"].healthPort, 50100);
     assert.deepEqual(grown.services["word-count"].domains, ["custom"]);
     assert.deepEqual(Object.keys(grown.services["word-count"]), Object.keys(grown.services.length));
+    assert.equal(grown.services["word-count"].enabled, true);
+    const off = parse(gen(text, [...services, { manifest: { ...extra.manifest, defaultEnabled: false } }]));
+    assert.equal(off.services["word-count"].enabled, false, "defaultEnabled: false → enabled: false");
     assert.throws(() => gen(text, services.slice(1)), /services\.\S+ is no discovered service/);
   });
 

@@ -17,8 +17,13 @@ export interface ServiceEntry {
   /** Environment prefix of its options (e.g. `LENGTH` → `LENGTH_GRPC_PORT`). */
   readonly envPrefix: string;
   readonly defaultPort: number;
-  /** Rollout domains it consumes (its manifest's, equal to its definition's). */
+  /** Rollout domains it consumes as configured (its manifest's, or its `domainsEnv` variable's list). */
   readonly domains: readonly string[];
+  /**
+   * Whether `up` without `--services` and the demo start it (its manifest's `defaultEnabled`, default
+   * true); a service that is not is started only when named.
+   */
+  readonly defaultEnabled: boolean;
   /** Absolute path of its `main.ts` (what `serve` and `up` run). */
   readonly mainPath: () => string;
   /** Its definition configured from the environment, for in-process scoring. */
@@ -30,7 +35,8 @@ function entryOf(s: DiscoveredService): ServiceEntry {
     name: s.manifest.name,
     envPrefix: s.manifest.envPrefix,
     defaultPort: s.manifest.defaultPort,
-    domains: s.manifest.domains,
+    domains: s.domains,
+    defaultEnabled: s.manifest.defaultEnabled ?? true,
     mainPath: () => s.mainPath,
     load: () => loadDiscoveredService(s),
   };
@@ -38,6 +44,11 @@ function entryOf(s: DiscoveredService): ServiceEntry {
 
 /** Every available service (sorted by name), discovered once when the CLI loads. */
 export const SERVICES: readonly ServiceEntry[] = discoverServices().map(entryOf);
+
+/** The services started when none are named: those whose manifest does not say `defaultEnabled: false`. */
+export function defaultServiceNames(): string[] {
+  return SERVICES.filter((s) => s.defaultEnabled).map((s) => s.name);
+}
 
 /** Thrown for an unknown service name; lists the known ones. */
 export class UnknownServiceError extends Error {

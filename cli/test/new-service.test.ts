@@ -125,6 +125,55 @@ describe("reward-mesh new service", () => {
     );
   });
 
+  it("refuses a name another package of the workspace, or an installed @reward-mesh package, has", () => {
+    const out = capture().w;
+    // node_modules/@reward-mesh/proto is installed (linked) here: a service 'proto' would clash with it.
+    assert.throws(
+      () => runNew(["service", "proto", "--root", root], out, root),
+      /'proto' would be package @reward-mesh\/proto, which node_modules\/@reward-mesh\/proto already is/,
+    );
+    assert.equal(existsSync(join(root, "services", "proto")), false);
+    // A workspace package outside services/ (as trainer/ and cli/ are in this repository).
+    const ws = mkdtempSync(join(tmpdir(), "rm-new-clash-"));
+    try {
+      writeFileSync(join(ws, "package.json"), JSON.stringify({ workspaces: ["trainer", "services/*"] }));
+      mkdirSync(join(ws, "services"));
+      mkdirSync(join(ws, "trainer"));
+      writeFileSync(join(ws, "trainer", "package.json"), JSON.stringify({ name: "@reward-mesh/trainer" }));
+      assert.throws(
+        () => runNew(["service", "trainer", "--root", ws], out, ws),
+        /'trainer' would be package @reward-mesh\/trainer, which trainer\/ is already/,
+      );
+      assert.deepEqual(readdirSync(join(ws, "services")), []);
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
+  it("a failing generator leaves no half-made service folder, link or scratch folder", () => {
+    const ws = tempWorkspace();
+    try {
+      mkdirSync(join(ws, "scripts"));
+      writeFileSync(
+        join(ws, "scripts", "gen-service-lists.mjs"),
+        'console.error("generator broke"); process.exit(3);\n',
+      );
+      assert.throws(
+        () => runNew(["service", "half-made", "--root", ws], capture().w, ws),
+        /scripts\/gen-service-lists.mjs failed:\ngenerator broke/,
+      );
+      assert.equal(existsSync(join(ws, "services", "half-made")), false, "no services/half-made");
+      assert.equal(existsSync(join(ws, "node_modules", "@reward-mesh", "half-made")), false, "no link");
+      assert.deepEqual(
+        readdirSync(ws).filter((f) => f.startsWith(".new-service")),
+        [],
+        "no scratch folder",
+      );
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
   it("is discovered from its manifest, and its definition agrees with it", async () => {
     const [s] = discoverServices(root);
     assert.equal(s?.manifest.name, "word-count");

@@ -13,8 +13,17 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { DeadLetterSchema, RewardResultSchema } from "@reward-mesh/proto";
-import { type MeshBus, openBus, publishRollout, readStream, Streams } from "@reward-mesh/sdk";
+import { DeadLetterSchema, RewardResultSchema, RewardService } from "@reward-mesh/proto";
+import {
+  grpcService,
+  type MeshBus,
+  openBus,
+  publishRollout,
+  readStream,
+  Streams,
+  silentLogger,
+  startGrpcServices,
+} from "@reward-mesh/sdk";
 import { type LocalNats, makeRollout, startTestNats, testBusOptions } from "@reward-mesh/sdk/testing";
 import {
   builtinTasks,
@@ -50,12 +59,53 @@ function child(cmd: string, args: string[], env: Record<string, string>) {
       };
       tick();
     });
-  const stop = async () => {
-    if (c.exitCode === null && c.signalCode === null) c.kill("SIGTERM");
+  /** Ends it (SIGTERM) and waits for its exit code; `stop(false)` only waits. */
+  const stop = async (term = true) => {
+    if (term && c.exitCode === null && c.signalCode === null) c.kill("SIGTERM");
     return exited;
   };
   return { waitFor, stop, output: () => out };
 }
+
+describe("`reward-mesh serve --remote` and this build's own services", () => {
+  it("refuses a remote whose Describe name is one of this build's services (it would share its consumers)", async () => {
+    const impostor = await startGrpcServices(
+      [
+        grpcService(RewardService, {
+          describe: async () => ({
+            name: "length",
+            version: "9.9.9",
+            domains: ["custom"],
+            components: [{ name: "x", description: "", min: 0, max: 1 }],
+          }),
+          score: async () => {
+            throw new Error("not called");
+          },
+          async *scoreStream() {},
+        }),
+      ],
+      { logger: silentLogger },
+    );
+    try {
+      const sidecar = child(process.execPath, [cli, "serve", "--remote", impostor.address], {
+        NATS_URL: "nats://127.0.0.1:1",
+        OTEL_TRACES_EXPORTER: "none",
+        OTEL_METRICS_EXPORTER: "none",
+        OTEL_LOGS_EXPORTER: "none",
+      });
+      const code = await sidecar.stop(false);
+      assert.notEqual(code, 0, sidecar.output());
+      assert.match(
+        sidecar.output(),
+        new RegExp(
+          `the reward service at ${impostor.address} is named 'length' \\(its Describe\\), like this build's own 'length' service`,
+        ),
+      );
+    } finally {
+      await impostor.close(0);
+    }
+  });
+});
 
 describe("a Python reward service through `reward-mesh serve --remote`", {
   skip: noGrpc && `${PYTHON} has no grpcio/protobuf (apt-get install python3-grpcio python3-protobuf)`,

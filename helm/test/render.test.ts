@@ -37,7 +37,8 @@ import {
 import { validateAll, validateObject } from "./validate.js";
 
 const FULL = "rm-reward-mesh";
-const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency", "reward-model", "math"];
+/** The services the chart deploys by default (reward-model's manifest says `defaultEnabled: false`). */
+const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency", "math"];
 
 /** nats-accounts.ts's permissions in nats-server's form (as writeMeshAuth writes them). */
 function asServerPermissions(p: NatsPermissions): unknown {
@@ -109,6 +110,12 @@ describe("helm lint", () => {
 
 describe("defaults", async () => {
   const objs = await renderChart();
+  /** Every discovered service deployed, those off by default (`defaultEnabled: false`) too. */
+  const every = await renderChart({
+    services: Object.fromEntries(
+      SERVICES.filter((s) => !s.defaultEnabled).map((s) => [s.name, { enabled: true }]),
+    ),
+  });
 
   it("render objects that validate against the Kubernetes OpenAPI schemas", () => {
     validateAll(objs);
@@ -132,6 +139,19 @@ describe("defaults", async () => {
     assert.throws(() => validateObject(d), /does not validate/);
   });
 
+  it("leave reward-model (random test weights) off unless enabled, and deploy it when it is", async () => {
+    assert.equal(
+      objs.find((o) => o.metadata.name === `${FULL}-reward-model`),
+      undefined,
+      "no reward-model object by default",
+    );
+    const on = await renderChart({ services: { "reward-model": { enabled: true } } });
+    assert.deepEqual(container(find(on, "Deployment", `${FULL}-reward-model`), "service").args, [
+      "serve",
+      "reward-model",
+    ]);
+  });
+
   it("deploy every service: Deployment, Service (gRPC + health port), PDB, CPU HPA", () => {
     for (const name of SERVICE_NAMES) {
       const d = find(objs, "Deployment", `${FULL}-${name}`);
@@ -151,7 +171,7 @@ describe("defaults", async () => {
 
   it("services bind 0.0.0.0 with TLS and a token, and probe the plaintext health port with gRPC", () => {
     for (const entry of SERVICES) {
-      const d = find(objs, "Deployment", `${FULL}-${entry.name}`);
+      const d = find(every, "Deployment", `${FULL}-${entry.name}`);
       const c = container(d, "service");
       const P = entry.envPrefix;
       assert.equal(envVar(c, `${P}_GRPC_HOST`)?.value, "0.0.0.0");
@@ -173,9 +193,11 @@ describe("defaults", async () => {
     for (const entry of SERVICES) {
       const v = values.services[entry.name];
       const def = await entry.load();
+      await (def as { close?: () => Promise<void> }).close?.();
       assert.equal(v.port, entry.defaultPort, `${entry.name}.port`);
+      assert.equal(v.enabled, entry.defaultEnabled, `${entry.name}.enabled`);
       assert.deepEqual(v.domains, [...def.domains], `${entry.name}.domains`);
-      const c = container(find(objs, "Deployment", `${FULL}-${entry.name}`), "service");
+      const c = container(find(every, "Deployment", `${FULL}-${entry.name}`), "service");
       assert.ok(envVar(c, `${entry.envPrefix}_GRPC_PORT`), `${entry.name}: prefix ${entry.envPrefix}`);
     }
   });
@@ -189,7 +211,7 @@ describe("defaults", async () => {
       ["HOME", "POD_NAME", "POD_NAMESPACE"].includes(name) || name.startsWith("OTEL_");
     for (const entry of SERVICES) {
       const known = new Set(Object.keys(schema.definitions[entry.name].properties));
-      const c = container(find(objs, "Deployment", `${FULL}-${entry.name}`), "service");
+      const c = container(find(every, "Deployment", `${FULL}-${entry.name}`), "service");
       for (const e of c.env as Any[])
         assert.ok(
           known.has(e.name) || chartOwn(entry.envPrefix, e.name),
@@ -293,7 +315,7 @@ describe("defaults", async () => {
   });
 
   it("nats.conf: one user per role with exactly the sdk's permissions, passwords only by reference, no anonymous user", async () => {
-    const conf = natsConf(objs);
+    const conf = natsConf(every);
     const users = natsUsers(conf);
     const want: Record<string, unknown> = {
       admin: asServerPermissions(adminPermissions()),
@@ -301,6 +323,7 @@ describe("defaults", async () => {
     };
     for (const entry of SERVICES) {
       const def = await entry.load();
+      await (def as { close?: () => Promise<void> }).close?.();
       want[serviceUser(entry.name)] = asServerPermissions(
         servicePermissions({ name: entry.name, domains: def.domains }),
       );
@@ -314,7 +337,7 @@ describe("defaults", async () => {
     assert.match(conf, /^\s*http_port: 8222$/m);
     assert.doesNotMatch(conf, /cluster \{/);
     // The NATS container gets each referenced password from the Secret.
-    const nats = container(find(objs, "StatefulSet", `${FULL}-nats`), "nats");
+    const nats = container(find(every, "StatefulSet", `${FULL}-nats`), "nats");
     for (const [user, { passwordVar }] of users)
       assert.deepEqual(envVar(nats, `RAW_${passwordVar}`)?.valueFrom.secretKeyRef, {
         name: `${FULL}-nats-auth`,

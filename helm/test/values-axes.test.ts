@@ -239,7 +239,7 @@ describe("existing NATS", async () => {
         assert.equal(envVar(c, "MESH_STREAM_REPLICAS")?.value, "3");
         assert.ok(podSpec(w).volumes.some((v: Any) => v.secret?.secretName === "mesh-nats-ca"));
       }
-    assert.equal(n, 9, "7 services, trainer, provisioning");
+    assert.equal(n, 8, "6 services enabled by default (not reward-model), trainer, provisioning");
   });
 
   it("KEDA scales on the external NATS's monitoring endpoint, which it requires", async () => {

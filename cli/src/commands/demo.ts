@@ -20,6 +20,7 @@ import {
   type LivePage,
   type MetricsLine,
   readMetrics,
+  type RunConfig,
   resolveRunConfig,
   runPaths,
   toolCallWarmupExamples,
@@ -28,7 +29,7 @@ import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { openLivePage, stepSinks, takeUiFlag, UI_OPTION } from "../live-ui.js";
-import { SERVICES } from "../services.js";
+import { defaultServiceNames } from "../services.js";
 import { LOG_FORMAT_OPTION, logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
 import { printMesh, startMesh } from "./up.js";
 
@@ -139,6 +140,16 @@ export const DEMO_COMMAND: CommandSpec = {
 /** Usage of the demo command. */
 export const DEMO_USAGE = usageLine(DEMO_COMMAND);
 
+/**
+ * The services the demo starts: the torch demo only those its run uses (tool-call); the embedded one
+ * every service enabled by default, plus any its run uses — a service whose manifest says
+ * `defaultEnabled: false` (reward-model, random test weights) only then.
+ */
+export function demoServices(config: RunConfig, torch: boolean): string[] {
+  if (torch) return servicesOf(config);
+  return [...new Set([...defaultServiceNames(), ...servicesOf(config)])].sort();
+}
+
 /** Runs the demo; returns the exit code. */
 export async function runDemo(
   args: readonly string[],
@@ -168,8 +179,7 @@ export async function runDemo(
     const n = writeTorchDemoWarmup(config.learner.warmup.file, seed);
     say(`wrote ${n} warm-up examples (format right, arguments random) to ${config.learner.warmup.file}\n`);
   }
-  // The torch demo needs only the tool-call service; the embedded one shows every service.
-  const services = torch ? servicesOf(config) : SERVICES.map((x) => x.name);
+  const services = demoServices(config, torch);
   say(
     `reward-mesh demo — run ${config.runId}, seed ${seed}\nstarting NATS JetStream and the reward services (${services.join(", ")})...\n`,
   );

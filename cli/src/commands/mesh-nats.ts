@@ -49,7 +49,8 @@ function hasCredentials(auth: NatsAuthOptions | undefined): boolean {
 
 /** Service names and the domains each consumes, from their manifests. */
 async function serviceIdentities(): Promise<ServiceIdentity[]> {
-  // The manifests' domains: discovery checks them against each definition when it is loaded.
+  // The configured domains (a manifest's, or its `domainsEnv` variable's list): the same list discovery
+  // checks each loaded definition against, so a widened service may subscribe to what it consumes.
   return Promise.all(SERVICES.map(async (e) => ({ name: e.name, domains: e.domains })));
 }
 

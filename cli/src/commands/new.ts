@@ -7,10 +7,24 @@
  * @module
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join, relative } from "node:path";
 import type { Writable } from "node:stream";
-import { discoverServices, findWorkspaceRoot, parseServiceManifest } from "@reward-mesh/sdk";
+import {
+  discoverServices,
+  findWorkspaceRoot,
+  parseServiceManifest,
+  workspaceFolders,
+} from "@reward-mesh/sdk";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { serviceFiles, serviceNames } from "../scaffold/templates.js";
@@ -92,30 +106,86 @@ export function runNew(args: readonly string[], stdout: Writable, cwd: string = 
 
   const names = serviceNames(name, port, domains);
   const files = serviceFiles(names);
-  parseServiceManifest(JSON.parse(files["package.json"]!), `services/${name}/package.json`);
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, path)), { recursive: true });
-    writeFileSync(join(dir, path), text);
+  const pkg = JSON.parse(files["package.json"]!) as { name: string };
+  parseServiceManifest(pkg, `services/${name}/package.json`);
+  refusePackageClash(root, name, pkg.name);
+  createServiceFolder(root, dir, name, files);
+  const rel = relative(cwd, dir) || dir;
+  stdout.write(nextSteps(rel, name, port, domains));
+  return 0;
+}
+
+/** Refuses a package name another workspace package, or an installed `@reward-mesh/*` package, has. */
+function refusePackageClash(root: string, name: string, packageName: string): void {
+  for (const folder of workspaceFolders(root)) {
+    const other = (JSON.parse(readFileSync(join(folder, "package.json"), "utf8")) as { name?: unknown }).name;
+    if (other === packageName)
+      throw new UsageError(
+        `'${name}' would be package ${packageName}, which ${relative(root, folder)}/ is already; choose another name`,
+      );
   }
-  // What npm's workspace install creates; `npm install` later records it in package-lock.json.
+  const [scope, bare] = packageName.split("/");
+  if (bare && existsSync(join(root, "node_modules", scope!, bare)))
+    throw new UsageError(
+      `'${name}' would be package ${packageName}, which node_modules/${packageName} already is; choose another name`,
+    );
+}
+
+/**
+ * Writes the service into a scratch folder and moves it into place whole, links it into the workspace
+ * and runs the generators; when any step fails, the folder and the link are removed again (and the
+ * generators rerun without it), so no half-made service is left behind.
+ */
+function createServiceFolder(root: string, dir: string, name: string, files: Record<string, string>): void {
+  const scratch = mkdtempSync(join(root, `.new-service-${name}-`));
   const scope = join(root, "node_modules", "@reward-mesh");
-  if (existsSync(join(root, "node_modules"))) {
-    mkdirSync(scope, { recursive: true });
-    if (!existsSync(join(scope, name))) symlinkSync(relative(scope, dir), join(scope, name), "dir");
+  const link = join(scope, name);
+  let linked = false;
+  try {
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(scratch, path)), { recursive: true });
+      writeFileSync(join(scratch, path), text);
+    }
+    renameSync(scratch, dir);
+    // What npm's workspace install creates; `npm install` later records it in package-lock.json.
+    if (existsSync(join(root, "node_modules"))) {
+      mkdirSync(scope, { recursive: true });
+      if (!existsSync(link)) {
+        symlinkSync(relative(scope, dir), link, "dir");
+        linked = true;
+      }
+    }
+    runGenerators(root);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    if (linked) rmSync(link, { force: true });
+    try {
+      runGenerators(root); // the lists without the service again
+    } catch {
+      // the first error is the one to report
+    }
+    throw err;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
   }
-  // The generated files that list every service: the environment schema, the Helm values, the Dockerfile.
+  // The house format (the templates are close to it; Biome settles line lengths).
+  const biome = join(root, "node_modules", ".bin", "biome");
+  if (existsSync(biome)) spawnSync(biome, ["format", "--write", dir], { cwd: root, encoding: "utf8" });
+}
+
+/** Regenerates the files that list every service: the environment schema, the Helm values, the Dockerfile. */
+function runGenerators(root: string): void {
   for (const script of ["gen-service-env-schema.mjs", "gen-service-lists.mjs"]) {
     const gen = join(root, "scripts", script);
     if (!existsSync(gen)) continue;
     const r = spawnSync(process.execPath, ["--import", "tsx", gen], { cwd: root, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`scripts/${script} failed:\n${r.stderr}`);
   }
-  // The house format (the templates are close to it; Biome settles line lengths).
-  const biome = join(root, "node_modules", ".bin", "biome");
-  if (existsSync(biome)) spawnSync(biome, ["format", "--write", dir], { cwd: root, encoding: "utf8" });
-  const rel = relative(cwd, dir) || dir;
-  stdout.write(
-    `created ${rel}/ (service '${name}', port ${port}, domains ${domains.join(", ")}); linked as @reward-mesh/${name}
+}
+
+/** What `new service` prints after creating `rel`. */
+function nextSteps(rel: string, name: string, port: number, domains: readonly string[]): string {
+  return `created ${rel}/ (service '${name}', port ${port}, domains ${domains.join(", ")}); linked as @reward-mesh/${name}
 
 next steps:
   1. write your scoring in ${rel}/src/service.ts (components and their ranges; keep the domains equal to
@@ -125,7 +195,5 @@ next steps:
   3. train with it: add its components to a run config, start the mesh, train:
        components: [{service: ${name}, component: brevity, weight: 1}]
        reward-mesh up &   reward-mesh train run.yaml
-`,
-  );
-  return 0;
+`;
 }

@@ -16,7 +16,7 @@ import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { meshTelemetryEnv, startTraceReceiver } from "./traces.js";
-import { SERVICES, serviceEntry } from "../services.js";
+import { defaultServiceNames, SERVICES, serviceEntry } from "../services.js";
 import { startMeshNats } from "./mesh-nats.js";
 
 /** One service process started by {@link startMesh}. */
@@ -104,7 +104,7 @@ function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
 
 /** Starts NATS (if needed) and the services; resolves once all are SERVING. */
 export async function startMesh(config: CliConfig, options: StartMeshOptions = {}): Promise<RunningMesh> {
-  const names = options.services ?? SERVICES.map((s) => s.name);
+  const names = options.services ?? defaultServiceNames();
   const entries = names.map(serviceEntry);
   const { signal } = options;
   const natsStarting = startMeshNats(config);
@@ -232,7 +232,7 @@ export const UP_COMMAND: CommandSpec = {
       type: "string",
       value: "a,b,...",
       description: `the services to start (${SERVICES.map((s) => s.name).join(", ")})`,
-      defaultText: "all",
+      defaultText: `every one enabled by default: ${defaultServiceNames().join(", ")}`,
     },
     learner: {
       type: "string",

@@ -16,6 +16,7 @@ import {
   type RunningService,
   serveRewardService,
 } from "@reward-mesh/sdk";
+import { SERVICES } from "../services.js";
 
 /** Options of {@link runSidecar}. */
 export interface SidecarOptions {
@@ -38,6 +39,14 @@ export async function runSidecar(address: string, o: SidecarOptions): Promise<Ru
     onWait: (err) => boot.info({ address, err: String(err) }, "waiting for the remote reward service"),
   });
   const name = remote.definition.name;
+  // Same name, same durable consumers (`<name>--<domain>`) and result subjects: the two would silently
+  // split one service's rollouts between them.
+  if (SERVICES.some((s) => s.name === name)) {
+    remote.close();
+    throw new Error(
+      `the reward service at ${address} is named '${name}' (its Describe), like this build's own '${name}' service: served here it would share that service's durable consumers (${name}--<domain>) and results; give the remote service another name`,
+    );
+  }
   const config = loadServiceRuntimeOptions(sidecarPrefix(name), 0);
   const otel = new NodeSDK({ serviceName: `reward-mesh-${name}` });
   otel.start();

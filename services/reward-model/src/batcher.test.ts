@@ -54,7 +54,44 @@ describe("dynamic batcher", () => {
     assert.deepEqual(r.batches, [[1], [2, 3, 4]]);
   });
 
-  it("drops a queued request whose signal aborts, and fails a whole batch whose call fails", async () => {
+  it("reruns a failing batch one item at a time: only the item that fails alone fails", async () => {
+    const calls: number[][] = [];
+    const b = createBatcher<number, number>({
+      maxBatch: 4,
+      maxWaitMs: 30,
+      run: async (items) => {
+        calls.push([...items]);
+        if (items.includes(3)) throw new Error("item 3 does not fit");
+        return items.map((x) => x * 10);
+      },
+    });
+    const out = await Promise.allSettled([1, 2, 3, 4].map((x) => b.submit(x)));
+    assert.deepEqual(
+      out.map((o) => (o.status === "fulfilled" ? o.value : (o.reason as Error).message)),
+      [10, 20, "item 3 does not fit", 40],
+    );
+    assert.deepEqual(calls, [[1, 2, 3, 4], [1], [2], [3], [4]]);
+    assert.equal(b.stats().batches, 5);
+  });
+
+  it("a run that throws synchronously fails its items and the batcher keeps running", async () => {
+    let first = true;
+    const b = createBatcher<number, number>({
+      maxBatch: 1,
+      maxWaitMs: 0,
+      run: (items) => {
+        if (first) {
+          first = false;
+          throw new Error("sync failure");
+        }
+        return Promise.resolve(items.map((x) => x + 1));
+      },
+    });
+    await assert.rejects(b.submit(1), /sync failure/);
+    assert.equal(await b.submit(2), 3);
+  });
+
+  it("drops a queued request whose signal aborts, and fails the items whose call fails", async () => {
     const r = recorder();
     const b = createBatcher({ maxBatch: 4, maxWaitMs: 30, run: r.run });
     const ac = new AbortController();

@@ -2,7 +2,8 @@
  * Dynamic batching: concurrent requests are collected into one model call of at most `maxBatch` items,
  * waiting at most `maxWaitMs` for a batch to fill: a batch runs when it is full or when its oldest request
  * has waited `maxWaitMs` (Triton's rule). One batch runs at a time (the model call itself uses ONNX
- * Runtime's intra-op threads); requests that arrive meanwhile form the next batch.
+ * Runtime's intra-op threads); requests that arrive meanwhile form the next batch. A call that fails on a
+ * batch of several items is made again for each item alone, so only the items that fail alone fail.
  * @module
  */
 
@@ -68,12 +69,25 @@ export function createBatcher<I, O>(options: BatcherOptions<I, O>): Batcher<I, O
     batches++;
     items += batch.length;
     largestBatch = Math.max(largestBatch, batch.length);
-    options
-      .run(batch.map((p) => p.item))
+    // `run` may throw synchronously: starting it inside a promise keeps `running` from sticking.
+    const call = (part: readonly Pending<I, O>[]) =>
+      Promise.resolve().then(() => options.run(part.map((p) => p.item)));
+    call(batch)
       .then(
         (outputs) => settle(batch, outputs),
-        (err: unknown) => {
-          for (const p of batch) p.reject(err);
+        async (err: unknown) => {
+          if (batch.length === 1) {
+            batch[0]!.reject(err);
+            return;
+          }
+          // One bad item must not fail the others: each alone, one call at a time.
+          for (const p of batch) {
+            batches++;
+            await call([p]).then(
+              (outputs) => settle([p], outputs),
+              (e: unknown) => p.reject(e),
+            );
+          }
         },
       )
       .finally(() => {

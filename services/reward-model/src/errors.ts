@@ -1,7 +1,12 @@
 /**
  * Errors of the reward-model service. A model directory that cannot be used fails start-up with a
- * {@link ModelLoadError} naming the file; a rollout too long for the model (with truncation `error`) is
- * the caller's fault: an `InvalidArgumentError` (INVALID_ARGUMENT over gRPC, dead-lettered over JetStream).
+ * {@link ModelLoadError} naming the file: a missing or corrupt file, and — found by the warm-up run on a
+ * full-length batch when the model loads — an output of the wrong type or shape, or a model that cannot
+ * take `REWARD_MODEL_MAX_TOKENS` tokens (the message names the variable); a `REWARD_MODEL_MAX_TOKENS`
+ * above the tokenizer config's `model_max_length` is a `ConfigError`. A rollout too long for the model
+ * (with truncation `error`) is the caller's fault: an `InvalidArgumentError` (INVALID_ARGUMENT over gRPC,
+ * dead-lettered over JetStream). A model call that fails on a batch is made again for each rollout alone,
+ * so only a rollout that fails by itself fails.
  * @module
  */
 import { InvalidArgumentError, MeshError } from "@reward-mesh/sdk";

@@ -10,6 +10,7 @@ import { resolve } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import * as ort from "onnxruntime-node";
 import type { RewardModelOptions, Truncation } from "./config.js";
+import { ConfigError } from "@reward-mesh/sdk";
 import { ExecutionProviderError, ModelLoadError, tooLong } from "./errors.js";
 
 /** One (prompt, response) as model input. */
@@ -48,7 +49,11 @@ function readJson(file: string): Record<string, unknown> {
   }
 }
 
-/** Reads `tokenizer.json` and `tokenizer_config.json` from `dir`; throws {@link ModelLoadError} naming a bad file. */
+/**
+ * Reads `tokenizer.json` and `tokenizer_config.json` from `dir`; throws {@link ModelLoadError} naming a
+ * bad file, and `ConfigError` naming `REWARD_MODEL_MAX_TOKENS` when `maxTokensOption` exceeds the
+ * config's `model_max_length`.
+ */
 export function loadTokenizer(dir: string, maxTokensOption: number): LoadedTokenizer {
   const tokenizerFile = resolve(dir, "tokenizer.json");
   const configFile = resolve(dir, "tokenizer_config.json");
@@ -63,12 +68,15 @@ export function loadTokenizer(dir: string, maxTokensOption: number): LoadedToken
     });
   }
   const modelMax = config["model_max_length"];
-  const maxTokens =
-    maxTokensOption > 0
-      ? maxTokensOption
-      : typeof modelMax === "number" && Number.isSafeInteger(modelMax) && modelMax > 0
-        ? modelMax
-        : 0;
+  const declared =
+    typeof modelMax === "number" && Number.isSafeInteger(modelMax) && modelMax > 0 ? modelMax : 0;
+  if (maxTokensOption > 0 && declared > 0 && maxTokensOption > declared) {
+    throw new ConfigError(
+      "REWARD_MODEL_MAX_TOKENS",
+      `is ${maxTokensOption}, more than the model's longest sequence (model_max_length ${declared} in ${configFile})`,
+    );
+  }
+  const maxTokens = maxTokensOption > 0 ? maxTokensOption : declared;
   if (maxTokens === 0) {
     throw new ModelLoadError(
       configFile,
@@ -193,8 +201,10 @@ function batchTensors(batch: readonly EncodedPair[], padId: number): Record<stri
 }
 
 /**
- * Loads the tokenizer and the ONNX model from `options.modelDir`. A missing or corrupt file fails here
- * with a {@link ModelLoadError} naming it (so the service fails at start, not at its first request).
+ * Loads the tokenizer and the ONNX model from `options.modelDir` and runs it once on full-length inputs
+ * ({@link warmUp}). A missing or corrupt file, or a model that does not fit (output type or shape, or
+ * `maxTokens` beyond what it takes), fails here with a {@link ModelLoadError} naming it — so the service
+ * fails at start, not at its first request.
  */
 export async function loadRewardModel(
   options: RewardModelOptions,
@@ -205,26 +215,58 @@ export async function loadRewardModel(
   checkSignature(file, session);
   const output = session.outputNames[0]!;
   const inputNames = [...session.inputNames];
-  return {
-    tokenizer,
-    inputNames,
-    async run(batch) {
-      if (batch.length === 0) return new Float32Array(0);
-      const all = batchTensors(batch, tokenizer.padId);
-      const feeds = Object.fromEntries(inputNames.map((n) => [n, all[n]!]));
-      const out = (await session.run(feeds))[output]!;
-      const d = out.dims;
-      if (out.type !== "float32" && out.type !== "float64") {
-        throw new ModelLoadError(file, `output '${output}' is ${out.type}; want float32 or float64 scores`);
-      }
-      if (!(d.length === 1 || (d.length === 2 && d[1] === 1)) || d[0] !== batch.length) {
-        throw new ModelLoadError(
-          file,
-          `output '${output}' has shape [${d.join(", ")}]; want [batch] or [batch, 1] (one score per pair)`,
-        );
-      }
-      return Float32Array.from(out.data as Float32Array | Float64Array);
-    },
-    close: () => session.release(),
+  const run = async (batch: readonly EncodedPair[]): Promise<Float32Array> => {
+    if (batch.length === 0) return new Float32Array(0);
+    const all = batchTensors(batch, tokenizer.padId);
+    const feeds = Object.fromEntries(inputNames.map((n) => [n, all[n]!]));
+    const out = (await session.run(feeds))[output]!;
+    const d = out.dims;
+    if (out.type !== "float32" && out.type !== "float64") {
+      throw new ModelLoadError(file, `output '${output}' is ${out.type}; want float32 or float64 scores`);
+    }
+    if (!(d.length === 1 || (d.length === 2 && d[1] === 1)) || d[0] !== batch.length) {
+      throw new ModelLoadError(
+        file,
+        `output '${output}' has shape [${d.join(", ")}]; want [batch] or [batch, 1] (one score per pair)`,
+      );
+    }
+    return Float32Array.from(out.data as Float32Array | Float64Array);
   };
+  try {
+    await warmUp(file, run, tokenizer, Math.min(2, options.maxBatch));
+  } catch (err) {
+    await session.release();
+    throw err;
+  }
+  return { tokenizer, inputNames, run, close: () => session.release() };
+}
+
+/**
+ * Runs the model once on a batch of full-length inputs (`maxTokens` tokens each), so that a model that
+ * does not fit fails start-up, not a batch of rollouts: a wrong output type or shape is a
+ * {@link ModelLoadError} from {@link RewardModel.run}'s checks; a model call that fails on inputs of
+ * that length (e.g. a position table shorter than `maxTokens`) is a {@link ModelLoadError} naming
+ * `REWARD_MODEL_MAX_TOKENS`.
+ */
+async function warmUp(
+  file: string,
+  run: (batch: readonly EncodedPair[]) => Promise<Float32Array>,
+  t: LoadedTokenizer,
+  rows: number,
+): Promise<void> {
+  const pair: EncodedPair = {
+    ids: Array.from({ length: t.maxTokens }, () => t.unkId),
+    typeIds: Array.from({ length: t.maxTokens }, (_, i) => (i < t.maxTokens / 2 ? 0 : 1)),
+    truncated: 0,
+  };
+  try {
+    await run(Array.from({ length: rows }, () => pair));
+  } catch (err) {
+    if (err instanceof ModelLoadError) throw err;
+    throw new ModelLoadError(
+      file,
+      `fails on a batch of ${rows} inputs of ${t.maxTokens} tokens (REWARD_MODEL_MAX_TOKENS, else the tokenizer's model_max_length): ${(err as Error).message.split("\n")[0]}; set REWARD_MODEL_MAX_TOKENS to at most the longest sequence the model takes`,
+      { cause: err },
+    );
+  }
 }

@@ -212,6 +212,35 @@ describe("reward-model start-up failures", () => {
     await s.close();
   });
 
+  it("refuses REWARD_MODEL_MAX_TOKENS beyond the tokenizer's model_max_length at once", () => {
+    assert.throws(() => createRewardModelService(options({ maxTokens: 4096 })), {
+      name: "ConfigError",
+      message: new RegExp(
+        `^'REWARD_MODEL_MAX_TOKENS' is 4096, more than the model's longest sequence \\(model_max_length 128 in ${join(BUNDLED_MODEL_DIR, "tokenizer_config.json")}\\)`,
+      ),
+    });
+  });
+
+  it("fails start-up, naming REWARD_MODEL_MAX_TOKENS, when the model cannot take a full-length batch", async () => {
+    // A tokenizer config that claims more than the model's position table holds (128).
+    const d = mkdtempSync(join(dir, "long-"));
+    copyModel(d);
+    const config = JSON.parse(readFileSync(join(d, "tokenizer_config.json"), "utf8"));
+    writeFileSync(join(d, "tokenizer_config.json"), JSON.stringify({ ...config, model_max_length: 4096 }));
+    const s = createRewardModelService(options({ modelDir: d }));
+    await assert.rejects(s.ready, (e: Error) => {
+      assert.equal(e.name, "ModelLoadError");
+      assert.match(e.message, /fails on a batch of 2 inputs of 4096 tokens \(REWARD_MODEL_MAX_TOKENS/);
+      return true;
+    });
+    await s.close();
+    // The same model with REWARD_MODEL_MAX_TOKENS within its table loads and scores.
+    const ok = createRewardModelService(options({ modelDir: d, maxTokens: 128 }));
+    await ok.ready;
+    assert.equal(typeof value(await ok.scoreRollout(rolloutOf("a", "b")), "score"), "number");
+    await ok.close();
+  });
+
   it("names a missing or corrupt tokenizer file at once", () => {
     const d = mkdtempSync(join(dir, "tok-"));
     copyModel(d);

@@ -23,6 +23,30 @@ export function processEnv(): Env {
   return process.env;
 }
 
+/**
+ * The rollout domains a discovered service consumes as configured: the comma-separated value of its
+ * manifest's `domainsEnv` variable when that is declared and set, else the manifest's `domains` (its
+ * default). Discovery's check of a loaded definition, the mesh's NATS credentials and the trainer's
+ * default domains all use this list, so a documented domains variable widens or narrows all of them.
+ */
+export function configuredServiceDomains(
+  manifest: { readonly domains: readonly string[]; readonly domainsEnv?: string | undefined },
+  env: Env = processEnv(),
+): readonly string[] {
+  const key = manifest.domainsEnv;
+  const v = key === undefined ? undefined : raw(env, key);
+  if (key === undefined || v === undefined) return manifest.domains;
+  const domains = v
+    .split(",")
+    .map((d) => d.trim())
+    .filter((d) => d !== "");
+  if (domains.length === 0) throw new ConfigError(key, "must list at least one domain");
+  for (const d of domains)
+    if (!/^[a-z][a-z0-9_-]*$/.test(d))
+      throw new ConfigError(key, `has an invalid domain '${d}' (want [a-z][a-z0-9_-]*)`);
+  return [...new Set(domains)];
+}
+
 function raw(env: Env, key: string): string | undefined {
   const v = env[key];
   if (v === undefined) return undefined;

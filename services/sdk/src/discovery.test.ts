@@ -82,6 +82,13 @@ describe("service discovery", () => {
     bad(noFactory, /'rewardMesh.service' must have required property 'factory'/);
     bad({ ...good, port: 1 }, /must NOT have additional properties \('port'\)/);
     bad({ ...good, name: "My Service" }, /'rewardMesh.service.name' must match pattern/);
+    bad({ ...good, defaultEnabled: "no" }, /'rewardMesh.service.defaultEnabled' must be boolean/);
+    bad({ ...good, domainsEnv: "demo_domains" }, /'rewardMesh.service.domainsEnv' must match pattern/);
+    assert.equal(
+      parseServiceManifest({ rewardMesh: { service: { ...good, defaultEnabled: false } } }, where)
+        ?.defaultEnabled,
+      false,
+    );
     assert.equal(parseServiceManifest({ name: "@x/lib" }, where), undefined);
   });
 
@@ -150,5 +157,31 @@ describe("service discovery", () => {
     );
     writeFileSync(index, "export const loadConfig = () => ({});\n");
     await assert.rejects(load(), /does not export 'createDemo' \(rewardMesh.service.factory\)/);
+  });
+
+  it("a manifest's domainsEnv: the variable's list is the configured domains the definition is checked against", async () => {
+    service("alpha", { ...good, domainsEnv: "DEMO_DOMAINS" });
+    writeFileSync(
+      join(root, "services", "alpha", "src", "index.ts"),
+      `export const loadConfig = () => ({});\nexport const createDemo = () => ({ name: "demo", domains: ["math", "custom"] });\n`,
+    );
+    const [unset] = discoverServices(root, {});
+    assert.deepEqual(unset!.domains, ["custom"]);
+    await assert.rejects(
+      loadDiscoveredService(unset!),
+      /the configured domains \('rewardMesh.service.domains', or DEMO_DOMAINS when set\) are \[custom\] but its definition consumes \[custom,math\]/,
+    );
+    const [set] = discoverServices(root, { DEMO_DOMAINS: " custom, math ," });
+    assert.deepEqual(set!.domains, ["custom", "math"]);
+    assert.deepEqual((await loadDiscoveredService(set!)).domains, ["math", "custom"]);
+    assert.throws(() => discoverServices(root, { DEMO_DOMAINS: "custom,Math" }), {
+      name: "ConfigError",
+      message: "'DEMO_DOMAINS' has an invalid domain 'Math' (want [a-z][a-z0-9_-]*)",
+    });
+    service("alpha", { ...good, domainsEnv: "OTHER_DOMAINS" });
+    assert.throws(
+      () => discoverServices(root, {}),
+      /'rewardMesh.service.domainsEnv' \(OTHER_DOMAINS\) must be one of the service's own variables \(DEMO_…\)/,
+    );
   });
 });

@@ -21,6 +21,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Ajv } from "ajv";
+import { configuredServiceDomains, type Env, processEnv } from "./config.js";
 import { MeshError } from "./errors.js";
 import type { RewardServiceDefinition } from "./service.js";
 
@@ -32,15 +33,32 @@ export interface ServiceManifest {
   readonly envPrefix: string;
   /** Default gRPC port (unique in the mesh). */
   readonly defaultPort: number;
-  /** Rollout domains it consumes (equal to its definition's). */
+  /** Rollout domains it consumes by default (equal to its definition's unless `domainsEnv` is set). */
   readonly domains: readonly string[];
+  /**
+   * The service's own variable (`<envPrefix>_…`) that replaces `domains` with a comma-separated list,
+   * e.g. `REWARD_MODEL_DOMAINS`; see {@link DiscoveredService.domains}.
+   */
+  readonly domainsEnv?: string;
   /** Name of the factory its index exports: `factory(loadConfig())` is its definition. */
   readonly factory: string;
+  /**
+   * Whether the mesh runs it when not asked for it by name: `reward-mesh up` without `--services`, the
+   * demo, and the Helm values' `services.<name>.enabled`. `false` for a service that is costly to run
+   * or meaningless without configuration (e.g. a reward model with test weights). @default true
+   */
+  readonly defaultEnabled?: boolean;
 }
 
 /** A discovered service package. */
 export interface DiscoveredService {
   readonly manifest: ServiceManifest;
+  /**
+   * The domains it consumes as configured ({@link configuredServiceDomains}): the manifest's, or its
+   * `domainsEnv` variable's list when set. Credentials, the trainer's defaults and the check of the
+   * loaded definition use these.
+   */
+  readonly domains: readonly string[];
   /** npm package name, e.g. `@reward-mesh/length`. */
   readonly packageName: string;
   /** Absolute folder of the package. */
@@ -73,7 +91,9 @@ export const SERVICE_MANIFEST_SCHEMA = {
       uniqueItems: true,
       items: { type: "string", pattern: "^[a-z][a-z0-9_-]*$" },
     },
+    domainsEnv: { type: "string", pattern: "^[A-Z][A-Z0-9_]*$" },
     factory: { type: "string", pattern: "^[A-Za-z_$][A-Za-z0-9_$]*$" },
+    defaultEnabled: { type: "boolean" },
   },
 } as const;
 
@@ -169,9 +189,13 @@ export function workspaceFolders(root: string): string[] {
 
 /**
  * Every reward service of the workspace at `root`, sorted by name. Throws
- * {@link ServiceManifestError} for an invalid manifest, or two services sharing a name, port or prefix.
+ * {@link ServiceManifestError} for an invalid manifest, or two services sharing a name, port or prefix;
+ * `ConfigError` for an invalid value of a manifest's `domainsEnv` variable in `env`.
  */
-export function discoverServices(root: string = findWorkspaceRoot()): DiscoveredService[] {
+export function discoverServices(
+  root: string = findWorkspaceRoot(),
+  env: Env = processEnv(),
+): DiscoveredService[] {
   const found: DiscoveredService[] = [];
   for (const dir of workspaceFolders(root)) {
     const where = relative(root, join(dir, "package.json"));
@@ -179,8 +203,13 @@ export function discoverServices(root: string = findWorkspaceRoot()): Discovered
     const manifest = parseServiceManifest(pkg, where);
     if (!manifest) continue;
     if (typeof pkg.name !== "string") throw new ServiceManifestError(`${where}: 'name' is required`);
+    if (manifest.domainsEnv !== undefined && !manifest.domainsEnv.startsWith(`${manifest.envPrefix}_`))
+      throw new ServiceManifestError(
+        `${where}: 'rewardMesh.service.domainsEnv' (${manifest.domainsEnv}) must be one of the service's own variables (${manifest.envPrefix}_…)`,
+      );
     found.push({
       manifest,
+      domains: configuredServiceDomains(manifest, env),
       packageName: pkg.name,
       dir,
       indexPath: exportPath(pkg, ".", dir, where),
@@ -204,7 +233,8 @@ export function discoverServices(root: string = findWorkspaceRoot()): Discovered
 /**
  * The service's definition configured from the environment: its index's `factory(loadConfig())`
  * (awaited: a factory may be async).
- * Checks that the definition agrees with the manifest (name and domains).
+ * Checks that the definition agrees with the manifest: its name, and its domains with the configured
+ * ones ({@link DiscoveredService.domains}: the manifest's, or its `domainsEnv` variable's list).
  */
 export async function loadDiscoveredService(s: DiscoveredService): Promise<RewardServiceDefinition> {
   const m = (await import(pathToFileURL(s.indexPath).href)) as Record<string, unknown>;
@@ -223,10 +253,13 @@ export async function loadDiscoveredService(s: DiscoveredService): Promise<Rewar
       `${s.packageName}: 'rewardMesh.service.name' is '${s.manifest.name}' but its definition is named '${def.name}'`,
     );
   const a = [...def.domains].sort().join(",");
-  const b = [...s.manifest.domains].sort().join(",");
-  if (a !== b)
-    throw new ServiceManifestError(
-      `${s.packageName}: 'rewardMesh.service.domains' is [${b}] but its definition consumes [${a}]`,
-    );
+  const b = [...s.domains].sort().join(",");
+  if (a !== b) {
+    const which =
+      s.manifest.domainsEnv === undefined
+        ? "'rewardMesh.service.domains' is"
+        : `the configured domains ('rewardMesh.service.domains', or ${s.manifest.domainsEnv} when set) are`;
+    throw new ServiceManifestError(`${s.packageName}: ${which} [${b}] but its definition consumes [${a}]`);
+  }
   return def;
 }

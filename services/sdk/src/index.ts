@@ -37,6 +37,7 @@ export {
   envNumber,
   envString,
   GRPC_CLIENT_SECURITY_ENV,
+  configuredServiceDomains,
   GRPC_SHARED_PREFIX,
   grpcServerSecurityEnv,
   isServiceEnv,
@@ -230,4 +231,4 @@ export {
   validateRollout,
 } from "./validate.js";
 export type { RunningWorker, WorkerOptions, WorkerStats } from "./worker.js";
-export { ensureConsumer, startWorker } from "./worker.js";
+export { ensureConsumer, nakDelay, startWorker } from "./worker.js";

@@ -10,9 +10,12 @@
  * Scoring: rollouts are multiplexed on one `ScoreStream` at a time (the contract answers in request
  * order, one result per request). A stream is half-closed after {@link RemoteServiceOptions.rotateAfter}
  * requests or `rotateMs`, so that no stream outlives its deadline; its remaining results still arrive.
- * A stream ending with INVALID_ARGUMENT fails the request it names (dead-lettered, not retried) — the
- * first whose result did not come; any other failure fails every request still waiting on that
- * stream with {@link UnavailableError} (retried with back-off by the worker).
+ * A stream that ends with requests unanswered never fails them together: when it ends with
+ * INVALID_ARGUMENT naming (`requests[<i>]`, as the sdk's server reports it) exactly the first
+ * unanswered request, that request is refused ({@link InvalidArgumentError}: dead-lettered, not
+ * retried); every other unanswered request is scored again on its own with the unary `Score`, so each
+ * rollout gets its own verdict (a refusal, an {@link UnavailableError} retried with back-off by the
+ * worker, or its result).
  * @module
  */
 import type { RewardResult, Rollout } from "@reward-mesh/proto";
@@ -53,11 +56,19 @@ interface Waiter {
   reject(e: unknown): void;
 }
 
+/** The request index an INVALID_ARGUMENT names: the sdk's server reports `'requests[<i>].<field>' …`. */
+export function namedRequestIndex(details: string | undefined): number | undefined {
+  const m = /'?requests\[(\d+)\]/.exec(details ?? "");
+  return m ? Number(m[1]) : undefined;
+}
+
 /** One ScoreStream: requests pushed in, results matched to them in order. */
 class ScoreStreamSession {
   readonly openedAt = Date.now();
   sent = 0;
   done = false;
+  /** Results received so far: the stream index of the first waiter. */
+  private answered = 0;
   private readonly waiting: Waiter[] = [];
   private readonly queued: Rollout[] = [];
   private wake: (() => void) | undefined;
@@ -67,6 +78,7 @@ class ScoreStreamSession {
     client: ReturnType<typeof createRewardServiceClient>,
     timeoutMs: number,
     private readonly service: string,
+    private readonly rescore: (rollout: Rollout) => Promise<RewardResult>,
   ) {
     const self = this;
     const requests = (async function* () {
@@ -86,6 +98,7 @@ class ScoreStreamSession {
       for await (const r of results) {
         const w = this.waiting.shift();
         if (!w) throw new UnavailableError(`service '${this.service}' sent a result nobody asked for`);
+        this.answered++;
         w.resolve(r);
       }
       this.fail(new UnavailableError(`service '${this.service}' ended ScoreStream before answering`));
@@ -94,21 +107,22 @@ class ScoreStreamSession {
     }
   }
 
+  /**
+   * The stream ended with requests unanswered. One bad rollout must not fail the others: only when the
+   * remote's INVALID_ARGUMENT names exactly the first unanswered request is that one refused here; every
+   * other waiting request is scored again on its own with the unary `Score`, so each gets its own verdict.
+   */
   private fail(err: unknown): void {
     this.done = true;
     const e = err as Partial<grpc.ServiceError>;
-    const first = this.waiting.shift();
-    if (first) {
-      if (e.code === grpc.status.INVALID_ARGUMENT) {
-        first.reject(
-          new InvalidArgumentError(
-            `rollout (${first.rollout.id})`,
-            `rejected by '${this.service}': ${e.details ?? e.message}`,
-          ),
-        );
-      } else first.reject(unavailable(this.service, err));
+    const waiting = this.waiting.splice(0);
+    if (waiting.length && e.code === grpc.status.INVALID_ARGUMENT) {
+      if (namedRequestIndex(e.details ?? e.message) === this.answered) {
+        const first = waiting.shift()!;
+        first.reject(refused(this.service, first.rollout, err));
+      }
     }
-    for (const w of this.waiting.splice(0)) w.reject(unavailable(this.service, err));
+    for (const w of waiting) this.rescore(w.rollout).then(w.resolve, w.reject);
   }
 
   score(rollout: Rollout): Promise<RewardResult> {
@@ -127,10 +141,21 @@ class ScoreStreamSession {
   }
 }
 
-function unavailable(service: string, err: unknown): UnavailableError {
+function refused(service: string, rollout: Rollout, err: unknown): InvalidArgumentError {
+  const e = err as Partial<grpc.ServiceError>;
+  return new InvalidArgumentError(
+    `rollout (${rollout.id})`,
+    `rejected by '${service}': ${e.details ?? e.message}`,
+    {
+      cause: err,
+    },
+  );
+}
+
+function unavailable(service: string, err: unknown, call = "ScoreStream"): UnavailableError {
   const e = err as Partial<grpc.ServiceError>;
   const why = e.details ?? (err instanceof Error ? err.message : String(err));
-  return new UnavailableError(`service '${service}' ScoreStream failed: ${why}`, { cause: err });
+  return new UnavailableError(`service '${service}' ${call} failed: ${why}`, { cause: err });
 }
 
 const isUnreachable = (err: unknown) => {
@@ -169,6 +194,16 @@ export async function connectRemoteService(
     client.close();
     throw err;
   }
+  /** One rollout on its own (unary `Score`), after the stream it was waiting on failed. */
+  const rescore = async (rollout: Rollout): Promise<RewardResult> => {
+    try {
+      return await client.score({ rollout }, { timeoutMs: scoreTimeoutMs });
+    } catch (err) {
+      if ((err as Partial<grpc.ServiceError>).code === grpc.status.INVALID_ARGUMENT)
+        throw refused(d.name, rollout, err);
+      throw unavailable(d.name, err, "Score");
+    }
+  };
   let session: ScoreStreamSession | undefined;
   const current = () => {
     if (
@@ -178,7 +213,7 @@ export async function connectRemoteService(
       Date.now() - session.openedAt >= rotateMs
     ) {
       session?.end();
-      session = new ScoreStreamSession(client, rotateMs + scoreTimeoutMs, d.name);
+      session = new ScoreStreamSession(client, rotateMs + scoreTimeoutMs, d.name, rescore);
     }
     return session;
   };
@@ -194,13 +229,23 @@ export async function connectRemoteService(
     })),
     score: async (rollout, ctx): Promise<ComponentValue[]> => {
       const pending = current().score(rollout);
-      const aborted = new Promise<never>((_, reject) => {
-        if (ctx.signal.aborted) reject(ctx.signal.reason);
-        ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
-      });
       // An aborted request keeps its place in the stream; its result is discarded when it comes.
       pending.catch(() => {});
-      const r = await Promise.race([pending, aborted]);
+      // ctx.signal may live as long as the process (the worker's shutdown signal): the listener added
+      // for this rollout is removed when it is done, or every rollout would leave one behind.
+      let onAbort: (() => void) | undefined;
+      const aborted = new Promise<never>((_, reject) => {
+        onAbort = () => reject(ctx.signal.reason);
+        if (ctx.signal.aborted) onAbort();
+        else ctx.signal.addEventListener("abort", onAbort, { once: true });
+      });
+      aborted.catch(() => {});
+      let r: RewardResult;
+      try {
+        r = await Promise.race([pending, aborted]);
+      } finally {
+        if (onAbort) ctx.signal.removeEventListener("abort", onAbort);
+      }
       if (r.rolloutId !== "" && r.rolloutId !== rollout.id)
         throw new ServiceContractError(
           `service '${d.name}' answered rollout '${r.rolloutId}' for '${rollout.id}' (ScoreStream answers in request order)`,

@@ -52,7 +52,7 @@ export interface WorkerOptions {
   readonly ackWaitMs?: number;
   /** Deliveries after which a failing message is dead-lettered. @default 10 */
   readonly maxDeliver?: number;
-  /** @default 500 */
+  /** Back-off of a failed delivery: this × 2^(deliveries−1), capped, times a jitter in [0.5, 1] ({@link nakDelay}). @default 500 */
   readonly nakBackoffMs?: number;
   /** @default 30000 */
   readonly nakBackoffMaxMs?: number;
@@ -105,6 +105,23 @@ export async function ensureConsumer(
     await bus.jsm.consumers.add(Streams.rollouts, want);
   }
   return durable;
+}
+
+/**
+ * The nak delay of a message's `deliveryCount`-th failed delivery: exponential back-off from `baseMs`,
+ * capped at `maxMs`, times a random factor in [0.5, 1] ("equal jitter"). Without the jitter, rollouts
+ * that failed together (one remote stream, one outage) would be redelivered together and fail together
+ * again, delivery after delivery. `random` is `Math.random` unless a test passes its own.
+ */
+export function nakDelay(
+  deliveryCount: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, deliveryCount - 1));
+  const factor = 0.5 + 0.5 * Math.min(1, Math.max(0, random()));
+  return Math.round(ceiling * factor);
 }
 
 /** Starts consuming every domain of `def`. */
@@ -254,7 +271,7 @@ export async function startWorker(
             await deadLetter(m, `gave up after ${m.info.deliveryCount} deliveries: ${msg}`);
             return;
           }
-          const delay = Math.min(backoffMax, backoffBase * 2 ** (m.info.deliveryCount - 1));
+          const delay = nakDelay(m.info.deliveryCount, backoffBase, backoffMax);
           logger.warn({ err: msg, seq: m.info.streamSequence, delay }, "scoring failed; nak with back-off");
           m.nak(delay);
           stats.naked++;

@@ -4,6 +4,7 @@
  * server that goes away. What the sidecar does with what the remote sends.
  */
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -24,7 +25,10 @@ import {
 } from "../src/index.js";
 import { makeRollout } from "../src/testing/index.js";
 
-/** A remote whose `ScoreStream` answers by rollout id: `lie-*` out of range, `swap-*` for another id, `bad-*` refused. */
+/**
+ * A remote whose `ScoreStream` answers by rollout id: `lie-*` out of range, `swap-*` for another id,
+ * `bad-*` refused (in `Score` too), `boom-*` a failure of the remote (INTERNAL) in both calls.
+ */
 function remote(streams: { opened: number }) {
   const result = (r: Rollout) =>
     create(RewardResultSchema, {
@@ -45,13 +49,30 @@ function remote(streams: { opened: number }) {
       domains: ["custom"],
       components: [{ name: "x", description: "length / 10", min: 0, max: 1 }],
     }),
-    score: async (req) => result(req.rollout!),
+    score: async (req) => {
+      if (req.rollout!.id.startsWith("bad")) throw new InvalidArgumentError("rollout.metadata", "is refused");
+      if (req.rollout!.id.startsWith("boom")) throw new Error("the remote broke on this one");
+      return result(req.rollout!);
+    },
     async *scoreStream(reqs) {
       streams.opened++;
+      const held: Rollout[] = [];
+      let i = 0;
       for await (const req of reqs) {
-        if (req.rollout!.id.startsWith("bad"))
-          throw new InvalidArgumentError("rollout.metadata", "is refused");
-        yield result(req.rollout!);
+        const r = req.rollout!;
+        const idx = i++;
+        if (r.id.startsWith("bad")) throw new InvalidArgumentError("rollout.metadata", "is refused");
+        if (r.id.startsWith("boom")) throw new Error("the remote broke on this one");
+        // `hold-*` is answered only later; `early-*` is refused naming its own index while the held
+        // ones before it are still unanswered (a remote that checks requests ahead of answering).
+        if (r.id.startsWith("hold")) {
+          held.push(r);
+          continue;
+        }
+        if (r.id.startsWith("early"))
+          throw new InvalidArgumentError(`requests[${idx}].rollout.metadata`, "is refused early");
+        for (const h of held.splice(0)) yield result(h);
+        yield result(r);
       }
     },
   });
@@ -110,6 +131,71 @@ describe("a remote reward service through connectRemoteService", () => {
         (await r.definition.scoreRollout(makeRollout({ id: "ok-9", response: "abc" }))).components[0]!.value,
         0.3,
       );
+    } finally {
+      r.close();
+    }
+  });
+
+  it("removes its abort listener from the caller's signal when each rollout is done", async () => {
+    const r = await connectRemoteService(server.address);
+    const shutdown = new AbortController();
+    try {
+      for (let i = 0; i < 30; i++)
+        await r.definition.scoreRollout(makeRollout({ id: `ok-l${i}`, response: "ab" }), {
+          signal: shutdown.signal,
+        });
+      await assert.rejects(
+        r.definition.scoreRollout(makeRollout({ id: "bad-l" }), { signal: shutdown.signal }),
+        { name: "InvalidArgumentError" },
+      );
+      assert.equal(getEventListeners(shutdown.signal, "abort").length, 0);
+    } finally {
+      r.close();
+    }
+  });
+
+  it("one failing rollout does not fail the others waiting on the same stream", async () => {
+    const r = await connectRemoteService(server.address);
+    try {
+      const ids = ["ok-a", "ok-b", "boom-c", "ok-d", "ok-e"];
+      const got = await Promise.allSettled(
+        ids.map((id) => r.definition.scoreRollout(makeRollout({ id, response: "abcd" }))),
+      );
+      assert.deepEqual(
+        got.map((g) => (g.status === "fulfilled" ? g.value.components[0]!.value : (g.reason as Error).name)),
+        [0.4, 0.4, "UnavailableError", 0.4, 0.4],
+      );
+      assert.match((got[2] as PromiseRejectedResult).reason.message, /the remote broke on this one/);
+    } finally {
+      r.close();
+    }
+  });
+
+  it("an INVALID_ARGUMENT naming a later request refuses that one, not the first unanswered", async () => {
+    const r = await connectRemoteService(server.address);
+    try {
+      const ids = ["hold-1", "hold-2", "early-bad-3", "ok-4"];
+      const got = await Promise.allSettled(
+        ids.map((id) => r.definition.scoreRollout(makeRollout({ id, response: "ab" }))),
+      );
+      // early-bad-3 is scored on its own by `Score`, which does not refuse it; nobody else is blamed.
+      assert.deepEqual(
+        got.map((g) => (g.status === "fulfilled" ? g.value.components[0]!.value : (g.reason as Error).name)),
+        [0.2, 0.2, 0.2, 0.2],
+      );
+      // Named exactly at the first unanswered request (after ok-7's result): refused from the stream.
+      const named = await Promise.allSettled(
+        ["ok-7", "early-8"].map((id) => r.definition.scoreRollout(makeRollout({ id, response: "ab" }))),
+      );
+      assert.equal(named[0]!.status, "fulfilled");
+      assert.match((named[1] as PromiseRejectedResult).reason.message, /requests\[1\]\.rollout\.metadata/);
+      const refused = await Promise.allSettled(
+        ["hold-5", "bad-6"].map((id) => r.definition.scoreRollout(makeRollout({ id, response: "ab" }))),
+      );
+      // bad-6 ends the stream without an index: the held one is rescored, bad-6 refused by `Score`.
+      assert.equal(refused[0]!.status, "fulfilled");
+      assert.equal(refused[1]!.status, "rejected");
+      assert.equal((refused[1] as PromiseRejectedResult).reason.name, "InvalidArgumentError");
     } finally {
       r.close();
     }

@@ -67,11 +67,12 @@ export const COMPONENT_PRESETS: Readonly<Record<string, readonly ComponentConfig
 
 /**
  * Which rollout domains each service of this build scores (a component of a service that does not
- * score a domain is NOT_APPLICABLE there): the `rewardMesh.service.domains` of every service package
- * (`discoverServices`), so a new service needs no entry here. A run's `services:` key adds or overrides.
+ * score a domain is NOT_APPLICABLE there): the configured domains of every service package
+ * (`discoverServices`: its manifest's `domains`, or its `domainsEnv` variable's list, e.g.
+ * `REWARD_MODEL_DOMAINS`), so a new service needs no entry here. A run's `services:` key adds or overrides.
  */
 export const DEFAULT_SERVICE_DOMAINS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
-  discoverServices().map((s) => [s.manifest.name, s.manifest.domains]),
+  discoverServices().map((s) => [s.manifest.name, s.domains]),
 );
 
 /** Where the policy lives. */
