@@ -53,6 +53,8 @@ export {
   serviceEnvSchema,
   serviceRuntimeEnv,
   TELEMETRY_ENV,
+  installTelemetryDiagnostics,
+  signalExportConfigured,
   telemetryExportConfigured,
 } from "./config.js";
 export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
