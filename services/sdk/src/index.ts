@@ -190,7 +190,12 @@ export {
   Streams,
 } from "./subjects.js";
 export { closestName, didYouMean, editDistance } from "./suggest.js";
-export type { OtlpReceiver, OtlpReceiverOptions, StoredSpan } from "./otlp-receiver.js";
+export type {
+  OtlpReceiver,
+  OtlpReceiverOptions,
+  ReadStoredSpansOptions,
+  StoredSpan,
+} from "./otlp-receiver.js";
 export {
   flattenOtlpTraces,
   readStoredSpans,
