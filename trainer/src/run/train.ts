@@ -61,7 +61,7 @@ import {
   reconcileExplain,
 } from "./explain.js";
 import { type StepTrace, startStepTrace } from "./step-trace.js";
-import { recordStepMetrics } from "./trainer-metrics.js";
+import { forgetRunMetrics, recordStepMetrics } from "./trainer-metrics.js";
 import { checkDomainsScored, createResultValidator, describeRunServices } from "./validation.js";
 
 /** One group of a step as progress listeners see it (the live page's "last groups"). */
@@ -465,6 +465,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   } finally {
     st?.end();
     await assembler.close();
+    forgetRunMetrics(config.runId); // a process running many runs (experiment) keeps no finished run's gauges
   }
   return {
     runId: config.runId,
