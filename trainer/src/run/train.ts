@@ -462,6 +462,9 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         }),
       });
     }
+  } catch (err) {
+    st?.end(err); // the failed step's span ends with error status
+    throw err;
   } finally {
     st?.end();
     await assembler.close();
