@@ -4,13 +4,13 @@
  * Prometheus `/metrics` on a port of its own.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { it } from "node:test";
 import { createGrpcClient, grpc, RewardService } from "@reward-mesh/proto";
-import { freePort, readStoredSpans } from "@reward-mesh/sdk";
+import { freePort, readStoredSpans, startOtlpReceiver } from "@reward-mesh/sdk";
 import { startTraceReceiver } from "../src/commands/traces.js";
 import { loadCliConfig, startMesh } from "../src/index.js";
 
@@ -113,6 +113,59 @@ it("the receiver answers protobuf with 415 naming the JSON protocol, and a bad b
       ),
       /'--traces-port' must be a port number/,
     );
+  } finally {
+    await receiver.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it("the receiver checks every span's ids and times (400 naming the field, nothing of the batch stored), answers an oversized body 413 with Connection: close, and a torn stored line is skipped and reported", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "rm-otlp-"));
+  const file = join(dir, "spans.jsonl");
+  const receiver = await startOtlpReceiver({ file, maxBodyBytes: 1024 });
+  const post = (body: string) =>
+    fetch(`${receiver.endpoint}/v1/traces`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+  const span = (over: Record<string, unknown>) => ({
+    traceId: "ab".repeat(16),
+    spanId: "cd".repeat(8),
+    name: "s",
+    startTimeUnixNano: "1000",
+    endTimeUnixNano: "2000",
+    ...over,
+  });
+  const batch = (...spans: unknown[]) => JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans }] }] });
+  try {
+    for (const [bad, field] of [
+      [{ traceId: "zz" }, "spans\\[1\\]\\.traceId"],
+      [{ spanId: "q\n" }, "spans\\[1\\]\\.spanId"],
+      [{ startTimeUnixNano: "abc" }, "spans\\[1\\]\\.startTimeUnixNano"],
+      [{ links: "notarray" }, "spans\\[1\\]\\.links: is not an array"],
+      [{ links: [{ traceId: "x", spanId: "cd".repeat(8) }] }, "spans\\[1\\]\\.links\\[0\\]\\.traceId"],
+    ] as const) {
+      const res = await post(batch(span({}), span(bad)));
+      assert.equal(res.status, 400);
+      assert.match(await res.text(), new RegExp(`resourceSpans\\[0\\]\\.scopeSpans\\[0\\]\\.${field}`));
+    }
+    const notArray = await post(JSON.stringify({ resourceSpans: [{ scopeSpans: {} }] }));
+    assert.equal(notArray.status, 400);
+    assert.match(await notArray.text(), /resourceSpans\[0\]\.scopeSpans: is not an array/);
+    assert.equal(receiver.received(), 0, "a rejected batch stores nothing");
+    const big = await post("x".repeat(200_000));
+    assert.equal(big.status, 413);
+    assert.equal(big.headers.get("connection"), "close");
+    assert.equal((await post(batch(span({})))).status, 200);
+    // A receiver killed mid-append leaves a torn last line: skipped and reported, the rest is read.
+    appendFileSync(file, '{"traceId":"ab');
+    const bad: number[] = [];
+    const spans = readStoredSpans(file, { onBadLine: (n) => bad.push(n) });
+    assert.equal(spans.length, 1);
+    assert.deepEqual(bad, [2]);
+    assert.equal(readStoredSpans(file, { traceId: "ef".repeat(16) }).length, 0);
+    assert.equal(readStoredSpans(file, { traceId: "ab".repeat(16) }).length, 1);
   } finally {
     await receiver.close();
     rmSync(dir, { recursive: true, force: true });

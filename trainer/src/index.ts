@@ -158,6 +158,12 @@ export {
   ExplainNotFoundError,
   explainPath,
   explainRollout,
+  explainRolloutAsync,
+  EXPLAIN_RECORD_VERSION,
+  EXPLAIN_STATUS_NAMES,
+  ExplainFileError,
+  reconcileExplain,
+  rolloutIdsOf,
   readExplainRecords,
   renderExplanation,
 } from "./run/explain.js";

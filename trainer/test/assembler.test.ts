@@ -2,6 +2,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { headers } from "@nats-io/transport-node";
+import { propagation } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { ComponentStatus, RewardResultSchema } from "@reward-mesh/proto";
 import { type MeshBus, openBus, publishReward } from "@reward-mesh/sdk";
 import { type LocalNats, startTestNats, testBusOptions } from "@reward-mesh/sdk/testing";
@@ -140,6 +143,50 @@ describe("GroupAssembler", () => {
       assert.equal(asm.stats().late, 1);
     } finally {
       await asm.close();
+    }
+  });
+
+  it("holds a result's span context only while its step is unapplied (duplicates and late results hold none)", async () => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const asm = await createGroupAssembler({ bus, runId: "asm5" });
+    try {
+      // Results published with a trace context, as a traced service does.
+      const traced = async (step: number, groupId: string, index: number, service: string, n: number) => {
+        const h = headers();
+        h.set("traceparent", `00-${"ab".repeat(16)}-${n.toString(16).padStart(16, "0")}-01`);
+        await bus.js.publish(
+          `mesh.rewards.asm5.${service}.asm5-${groupId}-${index}`,
+          toBinary(RewardResultSchema, result("asm5", step, groupId, index, service)),
+          { headers: h },
+        );
+      };
+      const settled = async (received: number) => {
+        const until = Date.now() + 5_000;
+        while (asm.stats().received < received && Date.now() < until)
+          await new Promise((r) => setTimeout(r, 10));
+        assert.equal(asm.stats().received, received);
+      };
+      asm.expect(group("asm5", 1, "g1"));
+      await traced(1, "g1", 0, "a", 1);
+      await traced(1, "g1", 0, "a", 2); // a duplicate: never collected
+      await traced(1, "g1", 0, "zzz", 3); // a service the group does not expect
+      await settled(3);
+      assert.equal(asm.stats().heldSpans, 1);
+      const [g] = await asm.collect(["g1"], Date.now() + 200);
+      assert.equal(g!.resultSpans.length, 1);
+      assert.equal(asm.stats().heldSpans, 0);
+      // Results of an applied step (late) hold nothing; an out-of-order result of a dropped group is
+      // purged when its step is applied.
+      asm.markApplied(1);
+      await traced(1, "g1", 1, "b", 4);
+      await traced(2, "g2", 0, "a", 5);
+      await settled(5);
+      assert.equal(asm.stats().heldSpans, 1);
+      asm.markApplied(2);
+      assert.equal(asm.stats().heldSpans, 0);
+    } finally {
+      await asm.close();
+      propagation.disable();
     }
   });
 

@@ -42,6 +42,7 @@ import {
   createEmbeddedLearner,
   explainRollout,
   readExplainRecords,
+  rolloutIdsOf,
   renderExplanation,
   resolveRunConfig,
   runTraining,
@@ -183,12 +184,13 @@ describe("one trace per rollout, explain and metrics", () => {
     const pick = groups.find(({ g }) => g.advantages.some((a) => a !== 0)) ?? groups[0]!;
     step = pick.step;
     groupId = pick.g.groupId;
-    rolloutId = pick.g.rolloutIds[1]!;
+    rolloutId = rolloutIdsOf(runId, pick.g)[1]!;
   });
 
   it("links a rollout's spans into one tree: trainer step → rollout → each service's consume → score (→ sandbox) → publish", async () => {
-    const record = readExplainRecords(dir, runId).find((r) => r.step === step)!;
-    assert.match(record.traceId, /^[0-9a-f]{32}$/);
+    const stored = readExplainRecords(dir, runId).find((r) => r.step === step)!;
+    assert.match(stored.traceId ?? "", /^[0-9a-f]{32}$/);
+    const record = { ...stored, traceId: stored.traceId! };
     assert.notEqual(record.traceId, "0".repeat(32));
     const want = (s: StoredSpan[]) => {
       const mine = spansOfRollout(s, record.traceId, rolloutId, groupId);

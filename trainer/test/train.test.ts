@@ -33,6 +33,8 @@ import {
 import {
   builtinTasks,
   createEmbeddedLearner,
+  explainRollout,
+  readExplainRecords,
   readMetrics,
   renderRunReport,
   resolveRunConfig,
@@ -311,6 +313,12 @@ describe("training through the mesh", () => {
       lines.every((l) => (l as unknown as { groups: { used: number } }).groups.used === 2),
       "no complete group lost",
     );
+    // explain.jsonl was reconciled like metrics.jsonl: every step's record exactly once, each explainable.
+    assert.deepEqual(
+      readExplainRecords(dir, "restart").map((r) => r.step),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    );
+    assert.equal(explainRollout(dir, "restart", { rolloutId: "restart-s4-p0-1" }).reproduced, true);
     assert.ok(existsSync(join(dir, "restart", "report.html")));
   });
 });

@@ -86,9 +86,20 @@ export async function runExplain(args: readonly string[], cli: CliConfig, stdout
   });
   const spansFile = typeof flags["spans"] === "string" ? flags["spans"] : `${runsDir}/traces.jsonl`;
   const rollout = e.rolloutIndex === null ? undefined : e.rollouts[e.rolloutIndex]!.rolloutId;
+  const skipped: string[] = [];
   const spans = flags["waterfall"]
-    ? spansOfRollout(readStoredSpans(spansFile), e.traceId, rollout ?? "", e.groupId)
+    ? spansOfRollout(
+        readStoredSpans(spansFile, {
+          traceId: e.traceId,
+          onBadLine: (n, problem) => skipped.push(`${spansFile}:${n}: ${problem}`),
+        }),
+        e.traceId,
+        rollout ?? "",
+        e.groupId,
+      )
     : undefined;
+  // Bad lines of the span file (a torn last append) are skipped, and said so on stderr.
+  for (const line of skipped) process.stderr.write(`skipped ${line}\n`);
   if (flags["json"]) {
     stdout.write(`${JSON.stringify(spans ? { ...e, spans } : e)}\n`);
     return 0;

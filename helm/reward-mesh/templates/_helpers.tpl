@@ -423,3 +423,43 @@ default otherwise) to `otel.networkPolicyPeers`, or to any destination when that
   {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/*
+Telemetry env of a service or trainer container when `telemetry.enabled`: the one switch, the /metrics
+port on every interface, and no traces unless `otel.endpoint` says where (not OTLP to localhost).
+*/}}
+{{- define "rm.telemetryEnv" -}}
+{{- if .Values.telemetry.enabled }}
+- name: REWARD_MESH_TELEMETRY
+  value: "on"
+- name: OTEL_EXPORTER_PROMETHEUS_HOST
+  value: 0.0.0.0
+- name: OTEL_EXPORTER_PROMETHEUS_PORT
+  value: {{ .Values.telemetry.metricsPort | quote }}
+{{- if not .Values.otel.endpoint }}
+- name: OTEL_TRACES_EXPORTER
+  value: none
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Prometheus scrape annotations of a pod when telemetry is on */}}
+{{- define "rm.scrapeAnnotations" -}}
+{{- if and .Values.telemetry.enabled .Values.telemetry.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .Values.telemetry.metricsPort | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}
+
+{{/* NetworkPolicy ingress to the /metrics port when telemetry is on (from `telemetry.networkPolicyPeers`, or any source) */}}
+{{- define "rm.np.metricsIngress" -}}
+{{- if .Values.telemetry.enabled }}
+- ports:
+    - {protocol: TCP, port: {{ .Values.telemetry.metricsPort }}}
+  {{- with .Values.telemetry.networkPolicyPeers }}
+  from:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}

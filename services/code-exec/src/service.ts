@@ -36,6 +36,7 @@ import {
   inSpan,
   meshMeter,
   type RewardServiceDefinition,
+  SECONDS_BUCKETS,
 } from "@reward-mesh/sdk";
 import { EXECUTION_SEMANTICS, type ExecutionSemantics } from "./config.js";
 import { invalidMetadata, sandboxStartFailed } from "./errors.js";
@@ -56,25 +57,50 @@ function semanticsOf(metadata: Record<string, string>, def: ExecutionSemantics):
 }
 
 // Created on first use: the meter of the SDK main.ts starts after this module is imported.
-let sandboxOutcomes: ReturnType<ReturnType<typeof meshMeter>["createCounter"]> | undefined;
+let sandboxMetrics:
+  | {
+      runs: ReturnType<ReturnType<typeof meshMeter>["createCounter"]>;
+      duration: ReturnType<ReturnType<typeof meshMeter>["createHistogram"]>;
+    }
+  | undefined;
 
-/** Runs one sandbox execution inside a `reward/code-exec/sandbox` span (child of the score span) and counts its outcome. */
+/**
+ * Runs one sandbox execution inside a `reward/code-exec/sandbox` span (child of the score span), counts its
+ * outcome (`error` when the run itself threw) and records its duration.
+ */
 async function sandboxed(run: () => Promise<TestReport>): Promise<TestReport> {
   return inSpan("reward/code-exec/sandbox", activeContext(), {}, async (span) => {
-    const report = await run();
-    const outcome = report.sandbox.oomKilled ? "oom" : report.sandbox.timedOut ? "timeout" : report.status;
-    span.setAttributes({
-      "sandbox.backend": report.sandbox.backend,
-      "sandbox.outcome": String(outcome),
-      "sandbox.wall_ms": report.sandbox.wallTimeMs,
-      "sandbox.tests_passed": report.passed,
-      "sandbox.tests_total": report.total,
-    });
-    sandboxOutcomes ??= meshMeter().createCounter("reward_mesh_sandbox_runs", {
-      description: "Sandbox executions of code-exec, per backend and outcome",
-    });
-    sandboxOutcomes.add(1, { backend: report.sandbox.backend, outcome: String(outcome) });
-    return report;
+    const t0 = performance.now();
+    let backend = "unknown";
+    let outcome = "error";
+    try {
+      const report = await run();
+      backend = report.sandbox.backend;
+      outcome = String(
+        report.sandbox.oomKilled ? "oom" : report.sandbox.timedOut ? "timeout" : report.status,
+      );
+      span.setAttributes({
+        "sandbox.backend": report.sandbox.backend,
+        "sandbox.outcome": outcome,
+        "sandbox.wall_ms": report.sandbox.wallTimeMs,
+        "sandbox.tests_passed": report.passed,
+        "sandbox.tests_total": report.total,
+      });
+      return report;
+    } finally {
+      sandboxMetrics ??= {
+        runs: meshMeter().createCounter("reward_mesh_sandbox_runs", {
+          description: "Sandbox executions of code-exec, per backend and outcome (error: the run threw)",
+        }),
+        duration: meshMeter().createHistogram("reward_mesh_sandbox_duration_seconds", {
+          unit: "s",
+          advice: { explicitBucketBoundaries: [...SECONDS_BUCKETS] },
+          description: "Wall time of each sandbox execution of code-exec, per backend and outcome",
+        }),
+      };
+      sandboxMetrics.runs.add(1, { backend, outcome });
+      sandboxMetrics.duration.record((performance.now() - t0) / 1000, { backend, outcome });
+    }
   });
 }
 

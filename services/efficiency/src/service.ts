@@ -27,9 +27,55 @@ import {
   type TestReport,
   validateCodeTask,
 } from "@reward-mesh/sandbox";
-import { type ComponentValue, defineRewardService, type RewardServiceDefinition } from "@reward-mesh/sdk";
+import {
+  activeContext,
+  type ComponentValue,
+  defineRewardService,
+  inSpan,
+  meshMeter,
+  type RewardServiceDefinition,
+  SECONDS_BUCKETS,
+} from "@reward-mesh/sdk";
 import type { EfficiencyOptions } from "./config.js";
 import { sandboxStartFailed } from "./errors.js";
+
+// Created on first use: the meter of the SDK main.ts starts after this module is imported.
+let sandboxMetrics:
+  | {
+      runs: ReturnType<ReturnType<typeof meshMeter>["createCounter"]>;
+      duration: ReturnType<ReturnType<typeof meshMeter>["createHistogram"]>;
+    }
+  | undefined;
+
+/**
+ * One sandbox run (candidate or reference) in a `reward/efficiency/sandbox` span, counted per outcome
+ * (`error` when it threw) in `reward_mesh_efficiency_sandbox_runs` and timed, like code-exec's runs.
+ */
+async function sandboxed<R extends { status: string }>(role: string, run: () => Promise<R>): Promise<R> {
+  return inSpan("reward/efficiency/sandbox", activeContext(), { "sandbox.role": role }, async (span) => {
+    const t0 = performance.now();
+    let outcome = "error";
+    try {
+      const r = await run();
+      outcome = r.status;
+      span.setAttributes({ "sandbox.outcome": outcome });
+      return r;
+    } finally {
+      sandboxMetrics ??= {
+        runs: meshMeter().createCounter("reward_mesh_efficiency_sandbox_runs", {
+          description: "Sandbox executions of efficiency, per role (candidate, reference) and outcome",
+        }),
+        duration: meshMeter().createHistogram("reward_mesh_efficiency_sandbox_duration_seconds", {
+          unit: "s",
+          advice: { explicitBucketBoundaries: [...SECONDS_BUCKETS] },
+          description: "Wall time of each sandbox execution of efficiency, per role and outcome",
+        }),
+      };
+      sandboxMetrics.runs.add(1, { role, outcome });
+      sandboxMetrics.duration.record((performance.now() - t0) / 1000, { role, outcome });
+    }
+  });
+}
 
 /** Version of the scoring logic. */
 export const EFFICIENCY_SERVICE_VERSION = "2.0.0";
@@ -203,13 +249,13 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
       let refTransient = false;
       const runCandidate = async () => {
         if (candFailure) return;
-        const r = await runPythonTests(sb, candProgram, { signal });
+        const r = await sandboxed("candidate", () => runPythonTests(sb, candProgram, { signal }));
         if (r.status === "passed" && r.cpuMs !== undefined) candTimes.push(r.cpuMs);
         else candFailure = r;
       };
       const runReference = async () => {
         if (!owner || refFailure) return;
-        const r = await runPythonTests(sb, refProgram, { signal });
+        const r = await sandboxed("reference", () => runPythonTests(sb, refProgram, { signal }));
         if (r.status === "passed" && r.cpuMs !== undefined) refTimes.push(r.cpuMs);
         else {
           refFailure = r.summary;

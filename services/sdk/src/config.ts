@@ -4,6 +4,7 @@
  * @module
  */
 import { readFileSync, statSync } from "node:fs";
+import { DiagLogLevel, diag } from "@opentelemetry/api";
 import { defineEnv, type EnvSpec, envSchema, loadEnv, prefixEnv, readEnv } from "./env-spec.js";
 import { ConfigError } from "./errors.js";
 import {
@@ -105,38 +106,91 @@ export function envEnum<T extends string>(env: Env, key: string, choices: readon
   return v as T;
 }
 
+/** The signals the OpenTelemetry SDK exports, as named in `OTEL_<SIGNAL>_EXPORTER`. */
+const SIGNALS = ["TRACES", "METRICS", "LOGS"] as const;
+
 /**
- * Whether an `OTEL_*` exporter variable is set (`OTEL_TRACES_EXPORTER`, `OTEL_EXPORTER_OTLP_ENDPOINT`, ...):
- * telemetry is exported only then.
+ * Whether `signal` (`TRACES`, `METRICS`, `LOGS`) is configured to be exported: its own
+ * `OTEL_<SIGNAL>_EXPORTER` or `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`, the shared
+ * `OTEL_EXPORTER_OTLP_ENDPOINT`, or for metrics `OTEL_EXPORTER_PROMETHEUS_{PORT,HOST}`. A variable of
+ * another signal does not count (a Prometheus port alone must not turn on OTLP traces).
  */
-export function telemetryExportConfigured(env: Env = processEnv()): boolean {
-  return Object.keys(env).some(
-    (k) => k.startsWith("OTEL_") && k.includes("EXPORTER") && raw(env, k) !== undefined,
+export function signalExportConfigured(signal: (typeof SIGNALS)[number], env: Env = processEnv()): boolean {
+  const set = (k: string) => raw(env, k) !== undefined;
+  return (
+    set(`OTEL_${signal}_EXPORTER`) ||
+    set(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`) ||
+    set("OTEL_EXPORTER_OTLP_ENDPOINT") ||
+    (signal === "METRICS" && (set("OTEL_EXPORTER_PROMETHEUS_PORT") || set("OTEL_EXPORTER_PROMETHEUS_HOST")))
   );
 }
 
+/** Whether any signal is configured to be exported ({@link signalExportConfigured}). */
+export function telemetryExportConfigured(env: Env = processEnv()): boolean {
+  return SIGNALS.some((s) => signalExportConfigured(s, env));
+}
+
 /**
- * Entrypoints call this before the OpenTelemetry SDK starts: unless an `OTEL_*` exporter variable says where
- * to export, it sets `OTEL_{TRACES,METRICS,LOGS}_EXPORTER=none` in `env` (this process's environment).
+ * Entrypoints call this before the OpenTelemetry SDK starts. Per signal, unless a variable of that signal
+ * says where to export ({@link signalExportConfigured}), it sets `OTEL_<SIGNAL>_EXPORTER=none` in `env`
+ * (this process's environment); a Prometheus port or host alone selects the `prometheus` metrics exporter.
  * Otherwise the SDK falls back to OTLP on `localhost:4318`; with no collector there, every batch of spans
  * (three per rollout) is held through up to five retries, old space fills with them and a service at
  * 1,000 rollouts/s sits at ~190–270 MB RSS instead of ~130 MB (`npm run bench:soak`).
+ *
+ * It also installs an OpenTelemetry diagnostics logger at WARN (see {@link installTelemetryDiagnostics})
+ * when `env` is this process's environment, so a `/metrics` port that cannot be bound is reported.
  */
 export function applyTelemetryDefaults(env: Record<string, string | undefined> = process.env): void {
+  if (env === process.env) installTelemetryDiagnostics(env);
+  const unset = (k: string) => raw(env, k) === undefined;
   if (envBool(env, "REWARD_MESH_TELEMETRY", false)) {
     // The one switch: OTLP traces (to OTEL_EXPORTER_OTLP_ENDPOINT, the SDK's default otherwise) and a
     // Prometheus `/metrics` endpoint (OTEL_EXPORTER_PROMETHEUS_PORT, 9464 by default); any OTEL_*
     // variable set explicitly wins.
-    const unset = (k: string) => raw(env, k) === undefined;
     if (unset("OTEL_TRACES_EXPORTER")) env["OTEL_TRACES_EXPORTER"] = "otlp";
     if (unset("OTEL_METRICS_EXPORTER")) env["OTEL_METRICS_EXPORTER"] = "prometheus";
     if (unset("OTEL_LOGS_EXPORTER")) env["OTEL_LOGS_EXPORTER"] = "none";
     return;
   }
-  if (telemetryExportConfigured(env)) return;
-  env["OTEL_TRACES_EXPORTER"] = "none";
-  env["OTEL_METRICS_EXPORTER"] = "none";
-  env["OTEL_LOGS_EXPORTER"] = "none";
+  const prometheusOnly =
+    unset("OTEL_METRICS_EXPORTER") &&
+    unset("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") &&
+    unset("OTEL_EXPORTER_OTLP_ENDPOINT") &&
+    (!unset("OTEL_EXPORTER_PROMETHEUS_PORT") || !unset("OTEL_EXPORTER_PROMETHEUS_HOST"));
+  for (const signal of SIGNALS)
+    if (!signalExportConfigured(signal, env)) env[`OTEL_${signal}_EXPORTER`] = "none";
+  if (prometheusOnly) env["OTEL_METRICS_EXPORTER"] = "prometheus";
+}
+
+let diagnosticsInstalled = false;
+
+/**
+ * Installs a diagnostics logger on `@opentelemetry/api` that writes the SDK's warnings and errors to
+ * stderr (the SDK is silent otherwise: a Prometheus `/metrics` port already in use was swallowed). A
+ * bind failure names the port and the variable that sets it. Idempotent.
+ */
+export function installTelemetryDiagnostics(env: Env = processEnv()): void {
+  if (diagnosticsInstalled) return;
+  diagnosticsInstalled = true;
+  const write = (level: string, message: string, args: unknown[]) => {
+    const text = [message, ...args.map((a) => (a instanceof Error ? a.message : String(a)))].join(" ");
+    const bind = /(EADDRINUSE|EACCES|EADDRNOTAVAIL)/.exec(text);
+    const hint = bind
+      ? ` (the Prometheus /metrics port ${raw(env, "OTEL_EXPORTER_PROMETHEUS_PORT") ?? "9464"} cannot be bound: set OTEL_EXPORTER_PROMETHEUS_PORT to a free port)`
+      : "";
+    process.stderr.write(`${JSON.stringify({ level, msg: `opentelemetry: ${text}${hint}` })}\n`);
+  };
+  diag.setLogger(
+    {
+      error: (m, ...a) => write("error", m, a),
+      warn: (m, ...a) => write("warn", m, a),
+      info: () => {},
+      debug: () => {},
+      verbose: () => {},
+    },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
 }
 
 /** `REWARD_MESH_TELEMETRY`: the one switch that turns telemetry on (read by {@link applyTelemetryDefaults}). */

@@ -54,6 +54,8 @@ export {
   serviceEnvSchema,
   serviceRuntimeEnv,
   TELEMETRY_ENV,
+  installTelemetryDiagnostics,
+  signalExportConfigured,
   telemetryExportConfigured,
 } from "./config.js";
 export type { DescribeRequestOptions, DescribeResponder } from "./describe.js";
@@ -189,7 +191,12 @@ export {
   Streams,
 } from "./subjects.js";
 export { closestName, didYouMean, editDistance } from "./suggest.js";
-export type { OtlpReceiver, OtlpReceiverOptions, StoredSpan } from "./otlp-receiver.js";
+export type {
+  OtlpReceiver,
+  OtlpReceiverOptions,
+  ReadStoredSpansOptions,
+  StoredSpan,
+} from "./otlp-receiver.js";
 export {
   flattenOtlpTraces,
   readStoredSpans,

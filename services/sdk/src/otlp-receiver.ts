@@ -6,9 +6,15 @@
  * what `@opentelemetry/exporter-trace-otlp-http` sends) and appends one flat {@link StoredSpan} per line
  * to a JSONL file. Protobuf bodies are answered 415 naming the protocol to use; metrics and logs posted
  * to it are accepted and dropped (a process exporting everything to one endpoint keeps working).
+ *
+ * Each span is checked before anything is stored: hex `traceId` (32 digits), `spanId` (16),
+ * `parentSpanId` (16 or empty), link ids, and decimal `startTimeUnixNano`/`endTimeUnixNano`. One bad
+ * span rejects the whole request with 400 naming the field (`resourceSpans[0].scopeSpans[1].spans[2].spanId`)
+ * and nothing of it is stored: the OTLP exporters send a batch as a unit, so a partial store would hide
+ * the problem. A body over the limit is answered 413 with `Connection: close`.
  * @module
  */
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, openSync, readSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -98,32 +104,67 @@ function attributes(kvs: OtlpKeyValue[] | undefined): Record<string, string | nu
   return out;
 }
 
-/** Flattens an OTLP/JSON `ExportTraceServiceRequest` into stored spans (throws on a malformed one). */
+const HEX32 = /^[0-9a-fA-F]{32}$/;
+const HEX16 = /^[0-9a-fA-F]{16}$/;
+const DECIMAL = /^\d{1,20}$/;
+
+/** `v` checked as `what` at `at`: a clear error otherwise. */
+function checked(v: unknown, at: string, ok: (v: unknown) => boolean, what: string): void {
+  if (!ok(v)) throw new Error(`${at}: ${JSON.stringify(v) ?? "undefined"} is not ${what}`);
+}
+const hex = (re: RegExp) => (v: unknown) => typeof v === "string" && re.test(v);
+const isDecimal = (v: unknown) =>
+  v === undefined ||
+  (typeof v === "string" && DECIMAL.test(v)) ||
+  (Number.isSafeInteger(v) && (v as number) >= 0);
+const arrayAt = <T>(v: T[] | undefined, at: string): T[] => {
+  if (v !== undefined && !Array.isArray(v)) throw new Error(`${at}: is not an array`);
+  return v ?? [];
+};
+
+/**
+ * Flattens an OTLP/JSON `ExportTraceServiceRequest` into stored spans; throws on a malformed one, naming
+ * the field (ids must be hex, times decimal).
+ */
 export function flattenOtlpTraces(body: unknown): StoredSpan[] {
   if (typeof body !== "object" || body === null || !Array.isArray((body as OtlpTraceRequest).resourceSpans))
     throw new Error("body is not an OTLP ExportTraceServiceRequest (no resourceSpans array)");
   const out: StoredSpan[] = [];
-  for (const rs of (body as OtlpTraceRequest).resourceSpans ?? []) {
-    const service = String(attributes(rs.resource?.attributes)["service.name"] ?? "unknown");
-    for (const ss of rs.scopeSpans ?? []) {
-      for (const s of ss.spans ?? []) {
-        if (typeof s.traceId !== "string" || typeof s.spanId !== "string")
-          throw new Error("a span has no hex traceId/spanId (send OTLP/JSON with hex ids)");
+  (body as OtlpTraceRequest).resourceSpans!.forEach((rs, ri) => {
+    const service = String(attributes(rs?.resource?.attributes)["service.name"] ?? "unknown");
+    arrayAt(rs?.scopeSpans, `resourceSpans[${ri}].scopeSpans`).forEach((ss, si) => {
+      arrayAt(ss?.spans, `resourceSpans[${ri}].scopeSpans[${si}].spans`).forEach((s, i) => {
+        const at = `resourceSpans[${ri}].scopeSpans[${si}].spans[${i}]`;
+        checked(s.traceId, `${at}.traceId`, hex(HEX32), "32 hex digits (send OTLP/JSON with hex ids)");
+        checked(s.spanId, `${at}.spanId`, hex(HEX16), "16 hex digits");
+        checked(
+          s.parentSpanId,
+          `${at}.parentSpanId`,
+          (v) => v === undefined || v === "" || hex(HEX16)(v),
+          "16 hex digits or empty",
+        );
+        checked(s.startTimeUnixNano, `${at}.startTimeUnixNano`, isDecimal, "a decimal number of nanoseconds");
+        checked(s.endTimeUnixNano, `${at}.endTimeUnixNano`, isDecimal, "a decimal number of nanoseconds");
+        const links = arrayAt(s.links, `${at}.links`);
+        links.forEach((l, li) => {
+          checked(l?.traceId, `${at}.links[${li}].traceId`, hex(HEX32), "32 hex digits");
+          checked(l?.spanId, `${at}.links[${li}].spanId`, hex(HEX16), "16 hex digits");
+        });
         out.push({
-          traceId: s.traceId,
-          spanId: s.spanId,
-          parentSpanId: s.parentSpanId ?? "",
-          name: s.name ?? "",
+          traceId: s.traceId!.toLowerCase(),
+          spanId: s.spanId!.toLowerCase(),
+          parentSpanId: (s.parentSpanId ?? "").toLowerCase(),
+          name: typeof s.name === "string" ? s.name : "",
           service,
           startTimeUnixNano: String(s.startTimeUnixNano ?? "0"),
           endTimeUnixNano: String(s.endTimeUnixNano ?? "0"),
-          attributes: attributes(s.attributes),
-          links: (s.links ?? []).map((l) => ({ traceId: l.traceId ?? "", spanId: l.spanId ?? "" })),
-          statusCode: s.status?.code ?? 0,
+          attributes: attributes(arrayAt(s.attributes, `${at}.attributes`)),
+          links: links.map((l) => ({ traceId: l.traceId!.toLowerCase(), spanId: l.spanId!.toLowerCase() })),
+          statusCode: typeof s.status?.code === "number" ? s.status.code : 0,
         });
-      }
-    }
-  }
+      });
+    });
+  });
   return out;
 }
 
@@ -163,7 +204,10 @@ export async function startOtlpReceiver(o: OtlpReceiverOptions): Promise<OtlpRec
     }
     const body = await readBody(req, max);
     if (!body) {
-      reply(res, 413, { error: `request body over ${max} bytes` });
+      // The rest of the body is not read: close the connection after the answer (not reused mid-body).
+      res.setHeader("connection", "close");
+      reply(res, 413, { error: `request body over ${max} bytes (the receiver's limit)` });
+      req.resume();
       return;
     }
     if (path !== "/v1/traces") {
@@ -203,13 +247,62 @@ export async function startOtlpReceiver(o: OtlpReceiverOptions): Promise<OtlpRec
   };
 }
 
-/** Every span of a receiver's JSONL file (none when the file does not exist). */
-export function readStoredSpans(file: string): StoredSpan[] {
+/** Options of {@link readStoredSpans}. */
+export interface ReadStoredSpansOptions {
+  /** Only the spans of this trace (other lines are not parsed). */
+  readonly traceId?: string;
+  /** Told about each line that is not a stored span (skipped), e.g. a torn last line. */
+  readonly onBadLine?: (lineNo: number, problem: string) => void;
+}
+
+/**
+ * The spans of a receiver's JSONL file (none when the file does not exist), read in 1 MiB chunks. A line
+ * that is not a stored span (a receiver killed mid-append) is skipped and reported to `onBadLine`.
+ */
+export function readStoredSpans(file: string, o: ReadStoredSpansOptions = {}): StoredSpan[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as StoredSpan);
+  const out: StoredSpan[] = [];
+  const needle = o.traceId === undefined ? undefined : `"traceId":${JSON.stringify(o.traceId)}`;
+  let lineNo = 0;
+  const line = (text: string) => {
+    lineNo++;
+    if (text.trim() === "" || (needle && !text.includes(needle))) return;
+    let s: StoredSpan;
+    try {
+      s = JSON.parse(text) as StoredSpan;
+    } catch (err) {
+      o.onBadLine?.(lineNo, `not valid JSON (${(err as Error).message})`);
+      return;
+    }
+    if (
+      typeof s !== "object" ||
+      s === null ||
+      typeof s.traceId !== "string" ||
+      typeof s.spanId !== "string"
+    ) {
+      o.onBadLine?.(lineNo, "not a stored span (traceId, spanId)");
+      return;
+    }
+    if (o.traceId === undefined || s.traceId === o.traceId) out.push(s);
+  };
+  const fd = openSync(file, "r");
+  try {
+    const buf = Buffer.alloc(1 << 20);
+    let rest: Buffer = Buffer.alloc(0);
+    for (let n = readSync(fd, buf, 0, buf.length, null); n > 0; n = readSync(fd, buf, 0, buf.length, null)) {
+      const chunk = rest.length ? Buffer.concat([rest, buf.subarray(0, n)]) : buf.subarray(0, n);
+      let start = 0;
+      for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, start)) {
+        line(chunk.toString("utf8", start, i));
+        start = i + 1;
+      }
+      rest = Buffer.from(chunk.subarray(start));
+    }
+    if (rest.length) line(rest.toString("utf8"));
+  } finally {
+    closeSync(fd);
+  }
+  return out;
 }
 
 const nanos = (s: string) => BigInt(s);

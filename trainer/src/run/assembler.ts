@@ -75,6 +75,8 @@ export interface AssemblerStats {
   readonly mismatched: number;
   /** Results refused by `admit` (never placed: their slot stays empty, as if they never came). */
   readonly rejected: number;
+  /** Span contexts held for the step's links: only of results kept for a step not yet applied. */
+  readonly heldSpans: number;
 }
 
 interface GroupState {
@@ -130,7 +132,7 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   const groups = new Map<string, GroupState>();
   const orphans = new Map<string, RewardResult[]>(); // by group id
   const seen = new Set<string>(); // rolloutId \0 service of results already placed
-  const spanOf = new Map<string, SpanContext>(); // rolloutId \0 service -> its publish span
+  const spanOf = new Map<string, { sc: SpanContext; step: number }>(); // rolloutId \0 service -> its publish span
   let appliedThrough = -1;
   const stats = {
     received: 0,
@@ -143,46 +145,47 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   };
   const admit = options.admit ?? (() => true);
 
-  const place = (st: GroupState, r: RewardResult): void => {
+  /** Places `r` in its group's slot: true when it was (not a stranger, not a duplicate). */
+  const place = (st: GroupState, r: RewardResult): boolean => {
     const i = st.index.get(r.rolloutId);
     if (i === undefined || !st.group.services.includes(r.service)) {
       stats.unexpected++;
-      return;
+      return false;
     }
     const slot = st.results[i]!;
     if (slot.has(r.service)) {
       stats.duplicates++;
-      return;
+      return false;
     }
     slot.set(r.service, r);
     seen.add(`${r.rolloutId}\u0000${r.service}`);
     st.remaining--;
     if (st.remaining === 0) for (const w of st.waiters.splice(0)) w();
+    return true;
   };
 
-  const accept = (r: RewardResult): void => {
+  /** Takes `r` into its group or holds it until the group is expected: true when it was kept. */
+  const accept = (r: RewardResult): boolean => {
     stats.received++;
     if (r.step <= appliedThrough) {
       stats.late++;
-      return;
+      return false;
     }
     if (seen.has(`${r.rolloutId}\u0000${r.service}`)) {
       stats.duplicates++;
-      return;
+      return false;
     }
     const st = groups.get(r.groupId);
-    if (st) {
-      place(st, r);
-      return;
-    }
+    if (st) return place(st, r);
     const held = orphans.get(r.groupId) ?? [];
     if (held.some((h) => h.rolloutId === r.rolloutId && h.service === r.service)) {
       stats.duplicates++;
-      return;
+      return false;
     }
     held.push(r);
     orphans.set(r.groupId, held);
     stats.outOfOrder++;
+    return true;
   };
 
   /** The result in `data` if its subject vouches for it (see Provenance above). */
@@ -200,16 +203,17 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
     return r;
   };
 
-  const take = (r: RewardResult, subject: string): void => {
-    if (admit(r, subject)) accept(r);
-    else stats.rejected++;
+  const take = (r: RewardResult, subject: string): boolean => {
+    if (admit(r, subject)) return accept(r);
+    stats.rejected++;
+    return false;
   };
 
+  /** The result in `data` when it was kept (placed or held), else undefined. */
   const decodeAndTake = (data: Uint8Array, subject: string, seq: number): RewardResult | undefined => {
     try {
       const r = provenResult(data, subject);
-      if (r) take(r, subject);
-      return r;
+      return r && take(r, subject) ? r : undefined;
     } catch (err) {
       // A reward the mesh itself published cannot be undecodable unless something else writes there.
       logger.warn({ err: String(err), subject, seq }, "undecodable reward result ignored");
@@ -220,7 +224,8 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
   const handle = (m: JsMsg): void => {
     const r = decodeAndTake(m.data, m.subject, m.seq);
     const sc = r && m.headers ? spanContextOf(extractFromHeaders(m.headers)) : undefined;
-    if (r && sc) spanOf.set(`${r.rolloutId}\u0000${r.service}`, sc);
+    // Only kept results: a duplicate, late or refused one is never collected, so its span would stay.
+    if (r && sc) spanOf.set(`${r.rolloutId}\u0000${r.service}`, { sc, step: r.step });
     m.ack();
   };
 
@@ -288,8 +293,8 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
           for (const s of st.group.services) {
             if (!slot.has(s)) missing.push(`${i}/${s}`);
             const key = `${st.group.rolloutIds[i]}\u0000${s}`;
-            const sc = spanOf.get(key);
-            if (sc) resultSpans.push(sc);
+            const held = spanOf.get(key);
+            if (held) resultSpans.push(held.sc);
             spanOf.delete(key);
           }
         });
@@ -298,6 +303,7 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
     },
     markApplied(step) {
       appliedThrough = Math.max(appliedThrough, step);
+      for (const [key, held] of spanOf) if (held.step <= step) spanOf.delete(key);
       for (const [id, held] of orphans) {
         if (held.every((r) => r.step <= step)) {
           stats.late += held.length;
@@ -331,7 +337,7 @@ export async function createGroupAssembler(options: AssemblerOptions): Promise<G
       logger.info({ replayed: n, since: new Date(since).toISOString() }, "replayed stored results");
       return n;
     },
-    stats: () => ({ ...stats }),
+    stats: () => ({ ...stats, heldSpans: spanOf.size }),
     async close() {
       msgs.stop();
       await loop.catch(() => {});

@@ -23,7 +23,7 @@ import {
 import {
   ExplainNotFoundError,
   type ExplainTarget,
-  explainRollout,
+  explainRolloutAsync,
   type GroupExplanation,
 } from "./explain.js";
 
@@ -97,7 +97,7 @@ export function createTrainerServiceImpl(o: TrainerServiceOptions): ServiceImpl<
         throw new InvalidArgumentError("run_id", `is not a run id: '${req.runId}'`);
       try {
         return explanationMessage(
-          explainRollout(o.outputDir, req.runId, target, {
+          await explainRolloutAsync(o.outputDir, req.runId, target, {
             ...(o.traceUrlTemplate ? { traceUrlTemplate: o.traceUrlTemplate } : {}),
           }),
         );

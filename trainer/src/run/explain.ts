@@ -10,23 +10,25 @@
  * checks that the advantages it recomputes are the ones the trainer applied.
  * @module
  */
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, openSync, readSync, renameSync, writeSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { computeAdvantages } from "../advantage/engine.js";
 import type { GroupDiagnostics } from "../advantage/types.js";
-import { type PreparedGroup, weightedTotal } from "./batch.js";
+import type { PreparedGroup } from "./batch.js";
 import { compileAdvantage, type RunConfig } from "./config.js";
 import { runPaths } from "./state.js";
 
-/** One group as stored for explain. */
+/** One group as stored for explain (record version 2). */
 export interface ExplainGroupRecord {
   readonly groupId: string;
   readonly taskId: string;
   readonly domain: string;
-  readonly rolloutIds: readonly string[];
-  /** `G×K`: the engine's input, `null` = NOT_APPLICABLE (imputed values included). */
+  /** Only when they are not the trainer's `<runId>-<groupId>-<index>` (they are derived otherwise). */
+  readonly rolloutIds?: readonly string[];
+  /** `G×K`: the engine's input, `null` = NOT_APPLICABLE (imputed values included), full precision. */
   readonly rewards: readonly (readonly (number | null)[])[];
-  /** `G×K`: each component's status as the service reported it (`MISSING` when no result came). */
-  readonly statuses: readonly (readonly string[])[];
+  /** `G×K`: each component's status as a code ({@link EXPLAIN_STATUS_NAMES}). */
+  readonly statuses: readonly (readonly number[])[];
   /** Per rollout: the length passed to the engine. */
   readonly lengths: readonly number[];
   readonly imputed: boolean;
@@ -34,12 +36,38 @@ export interface ExplainGroupRecord {
   readonly advantages: readonly number[];
 }
 
-/** One step of `explain.jsonl`. */
+/**
+ * Status codes of {@link ExplainGroupRecord.statuses}: 0–4 are the proto's `ComponentStatus`; then
+ * `MISSING` (the service owed a result and none came), `NOT_SCORED` (no service scores the domain),
+ * `ABSENT` (the service answered without this component).
+ */
+export const EXPLAIN_STATUS_NAMES = [
+  "UNSPECIFIED",
+  "OK",
+  "NOT_APPLICABLE",
+  "ERROR",
+  "TIMEOUT",
+  "MISSING",
+  "NOT_SCORED",
+  "ABSENT",
+] as const;
+
+/** The advantage settings a step was computed with (what `compileAdvantage` reads from the run config). */
+export interface ExplainAdvantageSettings {
+  readonly estimator: RunConfig["estimator"];
+  readonly sgrpo: RunConfig["sgrpo"];
+  readonly dynamicSampling: RunConfig["dynamicSampling"];
+}
+
+/** One step of `explain.jsonl` (one JSON line; `v` and `step` come first so readers can prefilter lines). */
 export interface ExplainStepRecord {
-  readonly v: 1;
+  readonly v: 2;
   readonly step: number;
   readonly estimator: string;
-  readonly traceId: string;
+  /** The advantage settings of this step (a resumed run may have changed the config since). */
+  readonly advantage: ExplainAdvantageSettings;
+  /** The step's trace id, present only when the step span was sampled (so the trace was exported). */
+  readonly traceId?: string;
   readonly components: readonly string[];
   readonly weights: readonly number[];
   /** The groups that reached the engine, in engine order. */
@@ -50,6 +78,14 @@ export interface ExplainStepRecord {
     readonly rolloutIds: readonly string[];
     readonly missing: readonly string[];
   }>;
+}
+
+/** The explain record version this trainer writes and reads. */
+export const EXPLAIN_RECORD_VERSION = 2;
+
+/** The advantage settings of a run config, as stored per step. */
+export function advantageSettingsOf(c: RunConfig): ExplainAdvantageSettings {
+  return { estimator: c.estimator, sgrpo: c.sgrpo, dynamicSampling: c.dynamicSampling };
 }
 
 /** The explain file of a run directory. */
@@ -73,16 +109,18 @@ export function explainGroupRecord(
   const statuses = g.source.results.map((byService) =>
     config.components.map((c) => {
       const r = byService.get(c.service);
-      if (!r) return (config.serviceDomains[c.service] ?? []).includes(domain) ? "MISSING" : "NOT_SCORED";
+      if (!r) return (config.serviceDomains[c.service] ?? []).includes(domain) ? MISSING : NOT_SCORED;
       const comp = r.components.find((x) => x.name === c.component);
-      return comp ? statusName(comp.status) : "ABSENT";
+      return comp ? comp.status : ABSENT;
     }),
   );
+  const { groupId, rolloutIds } = g.source.group;
+  const derivable = rolloutIds.every((id, i) => id === `${config.runId}-${groupId}-${i}`);
   return {
-    groupId: g.source.group.groupId,
+    groupId,
     taskId,
     domain,
-    rolloutIds: g.source.group.rolloutIds,
+    ...(derivable ? {} : { rolloutIds }),
     rewards: g.rewards,
     statuses,
     lengths,
@@ -91,9 +129,16 @@ export function explainGroupRecord(
   };
 }
 
-const STATUS_NAMES = ["UNSPECIFIED", "OK", "NOT_APPLICABLE", "ERROR", "TIMEOUT"];
+const MISSING = 5;
+const NOT_SCORED = 6;
+const ABSENT = 7;
 function statusName(s: number): string {
-  return STATUS_NAMES[s] ?? String(s);
+  return EXPLAIN_STATUS_NAMES[s] ?? String(s);
+}
+
+/** The rollout ids of a stored group (derived from run, group and index when not stored). */
+export function rolloutIdsOf(runId: string, g: ExplainGroupRecord): readonly string[] {
+  return g.rolloutIds ?? g.advantages.map((_, i) => `${runId}-${g.groupId}-${i}`);
 }
 
 /** Which rollout or group to explain. */
@@ -144,56 +189,230 @@ export interface GroupExplanation {
   readonly traceUrl: string | null;
 }
 
-/** Reads every step record of a run (none when it stored none). */
+/** Raised when `explain.jsonl` holds a line that is not a record this trainer reads: names file and line. */
+export class ExplainFileError extends Error {
+  override readonly name = "ExplainFileError";
+}
+
+/** One line of a JSONL file: its text, 1-based number, and whether it ended without a newline. */
+interface FileLine {
+  readonly text: string;
+  readonly lineNo: number;
+  readonly unterminated: boolean;
+}
+
+const CHUNK = 1 << 20;
+
+/** Splits byte chunks into lines (bytes, so a multi-byte character across chunks is not torn). */
+class LineSplitter {
+  private rest: Buffer = Buffer.alloc(0);
+  private n = 0;
+  push(chunk: Buffer): FileLine[] {
+    const buf = this.rest.length ? Buffer.concat([this.rest, chunk]) : chunk;
+    const out: FileLine[] = [];
+    let start = 0;
+    for (let i = buf.indexOf(10, start); i >= 0; i = buf.indexOf(10, start)) {
+      out.push({ text: buf.toString("utf8", start, i), lineNo: ++this.n, unterminated: false });
+      start = i + 1;
+    }
+    this.rest = Buffer.from(buf.subarray(start));
+    return out;
+  }
+  end(): FileLine[] {
+    return this.rest.length
+      ? [{ text: this.rest.toString("utf8"), lineNo: ++this.n, unterminated: true }]
+      : [];
+  }
+}
+
+/** The lines of `file`, read in 1 MiB chunks (never the whole file in one string). */
+function* linesOf(file: string): Generator<FileLine> {
+  const fd = openSync(file, "r");
+  try {
+    const split = new LineSplitter();
+    const buf = Buffer.alloc(CHUNK);
+    for (let n = readSync(fd, buf, 0, CHUNK, null); n > 0; n = readSync(fd, buf, 0, CHUNK, null))
+      yield* split.push(buf.subarray(0, n));
+    yield* split.end();
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** {@link linesOf} without blocking the event loop (the Trainer service's reads). */
+async function* linesOfAsync(file: string): AsyncGenerator<FileLine> {
+  const fh = await open(file, "r");
+  try {
+    const split = new LineSplitter();
+    const buf = Buffer.alloc(CHUNK);
+    for (let r = await fh.read(buf, 0, CHUNK, null); r.bytesRead > 0; r = await fh.read(buf, 0, CHUNK, null))
+      yield* split.push(buf.subarray(0, r.bytesRead));
+    yield* split.end();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Parses one line of `file`. A line that ended without a newline and is not valid JSON is a torn last
+ * append (the trainer died mid-write): `null`. Any other bad line is an {@link ExplainFileError}.
+ */
+function parseRecordLine(file: string, line: FileLine): ExplainStepRecord | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(line.text);
+  } catch (err) {
+    if (line.unterminated) return null;
+    throw new ExplainFileError(`${file}:${line.lineNo}: not valid JSON (${(err as Error).message})`);
+  }
+  const r = v as Partial<ExplainStepRecord> | null;
+  if (typeof r !== "object" || r === null || Array.isArray(r))
+    throw new ExplainFileError(`${file}:${line.lineNo}: not a JSON object`);
+  if (r.v !== EXPLAIN_RECORD_VERSION)
+    throw new ExplainFileError(
+      `${file}:${line.lineNo}: record version ${JSON.stringify(r.v)} is not supported (this trainer reads version ${EXPLAIN_RECORD_VERSION})`,
+    );
+  if (!Number.isInteger(r.step) || !Array.isArray(r.groups) || !Array.isArray(r.dropped) || !r.advantage)
+    throw new ExplainFileError(
+      `${file}:${line.lineNo}: not a step record (step, advantage, groups, dropped)`,
+    );
+  return r as ExplainStepRecord;
+}
+
+const LEADING_STEP = /^\{"v":\d+,"step":(\d+),/;
+
+/** Reads every step record of a run (none when it stored none); a torn last line is skipped. */
 export function readExplainRecords(outputDir: string, runId: string): ExplainStepRecord[] {
   const file = explainPath(outputDir, runId);
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as ExplainStepRecord);
+  const out: ExplainStepRecord[] = [];
+  for (const line of linesOf(file)) {
+    if (line.text.trim() === "") continue;
+    const r = parseRecordLine(file, line);
+    if (r) out.push(r);
+  }
+  return out;
 }
 
-function findGroup(
-  records: readonly ExplainStepRecord[],
-  target: ExplainTarget,
-): { record: ExplainStepRecord; gi: number; rolloutIndex: number | null } {
-  // A resumed step is journalled again: the last record of a step wins.
-  for (let s = records.length - 1; s >= 0; s--) {
-    const record = records[s]!;
+/**
+ * Makes `explain.jsonl` agree with the trainer checkpoint on resume (like `metrics.jsonl`): keeps the
+ * records of steps ≤ `checkpointStep` (the last one of a step if it was written twice), drops later
+ * steps (written before a checkpoint that never came: the step is redone) and a torn last line. The
+ * record is appended before the checkpoint, so a checkpointed step always has its record.
+ */
+export function reconcileExplain(file: string, checkpointStep: number): void {
+  if (!existsSync(file)) return;
+  const tmp = `${file}.tmp`;
+  const keep: Array<{ step: number; text: string }> = [];
+  for (const line of linesOf(file)) {
+    if (line.text.trim() === "") continue;
+    const m = LEADING_STEP.exec(line.text);
+    let step: number;
+    if (m && !line.unterminated) step = Number(m[1]);
+    else {
+      const r = parseRecordLine(file, line);
+      if (!r) continue;
+      step = r.step;
+    }
+    if (step <= checkpointStep) keep.push({ step, text: line.text });
+  }
+  const lastOf = new Map(keep.map((k, i) => [k.step, i]));
+  const fd = openSync(tmp, "w");
+  try {
+    keep.forEach((k, i) => {
+      if (lastOf.get(k.step) === i) writeSync(fd, `${k.text}\n`);
+    });
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+/**
+ * Finds the record that holds `target` while lines stream by: only lines that can hold it (a cheap
+ * substring check of the step, rollout or group id) are parsed; the last matching record wins (a
+ * step redone after a resume).
+ */
+class RecordFinder {
+  private match: ExplainStepRecord | undefined;
+  private readonly steps: number[] = [];
+  private readonly needles: string[];
+  constructor(
+    private readonly file: string,
+    private readonly runId: string,
+    private readonly target: ExplainTarget,
+  ) {
     if ("rolloutId" in target) {
-      for (let gi = 0; gi < record.groups.length; gi++) {
-        const i = record.groups[gi]!.rolloutIds.indexOf(target.rolloutId);
-        if (i >= 0) return { record, gi, rolloutIndex: i };
-      }
-      const dropped = record.dropped.find((d) => d.rolloutIds.includes(target.rolloutId));
-      if (dropped)
-        throw new ExplainNotFoundError(
-          `rollout '${target.rolloutId}' belongs to group '${dropped.groupId}' of step ${record.step}, dropped before the advantages (missing at the deadline: ${dropped.missing.join(", ")})`,
-        );
-    } else if (record.step === target.step) {
-      const gi = record.groups.findIndex((g) => g.groupId === target.groupId);
-      if (gi >= 0) return { record, gi, rolloutIndex: null };
-      const dropped = record.dropped.find((d) => d.groupId === target.groupId);
-      if (dropped)
-        throw new ExplainNotFoundError(
-          `group '${target.groupId}' of step ${target.step} was dropped before the advantages (missing at the deadline: ${dropped.missing.join(", ")})`,
-        );
+      const id = target.rolloutId;
+      this.needles = [JSON.stringify(id)];
+      const m = /^(.*)-(\d+)$/.exec(id);
+      if (m && m[1]!.startsWith(`${runId}-`))
+        this.needles.push(`"groupId":${JSON.stringify(m[1]!.slice(runId.length + 1))},`);
+    } else this.needles = [`"step":${target.step},`];
+  }
+  consider(line: FileLine): void {
+    if (line.text.trim() === "") return;
+    const m = LEADING_STEP.exec(line.text);
+    if (m) this.steps.push(Number(m[1]));
+    if (!this.needles.some((n) => line.text.includes(n))) return;
+    const r = parseRecordLine(this.file, line);
+    if (!r) return;
+    if ("rolloutId" in this.target) {
+      const id = this.target.rolloutId;
+      if (
+        r.groups.some((g) => rolloutIdsOf(this.runId, g).includes(id)) ||
+        r.dropped.some((d) => d.rolloutIds.includes(id))
+      )
+        this.match = r;
+    } else if (r.step === this.target.step) this.match = r;
+  }
+  result(): { record: ExplainStepRecord; gi: number; rolloutIndex: number | null } {
+    const { target, match: record } = this;
+    if (!record) {
+      if (this.steps.length === 0)
+        throw new ExplainNotFoundError(`run '${this.runId}' stored no explain records (${this.file})`);
       throw new ExplainNotFoundError(
-        `step ${target.step} has no group '${target.groupId}' (groups: ${record.groups.map((g) => g.groupId).join(", ")})`,
+        "rolloutId" in target
+          ? `no stored step holds rollout '${target.rolloutId}'`
+          : `step ${target.step} is not stored (stored steps: ${[...new Set(this.steps)].join(", ")})`,
       );
     }
+    if ("rolloutId" in target) {
+      for (let gi = 0; gi < record.groups.length; gi++) {
+        const i = rolloutIdsOf(this.runId, record.groups[gi]!).indexOf(target.rolloutId);
+        if (i >= 0) return { record, gi, rolloutIndex: i };
+      }
+      const dropped = record.dropped.find((d) => d.rolloutIds.includes(target.rolloutId))!;
+      throw new ExplainNotFoundError(
+        `rollout '${target.rolloutId}' belongs to group '${dropped.groupId}' of step ${record.step}, dropped before the advantages (missing at the deadline: ${dropped.missing.join(", ")})`,
+      );
+    }
+    const gi = record.groups.findIndex((g) => g.groupId === target.groupId);
+    if (gi >= 0) return { record, gi, rolloutIndex: null };
+    const dropped = record.dropped.find((d) => d.groupId === target.groupId);
+    if (dropped)
+      throw new ExplainNotFoundError(
+        `group '${target.groupId}' of step ${target.step} was dropped before the advantages (missing at the deadline: ${dropped.missing.join(", ")})`,
+      );
+    throw new ExplainNotFoundError(
+      `step ${target.step} has no group '${target.groupId}' (groups: ${record.groups.map((g) => g.groupId).join(", ")})`,
+    );
   }
-  throw new ExplainNotFoundError(
-    "rolloutId" in target
-      ? `no stored step holds rollout '${target.rolloutId}'`
-      : `step ${target.step} is not stored (stored steps: ${records.map((r) => r.step).join(", ") || "none"})`,
-  );
+}
+
+function explainFiles(outputDir: string, runId: string): string {
+  const paths = runPaths(outputDir, runId);
+  if (!existsSync(paths.config))
+    throw new ExplainNotFoundError(`no run '${runId}' in ${outputDir} (${paths.config} does not exist)`);
+  const file = explainPath(outputDir, runId);
+  if (!existsSync(file)) throw new ExplainNotFoundError(`run '${runId}' stored no explain records (${file})`);
+  return file;
 }
 
 /**
  * Explains one group of a finished (or running) run from its directory: `outputDir/runId/` must hold
- * `resolved-config.json` and `explain.jsonl`.
+ * `resolved-config.json` and `explain.jsonl`. Everything the engine needs (advantage settings, weights)
+ * comes from the step's own record, so a run resumed with another config explains earlier steps right.
  */
 export function explainRollout(
   outputDir: string,
@@ -201,16 +420,32 @@ export function explainRollout(
   target: ExplainTarget,
   options: { readonly traceUrlTemplate?: string } = {},
 ): GroupExplanation {
-  const paths = runPaths(outputDir, runId);
-  if (!existsSync(paths.config))
-    throw new ExplainNotFoundError(`no run '${runId}' in ${outputDir} (${paths.config} does not exist)`);
-  const config = JSON.parse(readFileSync(paths.config, "utf8")) as RunConfig;
-  const records = readExplainRecords(outputDir, runId);
-  if (records.length === 0)
-    throw new ExplainNotFoundError(
-      `run '${runId}' stored no explain records (${explainPath(outputDir, runId)})`,
-    );
-  const { record, gi, rolloutIndex } = findGroup(records, target);
+  const file = explainFiles(outputDir, runId);
+  const finder = new RecordFinder(file, runId, target);
+  for (const line of linesOf(file)) finder.consider(line);
+  return explainFound(runId, finder.result(), options);
+}
+
+/** {@link explainRollout} reading the file without blocking the event loop (for the Trainer service). */
+export async function explainRolloutAsync(
+  outputDir: string,
+  runId: string,
+  target: ExplainTarget,
+  options: { readonly traceUrlTemplate?: string } = {},
+): Promise<GroupExplanation> {
+  const file = explainFiles(outputDir, runId);
+  const finder = new RecordFinder(file, runId, target);
+  for await (const line of linesOfAsync(file)) finder.consider(line);
+  return explainFound(runId, finder.result(), options);
+}
+
+function explainFound(
+  runId: string,
+  found: { record: ExplainStepRecord; gi: number; rolloutIndex: number | null },
+  options: { readonly traceUrlTemplate?: string },
+): GroupExplanation {
+  const { record, gi, rolloutIndex } = found;
+  const settings = record.advantage;
   // The whole step again (batch-level estimators and GRPO's batch scale look at every group).
   const result = computeAdvantages(
     {
@@ -218,7 +453,7 @@ export function explainRollout(
       weights: [...record.weights],
       components: [...record.components],
     },
-    compileAdvantage(config),
+    compileAdvantage(settings as unknown as RunConfig),
     { diagnostics: true },
   );
   const g = record.groups[gi]!;
@@ -227,7 +462,8 @@ export function explainRollout(
   const reproduced = r.advantages.every(
     (a, i) => Math.abs(a - g.advantages[i]!) <= 1e-12 * Math.max(1, Math.abs(a)),
   );
-  const traced = !/^0*$/.test(record.traceId);
+  const traceId = record.traceId ?? "0".repeat(32);
+  const traced = !/^0*$/.test(traceId);
   return {
     runId,
     step: record.step,
@@ -239,11 +475,14 @@ export function explainRollout(
     components: record.components,
     weights: record.weights,
     effectiveWeights: d.weights,
-    rollouts: g.rolloutIds.map((id, i) => ({
+    rollouts: rolloutIdsOf(runId, g).map((id, i) => ({
       rolloutId: id,
       values: g.rewards[i]!,
-      statuses: g.statuses[i]!,
-      weightedTotal: weightedTotal(g.rewards[i]!, config.components),
+      statuses: g.statuses[i]!.map(statusName),
+      weightedTotal: g.rewards[i]!.reduce<number>(
+        (s, v, k) => (v === null ? s : s + record.weights[k]! * v),
+        0,
+      ),
       advantage: r.advantages[i]!,
     })),
     correlation: d.correlation,
@@ -251,15 +490,13 @@ export function explainRollout(
     coefficientSum: d.coefficientSum,
     denominator: d.denominator,
     sgrpo: d.sgrpo ? { weight: d.sgrpo.weight, successes: d.sgrpo.successes, gated: d.sgrpo.gated } : null,
-    dynamicSampling: config.dynamicSampling ? { kept: r.kept } : null,
+    dynamicSampling: settings.dynamicSampling ? { kept: r.kept } : null,
     degenerate: r.degenerate,
     imputed: g.imputed,
     reproduced,
-    traceId: record.traceId,
+    traceId,
     traceUrl:
-      traced && options.traceUrlTemplate
-        ? options.traceUrlTemplate.replaceAll("{traceId}", record.traceId)
-        : null,
+      traced && options.traceUrlTemplate ? options.traceUrlTemplate.replaceAll("{traceId}", traceId) : null,
   };
 }
 

@@ -51,9 +51,17 @@ import {
   TaskPolicyMismatchError,
   taskDomainOf,
 } from "./tasks.js";
-import { appendExplainRecord, explainGroupRecord, explainPath } from "./explain.js";
+import {
+  advantageSettingsOf,
+  appendExplainRecord,
+  EXPLAIN_RECORD_VERSION,
+  type ExplainStepRecord,
+  explainGroupRecord,
+  explainPath,
+  reconcileExplain,
+} from "./explain.js";
 import { type StepTrace, startStepTrace } from "./step-trace.js";
-import { recordStepMetrics } from "./trainer-metrics.js";
+import { forgetRunMetrics, recordStepMetrics } from "./trainer-metrics.js";
 import { checkDomainsScored, createResultValidator, describeRunServices } from "./validation.js";
 
 /** One group of a step as progress listeners see it (the live page's "last groups"). */
@@ -184,6 +192,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   if (ckpt && ckpt.runId !== config.runId)
     throw new Error(`checkpoint in ${paths.dir} belongs to run '${ckpt.runId}'`);
   reconcileMetrics(paths.metrics, ckpt);
+  reconcileExplain(explainPath(config.outputDir, config.runId), ckpt?.step ?? 0);
   const resumedFrom = ckpt?.step ?? 0;
   if (ckpt) logger.info({ step: ckpt.step, policyVersion: ckpt.policyVersion }, "resuming from checkpoint");
 
@@ -407,6 +416,11 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         },
         time: new Date().toISOString(),
       };
+      // Before the checkpoint: a checkpointed step always has its record (resume drops later ones).
+      appendExplainRecord(
+        explainPath(config.outputDir, config.runId),
+        explainStepRecord(config, step, result, stepTrace, prepared, assembled, pending!, domainByGroup),
+      );
       if (step % config.checkpointEvery === 0 || step === config.steps) {
         await learner.saveCheckpoint(
           policy === "text" ? paths.learnerCheckpointDir : paths.learnerCheckpoint,
@@ -421,28 +435,6 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       };
       writeAtomic(paths.checkpoint, JSON.stringify(ck));
       appendFileSync(paths.metrics, `${JSON.stringify(metrics)}\n`);
-      appendExplainRecord(explainPath(config.outputDir, config.runId), {
-        v: 1,
-        step,
-        estimator: result.estimator,
-        traceId: stepTrace.traceId,
-        components: config.components.map(componentId),
-        weights: config.components.map((c) => c.weight),
-        groups: prepared.map((g, gi) => {
-          const pg = pending!.groups.find((x) => x.groupId === g.source.group.groupId)!;
-          return explainGroupRecord(
-            g,
-            config,
-            pg.taskId,
-            domainByGroup.get(pg.groupId)!,
-            pendingLengths(pending!, g),
-            result.groups[gi]!.advantages,
-          );
-        }),
-        dropped: assembled
-          .filter((a) => !prepared.some((p) => p.source === a))
-          .map((a) => ({ groupId: a.group.groupId, rolloutIds: a.group.rolloutIds, missing: a.missing })),
-      });
       recordStepMetrics(metrics as unknown as Parameters<typeof recordStepMetrics>[0]);
       removeIfExists(paths.pending);
       assembler.markApplied(step);
@@ -470,9 +462,13 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         }),
       });
     }
+  } catch (err) {
+    st?.end(err); // the failed step's span ends with error status
+    throw err;
   } finally {
     st?.end();
     await assembler.close();
+    forgetRunMetrics(config.runId); // a process running many runs (experiment) keeps no finished run's gauges
   }
   return {
     runId: config.runId,
@@ -502,6 +498,43 @@ async function skippedUpdate(learner: Learner, logger: Logger, step: number): Pr
       nSamples: 0,
       nDroppedStale: 0,
     },
+  };
+}
+
+/** The step's explain record: the engine's input and output, its advantage settings, its trace when sampled. */
+function explainStepRecord(
+  config: RunConfig,
+  step: number,
+  result: AdvantageBatchResult,
+  stepTrace: StepTrace,
+  prepared: readonly PreparedGroup[],
+  assembled: readonly AssembledGroup[],
+  pending: PendingStep,
+  domainByGroup: ReadonlyMap<string, string>,
+): ExplainStepRecord {
+  return {
+    v: EXPLAIN_RECORD_VERSION,
+    step,
+    estimator: result.estimator,
+    advantage: advantageSettingsOf(config),
+    // Only a sampled step span is exported: an unsampled trace id would link to nothing.
+    ...(stepTrace.recording ? { traceId: stepTrace.traceId } : {}),
+    components: config.components.map(componentId),
+    weights: config.components.map((c) => c.weight),
+    groups: prepared.map((g, gi) => {
+      const pg = pending.groups.find((x) => x.groupId === g.source.group.groupId)!;
+      return explainGroupRecord(
+        g,
+        config,
+        pg.taskId,
+        domainByGroup.get(pg.groupId)!,
+        pendingLengths(pending, g),
+        result.groups[gi]!.advantages,
+      );
+    }),
+    dropped: assembled
+      .filter((a) => !prepared.some((p) => p.source === a))
+      .map((a) => ({ groupId: a.group.groupId, rolloutIds: a.group.rolloutIds, missing: a.missing })),
   };
 }
 

@@ -77,6 +77,9 @@ export function recordStepMetrics(line: StepLine): void {
   const run = line.runId;
   m.steps.add(1, { run });
   for (const [phase, ms] of Object.entries(line.timingsMs)) m.phase.record(ms / 1000, { run, phase });
+  // The gauges show this step only: a component without a value now (mean null, or absent) reads NaN, not
+  // the value of an older step (the SDK keeps reporting an attribute set once observed, so NaN, not a gap).
+  forgetRun(m.latest, run);
   if (typeof line.weightedReward === "number")
     m.latest.reward.set(`${run}\u0000weighted_total`, line.weightedReward);
   for (const [component, c] of Object.entries(line.components ?? {}))
@@ -97,4 +100,19 @@ export function recordStepMetrics(line: StepLine): void {
   m.groups.add(line.droppedGroups ?? 0, { run, outcome: "dropped" });
   for (const [service, reasons] of Object.entries(line.rejectedResults ?? {}))
     for (const [reason, n] of Object.entries(reasons)) m.rejected.add(n, { run, service, reason });
+}
+
+/** Sets every gauge value of `run` to NaN (no value). */
+function forgetRun(latest: { reward: Map<string, number>; shares: Map<string, number> }, run: string): void {
+  const prefix = `${run}\u0000`;
+  for (const map of [latest.reward, latest.shares])
+    for (const k of map.keys()) if (k.startsWith(prefix)) map.set(k, Number.NaN);
+}
+
+/**
+ * A finished run's gauges read NaN from now on (a process running many runs, e.g. `experiment`, does not
+ * keep reporting the last values of finished runs as if current).
+ */
+export function forgetRunMetrics(run: string): void {
+  if (instruments) forgetRun(instruments.latest, run);
 }

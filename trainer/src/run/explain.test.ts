@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { computeAdvantages } from "../advantage/engine.js";
+import { compileAdvantage, type RunConfig, resolveRunConfig } from "./config.js";
+import {
+  advantageSettingsOf,
+  EXPLAIN_RECORD_VERSION,
+  ExplainFileError,
+  type ExplainStepRecord,
+  explainPath,
+  explainRollout,
+  explainRolloutAsync,
+  readExplainRecords,
+  reconcileExplain,
+} from "./explain.js";
+
+const root = mkdtempSync(join(tmpdir(), "rm-explain-"));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+function runConfig(runId: string, estimator: unknown, weights: [number, number]): RunConfig {
+  return resolveRunConfig({
+    run: { id: runId, seed: 5, outputDir: root },
+    tasks: { sets: ["code"] },
+    groupSize: 4,
+    promptsPerStep: 1,
+    steps: 9,
+    components: [
+      { service: "length", component: "overlong", weight: weights[0] },
+      { service: "code-exec", component: "pass_rate", weight: weights[1] },
+    ],
+    estimator,
+    groups: { deadlineMs: 1000 },
+  });
+}
+
+const REWARDS = [
+  [0, 1],
+  [1, 0.5],
+  [0.5, 0],
+  [0.25, 1],
+];
+
+/** A step record as the trainer writes it: the real engine's advantages under `config`. */
+function record(config: RunConfig, step: number, traceId?: string): ExplainStepRecord {
+  const batch = {
+    groups: [{ rewards: REWARDS.map((r) => [...r]), lengths: [1, 2, 3, 4] }],
+    weights: config.components.map((c) => c.weight),
+    components: config.components.map((c) => `${c.service}/${c.component}`),
+  };
+  const result = computeAdvantages(batch, compileAdvantage(config));
+  return {
+    v: EXPLAIN_RECORD_VERSION,
+    step,
+    estimator: result.estimator,
+    advantage: advantageSettingsOf(config),
+    ...(traceId ? { traceId } : {}),
+    components: batch.components,
+    weights: batch.weights,
+    groups: [
+      {
+        groupId: `s${step}-p0`,
+        taskId: "t",
+        domain: "code",
+        rewards: REWARDS,
+        statuses: REWARDS.map(() => [1, 1]),
+        lengths: [1, 2, 3, 4],
+        imputed: false,
+        advantages: result.groups[0]!.advantages,
+      },
+    ],
+    dropped: [],
+  };
+}
+
+function setUp(runId: string, config: RunConfig): string {
+  mkdirSync(join(root, runId), { recursive: true });
+  writeFileSync(join(root, runId, "resolved-config.json"), JSON.stringify(config));
+  return explainPath(root, runId);
+}
+
+describe("explain.jsonl", () => {
+  it("a torn last line is skipped; a bad line elsewhere is an error naming file and line", async () => {
+    const config = runConfig("torn", "grpo", [1, 1]);
+    const f = setUp("torn", config);
+    const line = (s: number) => `${JSON.stringify(record(config, s))}\n`;
+    writeFileSync(f, line(1) + line(2) + line(3).slice(0, 40));
+    assert.deepEqual(
+      readExplainRecords(root, "torn").map((r) => r.step),
+      [1, 2],
+    );
+    const e = explainRollout(root, "torn", { rolloutId: "torn-s2-p0-1" });
+    assert.equal(e.step, 2);
+    assert.equal(e.rolloutIndex, 1);
+    assert.equal(e.reproduced, true);
+    assert.equal(
+      (await explainRolloutAsync(root, "torn", { rolloutId: "torn-s2-p0-1" })).rollouts[1]!.advantage,
+      e.rollouts[1]!.advantage,
+    );
+    // The torn line gets a newline (a later append): now it is corrupt, in the middle of the file.
+    appendFileSync(f, `\n${line(4)}`);
+    assert.throws(
+      () => readExplainRecords(root, "torn"),
+      (err: Error) => err instanceof ExplainFileError && err.message.startsWith(`${f}:3: not valid JSON`),
+    );
+    assert.throws(
+      () => explainRollout(root, "torn", { step: 3, groupId: "s3-p0" }),
+      /explain\.jsonl:3: not valid JSON/,
+    );
+    // Other steps are still explained (their lines are the only ones parsed).
+    assert.equal(explainRollout(root, "torn", { step: 4, groupId: "s4-p0" }).reproduced, true);
+  });
+
+  it("a record of another version is named with its line", () => {
+    const config = runConfig("ver", "grpo", [1, 1]);
+    const f = setUp("ver", config);
+    writeFileSync(f, `${JSON.stringify({ ...record(config, 1), v: 1 })}\n`);
+    assert.throws(
+      () => explainRollout(root, "ver", { step: 1, groupId: "s1-p0" }),
+      new RegExp(`${f.replaceAll(".", "\\.")}:1: record version 1 is not supported`),
+    );
+  });
+
+  it("resume reconciles: drops the torn tail and steps after the checkpoint, keeps the last record of a step", () => {
+    const config = runConfig("rec", "grpo", [1, 1]);
+    const f = setUp("rec", config);
+    const line = (s: number, t?: string) => `${JSON.stringify(record(config, s, t))}\n`;
+    // Step 2 written twice (the last wins), step 3 written before a checkpoint that never came, torn step 4.
+    writeFileSync(f, line(1) + line(2) + line(2, "ab".repeat(16)) + line(3) + line(4).slice(0, 30));
+    reconcileExplain(f, 2);
+    const recs = readExplainRecords(root, "rec");
+    assert.deepEqual(
+      recs.map((r) => r.step),
+      [1, 2],
+    );
+    assert.equal(recs[1]!.traceId, "ab".repeat(16));
+    assert.ok(readFileSync(f, "utf8").endsWith("}\n"));
+    reconcileExplain(f, 0);
+    assert.equal(readFileSync(f, "utf8"), "");
+  });
+
+  it("earlier steps of a run resumed with another config are explained with their own settings and weights", () => {
+    const before = runConfig("resumed", "grpo", [1, 1]);
+    const now = runConfig("resumed", { name: "corr_grpo" }, [2, 0.5]);
+    const f = setUp("resumed", now); // resolved-config.json is the new one
+    writeFileSync(f, `${JSON.stringify(record(before, 1))}\n${JSON.stringify(record(now, 2))}\n`);
+    const e1 = explainRollout(root, "resumed", { rolloutId: "resumed-s1-p0-1" });
+    assert.equal(e1.reproduced, true);
+    assert.deepEqual(e1.weights, [1, 1]);
+    assert.equal(e1.rollouts[1]!.weightedTotal, 1 * 1 + 1 * 0.5);
+    const e2 = explainRollout(root, "resumed", { rolloutId: "resumed-s2-p0-1" });
+    assert.equal(e2.reproduced, true);
+    assert.equal(e2.rollouts[1]!.weightedTotal, 2 * 1 + 0.5 * 0.5);
+  });
+
+  it("links a trace only when the step stored one (it was sampled)", () => {
+    const config = runConfig("sampled", "grpo", [1, 1]);
+    const f = setUp("sampled", config);
+    writeFileSync(
+      f,
+      `${JSON.stringify(record(config, 1))}\n${JSON.stringify(record(config, 2, "cd".repeat(16)))}\n`,
+    );
+    const t = { traceUrlTemplate: "http://tempo/{traceId}" };
+    assert.equal(explainRollout(root, "sampled", { step: 1, groupId: "s1-p0" }, t).traceUrl, null);
+    assert.equal(
+      explainRollout(root, "sampled", { step: 2, groupId: "s2-p0" }, t).traceUrl,
+      `http://tempo/${"cd".repeat(16)}`,
+    );
+  });
+});
