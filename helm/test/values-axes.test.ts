@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { consumerName, servicePermissions, serviceUser } from "@reward-mesh/sdk";
+import { consumerName, discoverServices, servicePermissions, serviceUser } from "@reward-mesh/sdk";
 import { parse as parseYaml } from "yaml";
 import {
   type Any,
@@ -239,7 +239,8 @@ describe("existing NATS", async () => {
         assert.equal(envVar(c, "MESH_STREAM_REPLICAS")?.value, "3");
         assert.ok(podSpec(w).volumes.some((v: Any) => v.secret?.secretName === "mesh-nats-ca"));
       }
-    assert.equal(n, 8, "6 services enabled by default (not reward-model), trainer, provisioning");
+    const byDefault = discoverServices().filter((s) => s.manifest.defaultEnabled !== false).length;
+    assert.equal(n, byDefault + 2, `${byDefault} services enabled by default, the trainer, provisioning`);
   });
 
   it("KEDA scales on the external NATS's monitoring endpoint, which it requires", async () => {
