@@ -3,7 +3,8 @@
  * a real nats-server, the length, ast and code-exec services as their own processes exporting spans to
  * it (code-exec running candidates in the bwrap sandbox), and a trainer in this process with the
  * OpenTelemetry SDK installed the way an entry point does. Checks that one rollout's spans form one
- * tree from the trainer's step through every service (sandbox included), that `explain` gives the
+ * trace of its own, rooted at the trainer's rollout span (linked to the step span) through every
+ * service (sandbox included), that the step's group spans link to the rollouts, that `explain` gives the
  * engine's numbers, and that `/metrics` of a service and of the trainer count what happened.
  */
 import assert from "node:assert/strict";
@@ -187,32 +188,59 @@ describe("one trace per rollout, explain and metrics", () => {
     rolloutId = rolloutIdsOf(runId, pick.g)[1]!;
   });
 
-  it("links a rollout's spans into one tree: trainer step → rollout → each service's consume → score (→ sandbox) → publish", async () => {
+  it("gives each rollout a trace of its own: trainer rollout → each service's consume → score (→ sandbox) → publish, linked to the step", async () => {
     const stored = readExplainRecords(dir, runId).find((r) => r.step === step)!;
     assert.match(stored.traceId ?? "", /^[0-9a-f]{32}$/);
-    const record = { ...stored, traceId: stored.traceId! };
-    assert.notEqual(record.traceId, "0".repeat(32));
+    const stepTraceId = stored.traceId!;
+    const group = stored.groups.find((g) => g.groupId === groupId)!;
+    const rolloutTrace = group.traceIds?.[1] ?? "";
+    assert.match(rolloutTrace, /^[0-9a-f]{32}$/, "the record stores the rollout's own trace id");
+    // Two rollouts, two traces, neither the step's.
+    const otherTrace = group.traceIds?.[0] ?? "";
+    assert.match(otherTrace, /^[0-9a-f]{32}$/);
+    assert.notEqual(otherTrace, rolloutTrace);
+    assert.notEqual(rolloutTrace, stepTraceId);
     const want = (s: StoredSpan[]) => {
-      const mine = spansOfRollout(s, record.traceId, rolloutId, groupId);
+      const mine = spansOfRollout(s, rolloutTrace, rolloutId, groupId);
       return (
         ["length", "ast", "code-exec"].every((svc) => mine.some((x) => x.name === `reward/${svc}/publish`)) &&
         mine.some((x) => x.name === "reward/code-exec/sandbox") &&
-        mine.some((x) => x.name === "trainer/train_step")
+        s.some((x) => x.traceId === stepTraceId && x.name === "trainer/train_step")
       );
     };
     const all = await spansUntil(want);
-    const mine = spansOfRollout(all, record.traceId, rolloutId, groupId);
+    const mine = spansOfRollout(all, rolloutTrace, rolloutId, groupId);
+    // Everything of the rollout's trace is this rollout's: no other rollout's span, no group span.
+    assert.deepEqual(
+      mine.map((s) => s.spanId).sort(),
+      all
+        .filter((s) => s.traceId === rolloutTrace)
+        .map((s) => s.spanId)
+        .sort(),
+    );
     const byId = new Map(mine.map((s) => [s.spanId, s]));
     const names = mine.map((s) => `${s.service}:${s.name}`);
 
-    // One root: the trainer's step span; every other span's parent is in the same trace.
+    // One root: the trainer's rollout span; every other span's parent is in the same trace.
     const roots = mine.filter((s) => !byId.has(s.parentSpanId));
     assert.deepEqual(
       roots.map((s) => s.name),
-      ["trainer/step"],
-      `roots: ${roots.map((s) => s.name)}\n${renderWaterfall(mine, record.traceId)}`,
+      ["trainer/rollout"],
+      `roots: ${roots.map((s) => s.name)}\n${renderWaterfall(mine, rolloutTrace)}`,
     );
-    assert.equal(roots[0]!.service, "reward-mesh-trainer");
+    const rolloutSpan = roots[0]!;
+    assert.equal(rolloutSpan.service, "reward-mesh-trainer");
+    assert.equal(rolloutSpan.parentSpanId, "");
+    assert.equal(rolloutSpan.attributes["reward.rollout_id"], rolloutId);
+    // ... linked to the step span, the link carrying the step's coordinates.
+    const stepSpan = all.find((s) => s.traceId === stepTraceId && s.name === "trainer/step");
+    assert.ok(stepSpan, "no step span in the step's trace");
+    const toStep = rolloutSpan.links.find((l) => l.traceId === stepTraceId && l.spanId === stepSpan.spanId);
+    assert.ok(toStep, "the rollout span does not link to the step span");
+    assert.equal(toStep.attributes?.["reward.run_id"], runId);
+    assert.equal(toStep.attributes?.["reward.step"], step);
+    assert.equal(toStep.attributes?.["reward.group_id"], groupId);
+    assert.equal(toStep.attributes?.["reward.rollout_id"], rolloutId);
     const chain = (s: StoredSpan): string[] => {
       const out: string[] = [];
       for (let p: StoredSpan | undefined = s; p; p = byId.get(p.parentSpanId)) out.unshift(p.name);
@@ -222,19 +250,9 @@ describe("one trace per rollout, explain and metrics", () => {
       const publish = mine.find((s) => s.name === `reward/${svc}/publish`);
       assert.ok(publish, `no publish span of ${svc} in ${names.join(", ")}`);
       assert.equal(publish.service, `reward-mesh-${svc}`);
-      assert.deepEqual(chain(publish), [
-        "trainer/step",
-        "trainer/rollout",
-        `reward/${svc}/consume`,
-        `reward/${svc}/publish`,
-      ]);
+      assert.deepEqual(chain(publish), ["trainer/rollout", `reward/${svc}/consume`, `reward/${svc}/publish`]);
       const score = mine.find((s) => s.name === `reward/${svc}/score`)!;
-      assert.deepEqual(chain(score), [
-        "trainer/step",
-        "trainer/rollout",
-        `reward/${svc}/consume`,
-        `reward/${svc}/score`,
-      ]);
+      assert.deepEqual(chain(score), ["trainer/rollout", `reward/${svc}/consume`, `reward/${svc}/score`]);
       // The attributes: run, step, group, rollout, service, each component's value and status.
       assert.equal(score.attributes["reward.run_id"], runId);
       assert.equal(score.attributes["reward.step"], step);
@@ -249,27 +267,31 @@ describe("one trace per rollout, explain and metrics", () => {
     assert.deepEqual(chain(sandbox).slice(-2), ["reward/code-exec/score", "reward/code-exec/sandbox"]);
     assert.equal(sandbox.attributes["sandbox.backend"], "bwrap");
 
-    // Group-level spans are in the step's trace and link to this rollout's span (fan-in).
-    const rolloutSpan = mine.find((s) => s.name === "trainer/rollout")!;
+    // Group-level spans are children of the step span in the step's trace and link to this rollout's
+    // span in its own trace (fan-in), with the count of their links.
+    const stepSpans = spansOfRollout(all, stepTraceId, rolloutId, groupId);
     for (const name of ["trainer/assemble", "trainer/advantage", "trainer/train_step"]) {
-      const g = mine.find((s) => s.name === name);
+      const g = stepSpans.find((s) => s.name === name);
       assert.ok(g, `no ${name} span`);
-      assert.equal(g.parentSpanId, roots[0]!.spanId);
+      assert.equal(g.parentSpanId, stepSpan.spanId);
       assert.ok(
-        g.links.some((l) => l.spanId === rolloutSpan.spanId && l.traceId === record.traceId),
+        g.links.some((l) => l.spanId === rolloutSpan.spanId && l.traceId === rolloutTrace),
         `${name} does not link to the rollout`,
       );
+      assert.equal(g.attributes["reward_mesh.links.total"], g.links.length);
     }
-    const assemble = mine.find((s) => s.name === "trainer/assemble")!;
-    // ... and to each service's result publish.
+    const assemble = stepSpans.find((s) => s.name === "trainer/assemble")!;
+    // ... to every rollout of the group (each in its own trace) and to each service's result publish.
+    const rolloutLinks = assemble.links.filter((l) => group.traceIds!.includes(l.traceId));
+    assert.deepEqual(new Set(rolloutLinks.map((l) => l.traceId)), new Set(group.traceIds));
     for (const svc of ["length", "ast", "code-exec"]) {
       const publish = mine.find((s) => s.name === `reward/${svc}/publish`)!;
       assert.ok(
-        assemble.links.some((l) => l.spanId === publish.spanId),
+        assemble.links.some((l) => l.spanId === publish.spanId && l.traceId === rolloutTrace),
         `assemble does not link to ${svc}'s result`,
       );
     }
-    const waterfall = renderWaterfall(mine, record.traceId);
+    const waterfall = renderWaterfall(mine, rolloutTrace);
     assert.match(
       waterfall,
       /reward-mesh-code-exec: {2}reward\/code-exec\/sandbox|reward-mesh-code-exec: reward\/code-exec\/sandbox/,
@@ -288,6 +310,9 @@ describe("one trace per rollout, explain and metrics", () => {
     assert.equal(e.rolloutIndex, 1);
     assert.equal(e.reproduced, true);
     assert.equal(e.traceUrl, `http://jaeger:16686/trace/${e.traceId}`);
+    assert.match(e.rolloutTraceId ?? "", /^[0-9a-f]{32}$/);
+    assert.notEqual(e.rolloutTraceId, e.traceId);
+    assert.equal(e.rolloutTraceUrl, `http://jaeger:16686/trace/${e.rolloutTraceId}`);
     // The engine on the step's batch, as the trainer called it.
     const config = JSON.parse(readFileSync(join(dir, runId, "resolved-config.json"), "utf8"));
     const rec = readExplainRecords(dir, runId).find((r) => r.step === step)!;
@@ -359,9 +384,14 @@ describe("one trace per rollout, explain and metrics", () => {
     assert.match(text.stdout, /share of the denominator/);
     assert.match(text.stdout, /S-GRPO: weight/);
     assert.match(text.stdout, /DAPO dynamic sampling: (kept|dropped)/);
-    assert.match(text.stdout, /http:\/\/tempo\/trace\/[0-9a-f]{32}/);
-    // The waterfall: where and how long, per hop, down to the sandbox.
-    assert.match(text.stdout, /reward-mesh-trainer: trainer\/step/);
+    // Links to the rollout's own trace and to the step's.
+    const rec = readExplainRecords(dir, runId).find((r) => r.step === step)!;
+    const rolloutTrace = rec.groups.find((g) => g.groupId === groupId)!.traceIds![1]!;
+    assert.match(text.stdout, new RegExp(`rollout trace ${rolloutTrace} {2}http://tempo/trace/${rolloutTrace}`));
+    assert.match(text.stdout, new RegExp(`step trace ${rec.traceId} {2}http://tempo/trace/${rec.traceId}`));
+    // The waterfall of the rollout's trace: where and how long, per hop, down to the sandbox.
+    assert.match(text.stdout, /reward-mesh-trainer: trainer\/rollout/);
+    assert.doesNotMatch(text.stdout, /trainer\/step/);
     assert.match(text.stdout, /reward-mesh-code-exec: reward\/code-exec\/sandbox/);
     const json = await run(["--step", String(step), "--group", groupId, "--json"]);
     assert.equal(json.code, 0, json.stderr);

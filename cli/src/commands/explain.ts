@@ -87,13 +87,15 @@ export async function runExplain(args: readonly string[], cli: CliConfig, stdout
   const spansFile = typeof flags["spans"] === "string" ? flags["spans"] : `${runsDir}/traces.jsonl`;
   const rollout = e.rolloutIndex === null ? undefined : e.rollouts[e.rolloutIndex]!.rolloutId;
   const skipped: string[] = [];
+  // A rollout has a trace of its own (when sampled); a group's spans are in the step's trace.
+  const shownTrace = e.rolloutTraceId ?? e.traceId;
   const spans = flags["waterfall"]
     ? spansOfRollout(
         readStoredSpans(spansFile, {
-          traceId: e.traceId,
+          traceId: shownTrace,
           onBadLine: (n, problem) => skipped.push(`${spansFile}:${n}: ${problem}`),
         }),
-        e.traceId,
+        shownTrace,
         rollout ?? "",
         e.groupId,
       )
@@ -109,8 +111,8 @@ export async function runExplain(args: readonly string[], cli: CliConfig, stdout
     stdout.write("\n");
     stdout.write(
       spans.length
-        ? renderWaterfall(spans, e.traceId)
-        : `no span of trace ${e.traceId} in ${spansFile} (was the run traced? reward-mesh up --traces)\n`,
+        ? renderWaterfall(spans, shownTrace)
+        : `no span of trace ${shownTrace} in ${spansFile} (was the run traced? reward-mesh up --traces)\n`,
     );
   }
   return 0;

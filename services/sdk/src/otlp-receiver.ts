@@ -31,7 +31,12 @@ export interface StoredSpan {
   readonly startTimeUnixNano: string;
   readonly endTimeUnixNano: string;
   readonly attributes: Readonly<Record<string, string | number | boolean>>;
-  readonly links: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>;
+  /** Each link's target, and its attributes when it had any. */
+  readonly links: ReadonlyArray<{
+    readonly traceId: string;
+    readonly spanId: string;
+    readonly attributes?: Readonly<Record<string, string | number | boolean>>;
+  }>;
   /** 0 unset, 1 ok, 2 error. */
   readonly statusCode: number;
 }
@@ -76,7 +81,7 @@ interface OtlpSpan {
   startTimeUnixNano?: string | number;
   endTimeUnixNano?: string | number;
   attributes?: OtlpKeyValue[];
-  links?: Array<{ traceId?: string; spanId?: string }>;
+  links?: Array<{ traceId?: string; spanId?: string; attributes?: OtlpKeyValue[] }>;
   status?: { code?: number };
 }
 interface OtlpTraceRequest {
@@ -159,7 +164,14 @@ export function flattenOtlpTraces(body: unknown): StoredSpan[] {
           startTimeUnixNano: String(s.startTimeUnixNano ?? "0"),
           endTimeUnixNano: String(s.endTimeUnixNano ?? "0"),
           attributes: attributes(arrayAt(s.attributes, `${at}.attributes`)),
-          links: links.map((l) => ({ traceId: l.traceId!.toLowerCase(), spanId: l.spanId!.toLowerCase() })),
+          links: links.map((l, li) => {
+            const a = attributes(arrayAt(l.attributes, `${at}.links[${li}].attributes`));
+            return {
+              traceId: l.traceId!.toLowerCase(),
+              spanId: l.spanId!.toLowerCase(),
+              ...(Object.keys(a).length ? { attributes: a } : {}),
+            };
+          }),
           statusCode: typeof s.status?.code === "number" ? s.status.code : 0,
         });
       });

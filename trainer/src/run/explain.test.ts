@@ -15,6 +15,7 @@ import {
   explainRolloutAsync,
   readExplainRecords,
   reconcileExplain,
+  renderExplanation,
 } from "./explain.js";
 
 const root = mkdtempSync(join(tmpdir(), "rm-explain-"));
@@ -168,5 +169,29 @@ describe("explain.jsonl", () => {
       explainRollout(root, "sampled", { step: 2, groupId: "s2-p0" }, t).traceUrl,
       `http://tempo/${"cd".repeat(16)}`,
     );
+  });
+
+  it("links a rollout to its own trace only when that rollout's span was sampled", () => {
+    const config = runConfig("own", "grpo", [1, 1]);
+    const f = setUp("own", config);
+    const base = record(config, 1, "cd".repeat(16));
+    const traced = { ...base, groups: [{ ...base.groups[0]!, traceIds: [null, "ef".repeat(16), null, null] }] };
+    writeFileSync(f, `${JSON.stringify(traced)}\n`);
+    const t = { traceUrlTemplate: "http://tempo/{traceId}" };
+    const sampled = explainRollout(root, "own", { rolloutId: "own-s1-p0-1" }, t);
+    assert.equal(sampled.rolloutTraceId, "ef".repeat(16));
+    assert.equal(sampled.rolloutTraceUrl, `http://tempo/${"ef".repeat(16)}`);
+    assert.equal(sampled.traceUrl, `http://tempo/${"cd".repeat(16)}`);
+    const text = renderExplanation(sampled);
+    assert.match(text, new RegExp(`rollout trace ${"ef".repeat(16)} {2}http://tempo/${"ef".repeat(16)}`));
+    assert.match(text, new RegExp(`step trace ${"cd".repeat(16)} {2}http://tempo/${"cd".repeat(16)}`));
+    const unsampled = explainRollout(root, "own", { rolloutId: "own-s1-p0-0" }, t);
+    assert.equal(unsampled.rolloutTraceId, null);
+    assert.equal(unsampled.rolloutTraceUrl, null);
+    assert.match(renderExplanation(unsampled), /rollout trace \(not traced: telemetry off or the rollout not sampled\)/);
+    // A group asked for has no rollout trace line: its spans are in the step's trace.
+    const group = explainRollout(root, "own", { step: 1, groupId: "s1-p0" }, t);
+    assert.equal(group.rolloutTraceId, null);
+    assert.doesNotMatch(renderExplanation(group), /rollout trace/);
   });
 });

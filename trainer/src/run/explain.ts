@@ -3,7 +3,8 @@
  *
  * Per step the trainer appends one line to `runs/<id>/explain.jsonl` ({@link ExplainStepRecord}): the
  * engine's input (per rollout, each component's value or null for NOT_APPLICABLE, its status, the
- * response length) and what it gave (advantages), plus the step's trace id. {@link explainRollout}
+ * response length) and what it gave (advantages), plus the step's trace id and, per rollout whose span
+ * was sampled, the id of the rollout's own trace. {@link explainRollout}
  * re-runs the same engine (`computeAdvantages` with the run's compiled configuration, diagnostics on)
  * on that stored batch, so every figure it prints — correlation, denominator shares under GRPO and
  * CorrGRPO, S-GRPO weight and gate, DAPO decision, final advantage — is the trainer's own code's, and it
@@ -34,6 +35,11 @@ export interface ExplainGroupRecord {
   readonly imputed: boolean;
   /** The advantages the trainer applied. */
   readonly advantages: readonly number[];
+  /**
+   * Per rollout, the id of its own trace (32 hex digits), `null` when its span was not sampled; absent
+   * when none of the group's rollouts was (tracing off).
+   */
+  readonly traceIds?: readonly (string | null)[];
 }
 
 /**
@@ -105,6 +111,7 @@ export function explainGroupRecord(
   domain: string,
   lengths: readonly number[],
   advantages: readonly number[],
+  traceIds: readonly (string | undefined)[] = [],
 ): ExplainGroupRecord {
   const statuses = g.source.results.map((byService) =>
     config.components.map((c) => {
@@ -126,6 +133,7 @@ export function explainGroupRecord(
     lengths,
     imputed: g.imputed,
     advantages,
+    ...(traceIds.some((t) => t !== undefined) ? { traceIds: traceIds.map((t) => t ?? null) } : {}),
   };
 }
 
@@ -184,9 +192,14 @@ export interface GroupExplanation {
   readonly imputed: boolean;
   /** True when the re-run engine gives the advantages the trainer applied (to 1e-12). */
   readonly reproduced: boolean;
+  /** The step's trace id (all zeros when the step span was not sampled). */
   readonly traceId: string;
-  /** The trace link built from the URL template (`{traceId}`), when one was given and the step was traced. */
+  /** The step's trace link built from the URL template (`{traceId}`), when one was given and the step was traced. */
   readonly traceUrl: string | null;
+  /** The trace of the rollout asked for (its own trace), when its span was sampled. */
+  readonly rolloutTraceId: string | null;
+  /** That trace's link from the URL template, when one was given. */
+  readonly rolloutTraceUrl: string | null;
 }
 
 /** Raised when `explain.jsonl` holds a line that is not a record this trainer reads: names file and line. */
@@ -464,6 +477,8 @@ function explainFound(
   );
   const traceId = record.traceId ?? "0".repeat(32);
   const traced = !/^0*$/.test(traceId);
+  const rolloutTraceId = rolloutIndex === null ? null : (g.traceIds?.[rolloutIndex] ?? null);
+  const link = (id: string) => options.traceUrlTemplate!.replaceAll("{traceId}", id);
   return {
     runId,
     step: record.step,
@@ -495,8 +510,9 @@ function explainFound(
     imputed: g.imputed,
     reproduced,
     traceId,
-    traceUrl:
-      traced && options.traceUrlTemplate ? options.traceUrlTemplate.replaceAll("{traceId}", traceId) : null,
+    traceUrl: traced && options.traceUrlTemplate ? link(traceId) : null,
+    rolloutTraceId,
+    rolloutTraceUrl: rolloutTraceId && options.traceUrlTemplate ? link(rolloutTraceId) : null,
   };
 }
 
@@ -554,8 +570,12 @@ export function renderExplanation(e: GroupExplanation): string {
       ? "recomputed with the trainer's engine: identical to the applied advantages"
       : "WARNING: the engine now gives other advantages than the trainer applied",
   );
+  if (e.rolloutIndex !== null)
+    L.push(
+      `rollout trace ${e.rolloutTraceId ?? "(not traced: telemetry off or the rollout not sampled)"}${e.rolloutTraceUrl ? `  ${e.rolloutTraceUrl}` : ""}`,
+    );
   L.push(
-    `trace ${/^0*$/.test(e.traceId) ? "(not traced: telemetry was off)" : e.traceId}${e.traceUrl ? `  ${e.traceUrl}` : ""}`,
+    `step trace ${/^0*$/.test(e.traceId) ? "(not traced: telemetry was off)" : e.traceId}${e.traceUrl ? `  ${e.traceUrl}` : ""}`,
   );
   return `${L.join("\n")}\n`;
 }

@@ -517,7 +517,8 @@ function explainStepRecord(
     step,
     estimator: result.estimator,
     advantage: advantageSettingsOf(config),
-    // Only a sampled step span is exported: an unsampled trace id would link to nothing.
+    // Only a sampled span is exported: an unsampled trace id would link to nothing (each rollout's own
+    // trace id is stored in its group the same way).
     ...(stepTrace.recording ? { traceId: stepTrace.traceId } : {}),
     components: config.components.map(componentId),
     weights: config.components.map((c) => c.weight),
@@ -530,6 +531,7 @@ function explainStepRecord(
         domainByGroup.get(pg.groupId)!,
         pendingLengths(pending, g),
         result.groups[gi]!.advantages,
+        g.source.group.rolloutIds.map((id) => stepTrace.rolloutTraceId(id)),
       );
     }),
     dropped: assembled
