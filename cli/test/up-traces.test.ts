@@ -145,6 +145,10 @@ it("the receiver checks every span's ids and times (400 naming the field, nothin
       [{ startTimeUnixNano: "abc" }, "spans\\[1\\]\\.startTimeUnixNano"],
       [{ links: "notarray" }, "spans\\[1\\]\\.links: is not an array"],
       [{ links: [{ traceId: "x", spanId: "cd".repeat(8) }] }, "spans\\[1\\]\\.links\\[0\\]\\.traceId"],
+      [
+        { links: [{ traceId: "ab".repeat(16), spanId: "cd".repeat(8), attributes: "x" }] },
+        "spans\\[1\\]\\.links\\[0\\]\\.attributes: is not an array",
+      ],
     ] as const) {
       const res = await post(batch(span({}), span(bad)));
       assert.equal(res.status, 400);

@@ -387,7 +387,10 @@ describe("one trace per rollout, explain and metrics", () => {
     // Links to the rollout's own trace and to the step's.
     const rec = readExplainRecords(dir, runId).find((r) => r.step === step)!;
     const rolloutTrace = rec.groups.find((g) => g.groupId === groupId)!.traceIds![1]!;
-    assert.match(text.stdout, new RegExp(`rollout trace ${rolloutTrace} {2}http://tempo/trace/${rolloutTrace}`));
+    assert.match(
+      text.stdout,
+      new RegExp(`rollout trace ${rolloutTrace} {2}http://tempo/trace/${rolloutTrace}`),
+    );
     assert.match(text.stdout, new RegExp(`step trace ${rec.traceId} {2}http://tempo/trace/${rec.traceId}`));
     // The waterfall of the rollout's trace: where and how long, per hop, down to the sandbox.
     assert.match(text.stdout, /reward-mesh-trainer: trainer\/rollout/);

@@ -356,7 +356,8 @@ export function renderWaterfall(spans: readonly StoredSpan[], traceId: string): 
  * The spans of `traceId` about one rollout: those whose `reward.rollout_id` is `rolloutId`, its group's
  * spans (`reward.group_id` is `groupId`, no rollout attribute), their ancestors (the step span), and
  * every span below one of them that names no other rollout or group (a sandbox run under a score, the
- * step's generate and train step).
+ * step's generate and train step). Given the rollout's own trace, that is the whole rollout trace;
+ * given the step's trace, the step's spans about the rollout's group.
  */
 export function spansOfRollout(
   spans: readonly StoredSpan[],

@@ -175,7 +175,10 @@ describe("explain.jsonl", () => {
     const config = runConfig("own", "grpo", [1, 1]);
     const f = setUp("own", config);
     const base = record(config, 1, "cd".repeat(16));
-    const traced = { ...base, groups: [{ ...base.groups[0]!, traceIds: [null, "ef".repeat(16), null, null] }] };
+    const traced = {
+      ...base,
+      groups: [{ ...base.groups[0]!, traceIds: [null, "ef".repeat(16), null, null] }],
+    };
     writeFileSync(f, `${JSON.stringify(traced)}\n`);
     const t = { traceUrlTemplate: "http://tempo/{traceId}" };
     const sampled = explainRollout(root, "own", { rolloutId: "own-s1-p0-1" }, t);
@@ -188,7 +191,10 @@ describe("explain.jsonl", () => {
     const unsampled = explainRollout(root, "own", { rolloutId: "own-s1-p0-0" }, t);
     assert.equal(unsampled.rolloutTraceId, null);
     assert.equal(unsampled.rolloutTraceUrl, null);
-    assert.match(renderExplanation(unsampled), /rollout trace \(not traced: telemetry off or the rollout not sampled\)/);
+    assert.match(
+      renderExplanation(unsampled),
+      /rollout trace \(not traced: telemetry off or the rollout not sampled\)/,
+    );
     // A group asked for has no rollout trace line: its spans are in the step's trace.
     const group = explainRollout(root, "own", { step: 1, groupId: "s1-p0" }, t);
     assert.equal(group.rolloutTraceId, null);
