@@ -19,7 +19,8 @@ import {
   startGrpcServer,
 } from "@reward-mesh/sdk";
 import { createTestPki, type TestPki } from "@reward-mesh/sdk/testing";
-import { loadCliConfig, SERVICES, startMesh } from "../src/index.js";
+import { loadCliConfig, startMesh } from "../src/index.js";
+import { defaultServiceNames } from "../src/services.js";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
@@ -366,7 +367,7 @@ describe("reward-mesh up", () => {
         assert.equal(mesh.natsUrl, `nats://127.0.0.1:${port}`);
         assert.deepEqual(
           mesh.services.map((s) => s.name),
-          SERVICES.map((s) => s.name),
+          defaultServiceNames(),
         );
         for (const s of mesh.services) {
           const h = createGrpcClient(health.Health, s.address);

@@ -31,13 +31,14 @@ function exportedSeries(): Map<string, string[]> {
     ...readdirSync(join(root, "services")).flatMap((s) => sources(join(root, "services", s, "src"))),
     ...sources(join(root, "trainer", "src")),
   ];
-  const re = /create(Counter|Histogram|ObservableGauge|UpDownCounter|Gauge)\(\s*"(reward_mesh_\w+)"/g;
+  const re =
+    /create(Counter|ObservableCounter|Histogram|ObservableGauge|UpDownCounter|Gauge)\(\s*"(reward_mesh_\w+)"/g;
   for (const f of files) {
     for (const m of readFileSync(f, "utf8").matchAll(re)) {
       const [, kind, name] = m as unknown as [string, string, string];
       out.set(
         name,
-        kind === "Counter"
+        kind === "Counter" || kind === "ObservableCounter"
           ? [`${name}_total`]
           : kind === "Histogram"
             ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]

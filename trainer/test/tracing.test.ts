@@ -440,6 +440,9 @@ describe("one trace per rollout, explain and metrics", () => {
       assert.equal(res.kept, e.dynamicSampling!.kept);
       assert.equal(res.reproduced, true);
       assert.equal(res.traceUrl, `http://jaeger/trace/${e.traceId}`);
+      assert.match(res.rolloutTraceId, /^[0-9a-f]{32}$/);
+      assert.equal(res.rolloutTraceId, e.rolloutTraceId);
+      assert.equal(res.rolloutTraceUrl, `http://jaeger/trace/${res.rolloutTraceId}`);
       await assert.rejects(client.explain({ runId, rolloutId: "nope" }, { timeoutMs: 10_000 }), {
         code: grpc.status.NOT_FOUND,
         details: "no stored step holds rollout 'nope'",

@@ -70,6 +70,8 @@ export function explanationMessage(e: GroupExplanation): TrainerExplainResponse 
     reproduced: e.reproduced,
     traceId: e.traceId,
     traceUrl: e.traceUrl ?? "",
+    rolloutTraceId: e.rolloutTraceId ?? "",
+    rolloutTraceUrl: e.rolloutTraceUrl ?? "",
   });
 }
 
