@@ -55,9 +55,10 @@ async function startLength(): Promise<void> {
   );
 }
 
-const config = (id: string) =>
+const config = (id: string, services?: Record<string, string[]>) =>
   resolveRunConfig({
     run: { id, seed: 5, outputDir: dir },
+    ...(services ? { services } : {}),
     tasks: { sets: ["custom"] },
     groupSize: 2,
     promptsPerStep: 1,
@@ -172,12 +173,13 @@ describe("the trainer's start-up wait", () => {
     } finally {
       await remote.close();
     }
-    // A domain nobody consumes (the custom tasks moved to domain 'unserved').
+    // A domain nobody consumes (the custom tasks moved to domain 'unserved'): the run config says length
+    // scores it (so the pre-run domain check passes), but no length worker has a consumer for it.
     const learner = createEmbeddedLearner({ seed: 5 });
     try {
       await assert.rejects(
         runTraining({
-          config: config("never-consumed"),
+          config: config("never-consumed", { length: ["custom", "unserved"] }),
           tasks: builtinTasks(["custom"]).map((t) => ({ ...t, task: { ...t.task, domain: "unserved" } })),
           bus,
           learner,

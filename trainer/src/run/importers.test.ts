@@ -296,6 +296,9 @@ describe("importTasks: tool-call datasets", () => {
       '[{"geometry.rectangle_area":{"width":[4.0],"height":[7.0],"unit":["m","metres",""]}}]',
     );
     assert.equal(JSON.parse(simple!.toolsJson)[0].name, "geometry.rectangle_area");
+    // Shown as BFCL's function-calling models see it (underscore_to_dot): the name the service expects.
+    assert.ok(tasks[0]!.messages[0]!.content.includes('"name":"geometry_rectangle_area"'));
+    assert.ok(!tasks[0]!.messages[0]!.content.includes("geometry.rectangle_area"));
     assert.equal(irrelevance!.possibleAnswersJson, "[]");
     assert.equal(parallel!.groundTruth.length, 0);
     // The functions are shown to the policy; a system message of the record follows the instructions.
@@ -310,7 +313,7 @@ describe("importTasks: tool-call datasets", () => {
     );
     // Correct answers score exact_match 1 on the tool-call service.
     const right = [
-      '[{"name": "geometry.rectangle_area", "arguments": {"width": 4, "height": 7}}]',
+      '[{"name": "geometry_rectangle_area", "arguments": {"width": 4, "height": 7}}]',
       '[{"convert_currency": {"amount": 20, "source": "GBP", "target": "JPY"}}, {"convert_currency": {"amount": 10, "source": "EUR", "target": "USD"}}]',
       "[]",
     ];
@@ -318,7 +321,7 @@ describe("importTasks: tool-call datasets", () => {
       assert.equal((await score(t, right[i]!))["exact_match"], 1, t.id);
     }
     assert.equal(
-      (await score(tasks[0]!, '[{"geometry.rectangle_area": {"width": 5, "height": 7}}]'))["exact_match"],
+      (await score(tasks[0]!, '[{"geometry_rectangle_area": {"width": 5, "height": 7}}]'))["exact_match"],
       0,
     );
   });

@@ -644,10 +644,15 @@ function fromBfcl(r: Obj, context: ConvertContext): TaskInit {
       "id",
       `has no possible answer (give the BFCL possible_answer file with --answers): "${id}"`,
     );
+  // The policy sees the functions as BFCL's function-calling models do (`underscore_to_dot`, the tool-call
+  // service's default): a dotted name is shown with underscores, the name that service then expects.
+  const shown = functions.some((f) => String(f["name"]).includes("."))
+    ? JSON.stringify(functions.map((f) => ({ ...f, name: String(f["name"]).replaceAll(".", "_") })))
+    : toolsJson;
   const instructions =
     `You can call the functions below. Answer the request with a JSON list of the calls to make, ` +
     `[{"name": "<function>", "arguments": {"<parameter>": <value>}}], and nothing else; ` +
-    `answer [] if no function fits.\n\nFunctions:\n${toolsJson}`;
+    `answer [] if no function fits.\n\nFunctions:\n${shown}`;
   const [first, ...rest] = messages;
   const chat =
     first?.role === "system"
