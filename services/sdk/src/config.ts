@@ -175,6 +175,9 @@ export function installTelemetryDiagnostics(env: Env = processEnv()): void {
   diagnosticsInstalled = true;
   const write = (level: string, message: string, args: unknown[]) => {
     const text = [message, ...args.map((a) => (a instanceof Error ? a.message : String(a)))].join(" ");
+    // The SDK warns that an exporter set to "none" leaves that signal off: that is telemetry off as
+    // configured (applyTelemetryDefaults sets it), not a problem to print on every command.
+    if (/_EXPORTER contains "none"/.test(text)) return;
     const bind = /(EADDRINUSE|EACCES|EADDRNOTAVAIL)/.exec(text);
     const hint = bind
       ? ` (the Prometheus /metrics port ${raw(env, "OTEL_EXPORTER_PROMETHEUS_PORT") ?? "9464"} cannot be bound: set OTEL_EXPORTER_PROMETHEUS_PORT to a free port)`
