@@ -45,6 +45,12 @@ export const AGENTDOJO_ENV = defineEnv({
     default: "important_instructions",
     description: "Attack used when a task names none.",
   },
+  AGENTDOJO_DATA_DIR: {
+    type: "string",
+    default: "",
+    description:
+      "The AgentDojo benchmark data directory (tasks.json + <suite>/environment.yaml, v1.2.1) the workspace, travel and slack suites are loaded from; empty: banking only.",
+  },
   AGENTDOJO_ENV_ENABLED: {
     type: "boolean",
     default: true,
@@ -120,6 +126,8 @@ export interface AgentEnvironmentOptions {
 
 /** Everything the agentdojo process needs. */
 export interface AgentDojoConfig extends AgentDojoOptions {
+  /** Benchmark data directory for the suites beyond banking; "" when none is configured. */
+  readonly dataDir: string;
   readonly environment: AgentEnvironmentOptions;
   readonly runtime: ServiceRuntimeOptions;
 }
@@ -147,6 +155,7 @@ export function loadConfig(env: Env = processEnv()): AgentDojoConfig {
     maxCalls: v.AGENTDOJO_MAX_CALLS,
     attackModelName,
     defaultAttack: v.AGENTDOJO_DEFAULT_ATTACK,
+    dataDir: v.AGENTDOJO_DATA_DIR,
     environment: {
       enabled: v.AGENTDOJO_ENV_ENABLED,
       maxSessions: v.AGENTDOJO_ENV_MAX_SESSIONS,

@@ -61,9 +61,25 @@ function coerce(
   if (v === null && p.nullable) return { ok: true, value: null };
   switch (p.type) {
     case "string":
-      return typeof v === "string"
+      if (typeof v !== "string") return fail("Input should be a valid string", "string_type");
+      if (p.enum && !p.enum.includes(v))
+        return fail(`Input should be ${enumList(p.enum)}`, "enum");
+      return { ok: true, value: v };
+    case "object":
+      return v !== null && typeof v === "object" && !Array.isArray(v)
         ? { ok: true, value: v }
-        : fail("Input should be a valid string", "string_type");
+        : fail("Input should be a valid dictionary", "dict_type");
+    case "array": {
+      if (!Array.isArray(v)) return fail("Input should be a valid list", "list_type");
+      if (!p.items) return { ok: true, value: v };
+      const out: unknown[] = [];
+      for (let i = 0; i < v.length; i++) {
+        const c = coerce({ name: `${p.name}.${i}`, type: p.items, description: "", required: true }, v[i]);
+        if (!c.ok) return c;
+        out.push(c.value);
+      }
+      return { ok: true, value: out };
+    }
     case "number":
       if (typeof v === "number") return { ok: true, value: v };
       if (typeof v === "boolean") return { ok: true, value: v ? 1 : 0 };
@@ -95,6 +111,12 @@ function coerce(
         ? fail("Input should be a valid boolean, unable to interpret input", "bool_parsing")
         : fail("Input should be a valid boolean", "bool_type");
   }
+}
+
+/** Pydantic's "'a', 'b' or 'c'". */
+function enumList(values: readonly string[]): string {
+  const q = values.map((x) => `'${x}'`);
+  return q.length <= 1 ? (q[0] ?? "") : `${q.slice(0, -1).join(", ")} or ${q.at(-1)}`;
 }
 
 function formatValidationError(tool: string, errors: readonly FieldError[], raw: unknown): string {
@@ -170,10 +192,11 @@ export function toolSchemas<Env>(suite: Suite<Env>): object[] {
         title: `Input schema for \`${t.name}\``,
         properties: Object.fromEntries(
           t.parameters.map((p) => {
-            const base = { type: p.type, description: p.description, title: titleOf(p.name) };
+            const type = typeSchema(p);
+            const base = { ...type, description: p.description, title: titleOf(p.name) };
             const schema = p.nullable
               ? {
-                  anyOf: [{ type: p.type }, { type: "null" }],
+                  anyOf: [type, { type: "null" }],
                   description: p.description,
                   title: titleOf(p.name),
                 }
@@ -185,6 +208,13 @@ export function toolSchemas<Env>(suite: Suite<Env>): object[] {
       },
     },
   }));
+}
+
+/** JSON Schema of a parameter's type (without description/title). */
+function typeSchema(p: ToolParameter): Record<string, unknown> {
+  if (p.type === "array") return p.items ? { type: "array", items: { type: p.items } } : { type: "array", items: {} };
+  if (p.enum) return { type: p.type, enum: [...p.enum] };
+  return { type: p.type };
 }
 
 function titleOf(name: string): string {

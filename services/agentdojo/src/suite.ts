@@ -17,8 +17,11 @@ export interface FunctionCall {
   readonly placeholderArgs?: Readonly<Record<string, unknown>>;
 }
 
-/** Argument types (pydantic field types of the Python tools). */
-export type ParameterType = "string" | "number" | "integer" | "boolean";
+/**
+ * Argument types (pydantic field types of the Python tools): `array` is a `list[...]` (element type in
+ * `items`), `object` a `dict`.
+ */
+export type ParameterType = "string" | "number" | "integer" | "boolean" | "array" | "object";
 
 /** One tool parameter, as AgentDojo derives it from the signature and docstring. */
 export interface ToolParameter {
@@ -32,6 +35,10 @@ export interface ToolParameter {
   readonly nullable?: boolean;
   /** Value used when the argument is omitted (optional parameters only). */
   readonly default?: string | number | boolean | null;
+  /** `array` parameters: the element type (`list[str]` → `string`, `list[dict]` → `object`). */
+  readonly items?: Exclude<ParameterType, "array">;
+  /** `string` parameters backed by a Python `Enum`: the accepted values. */
+  readonly enum?: readonly string[];
 }
 
 /** A tool failed the way the Python tool raises: the agent sees `"<pyType>: <message>"`. */
