@@ -33,7 +33,7 @@ export function pyRepr(v: unknown, floats = false): string {
 }
 
 const YAML_RESOLVES = [
-  /^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/,
+  /^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/,
   /^(?:~|null|Null|NULL)$/,
   /^[-+]?(?:0b[01_]+|0[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(?::[0-5]?[0-9])*)$/,
   /^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)?$/,
@@ -51,7 +51,8 @@ export function yamlString(s: string): string {
   if (needsDouble) return JSON.stringify(s);
   const plain =
     s !== "" &&
-    !/^[\s\-?:,[\]{}#&*!|>'"%@`]/.test(s) &&
+    !/^[\s,[\]{}#&*!|>'"%@`]/.test(s) &&
+    !/^[-?:](?:\s|$)/.test(s) &&
     !/\s$/.test(s) &&
     !s.includes(": ") &&
     !s.includes(" #") &&
@@ -84,5 +85,89 @@ export function yamlRecords(
       out.push(`${i === 0 ? "- " : "  "}${k}: ${yamlScalar(r[k]!, floatFields.has(k))}`);
     });
   }
+  return out.join("\n");
+}
+
+/** A Python `datetime`/`date`/`time` value: PyYAML prints it plain (`2024-05-15 10:00:00`). */
+export class PyTemporal {
+  /** The text PyYAML prints, e.g. `2024-05-15 10:00:00` or `2024-05-15`. */
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+/** A Python float value inside a dumped structure (prints `5.0`, not `5`). */
+export class PyFloat {
+  readonly value: number;
+  constructor(value: number) {
+    this.value = value;
+  }
+}
+
+/** What {@link pyYamlDump} can print. */
+export type Dumpable =
+  | Scalar
+  | PyTemporal
+  | PyFloat
+  | readonly Dumpable[]
+  | { readonly [key: string]: Dumpable | undefined };
+
+function isScalarLike(v: Dumpable): boolean {
+  return (
+    v === null ||
+    typeof v !== "object" ||
+    v instanceof PyTemporal ||
+    v instanceof PyFloat ||
+    (Array.isArray(v) && v.length === 0) ||
+    (!Array.isArray(v) && Object.keys(v).length === 0)
+  );
+}
+
+function dumpScalar(v: Dumpable): string {
+  if (v instanceof PyTemporal) return v.text;
+  if (v instanceof PyFloat) return pyFloat(v.value);
+  if (Array.isArray(v)) return "[]";
+  if (v !== null && typeof v === "object") return "{}";
+  return yamlScalar(v as Scalar, false);
+}
+
+function dumpLines(v: Dumpable, indent: string, out: string[], firstPrefix: string): void {
+  if (isScalarLike(v)) {
+    out.push(`${firstPrefix}${dumpScalar(v)}`);
+    return;
+  }
+  if (Array.isArray(v)) {
+    v.forEach((item, i) => {
+      const prefix = i === 0 ? `${firstPrefix}- ` : `${indent}- `;
+      dumpLines(item, `${indent}  `, out, prefix);
+    });
+    return;
+  }
+  const entries = Object.entries(v as Record<string, Dumpable | undefined>)
+    .filter((e): e is [string, Dumpable] => e[1] !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  entries.forEach(([k, x], i) => {
+    const head = `${i === 0 ? firstPrefix : indent}${yamlString(k)}:`;
+    if (isScalarLike(x)) out.push(`${head} ${dumpScalar(x)}`);
+    else if (Array.isArray(x)) {
+      out.push(head);
+      dumpLines(x, indent, out, indent);
+    } else {
+      out.push(head);
+      dumpLines(x, `${indent}  `, out, `${indent}  `);
+    }
+  });
+}
+
+/**
+ * `yaml.safe_dump(value).strip()` for nested models (`model_dump()` of emails, events, files, ...):
+ * block style, keys sorted, sequences in a mapping not indented (PyYAML's layout). Integral numbers
+ * print as ints: wrap Python floats in {@link PyFloat}, datetimes in {@link PyTemporal}. Long scalars
+ * are not folded at 80 columns as PyYAML does (the content is the same, the line breaks are not).
+ */
+export function pyYamlDump(value: Dumpable): string {
+  const out: string[] = [];
+  dumpLines(value, "", out, "");
   return out.join("\n");
 }
