@@ -106,7 +106,11 @@ function parseVectors(path: string, raw: unknown): Record<string, InjectionVecto
   if (!isRecord(raw)) fail(path, "must map vector names to {description, default}");
   const out: Record<string, InjectionVector> = {};
   for (const [name, v] of Object.entries(raw)) {
-    if (!isRecord(v) || typeof v.description !== "string" || typeof (v as { default?: unknown }).default !== "string")
+    if (
+      !isRecord(v) ||
+      typeof v.description !== "string" ||
+      typeof (v as { default?: unknown }).default !== "string"
+    )
       fail(path, `vector ${JSON.stringify(name)} must have string 'description' and 'default'`);
     out[name] = { description: v.description, default: (v as { default: string }).default };
   }
@@ -154,7 +158,8 @@ export function openBenchmarkData(dir: string): BenchmarkData {
     suites: Object.keys(suites),
     suite(name: string): SuiteData {
       const entry = suites[name];
-      if (!isRecord(entry)) fail(tasksPath, `has no suite ${JSON.stringify(name)} (has ${Object.keys(suites).join(", ")})`);
+      if (!isRecord(entry))
+        fail(tasksPath, `has no suite ${JSON.stringify(name)} (has ${Object.keys(suites).join(", ")})`);
       const suiteDir = join(root, name);
       const vectorsPath = join(suiteDir, "injection_vectors.yaml");
       return {
@@ -185,9 +190,14 @@ export function injectEnvironment<T>(
   injections: Readonly<Record<string, string>>,
 ): T {
   for (const k of Object.keys(injections))
-    if (!Object.hasOwn(vectors, k)) throw new BenchmarkDataError(`unknown injection vector ${JSON.stringify(k)}`);
+    if (!Object.hasOwn(vectors, k))
+      throw new BenchmarkDataError(`unknown injection vector ${JSON.stringify(k)}`);
   const text = (k: string): string | undefined =>
-    Object.hasOwn(injections, k) ? injections[k] : Object.hasOwn(vectors, k) ? vectors[k]!.default : undefined;
+    Object.hasOwn(injections, k)
+      ? injections[k]
+      : Object.hasOwn(vectors, k)
+        ? vectors[k]!.default
+        : undefined;
   const fill = (s: string): string =>
     s.replace(/\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, name?: string) => {
       if (m === "{{") return "{";

@@ -6,6 +6,7 @@
  * A failed call changes nothing and is still part of the trajectory.
  * @module
  */
+import { convertStringLists } from "./py-literal.js";
 import { pyRepr } from "./render.js";
 import { type Suite, type Tool, ToolError, type ToolParameter } from "./suite.js";
 
@@ -62,8 +63,7 @@ function coerce(
   switch (p.type) {
     case "string":
       if (typeof v !== "string") return fail("Input should be a valid string", "string_type");
-      if (p.enum && !p.enum.includes(v))
-        return fail(`Input should be ${enumList(p.enum)}`, "enum");
+      if (p.enum && !p.enum.includes(v)) return fail(`Input should be ${enumList(p.enum)}`, "enum");
       return { ok: true, value: v };
     case "object":
       return v !== null && typeof v === "object" && !Array.isArray(v)
@@ -170,7 +170,8 @@ export function runFunction<Env>(suite: Suite<Env>, env: Env, fn: string, raw: u
   const tool = suite.tools.find((t) => t.name === fn);
   if (!tool)
     return { output: "", error: `ToolNotFoundError: The requested function \`${fn}\` is not available.` };
-  const v = validateArguments(tool, raw);
+  // AgentDojo's ToolsExecutor first turns string arguments that are Python list literals into lists.
+  const v = validateArguments(tool, convertStringLists(raw));
   if (!v.ok) return { output: "", error: `ValidationError: ${v.error}` };
   try {
     return { output: tool.run(env, v.args), error: "" };
@@ -212,7 +213,8 @@ export function toolSchemas<Env>(suite: Suite<Env>): object[] {
 
 /** JSON Schema of a parameter's type (without description/title). */
 function typeSchema(p: ToolParameter): Record<string, unknown> {
-  if (p.type === "array") return p.items ? { type: "array", items: { type: p.items } } : { type: "array", items: {} };
+  if (p.type === "array")
+    return p.items ? { type: "array", items: { type: p.items } } : { type: "array", items: {} };
   if (p.enum) return { type: p.type, enum: [...p.enum] };
   return { type: p.type };
 }
