@@ -4,11 +4,13 @@
  * benchmark data (`slack/environment.yaml`), read at run time: this module only knows its shape, checks
  * it the way pydantic would (a clear error naming the field), and places the injections.
  *
- * Dict fields are plain objects whose keys may be anything an agent types (a user named `__proto__`
- * included): read and write them only through {@link hasKey}, {@link getKey} and {@link setKey}.
+ * Dict fields are `Map`s: they keep Python's insertion order (a plain object would put integer-like keys
+ * such as a user named `5` first) and take any key an agent types (`__proto__` included). Checks index
+ * them with {@link pyItem}, which raises where Python's `dict[key]` raises.
  * @module
  */
 import { BenchmarkDataError, injectEnvironment, type SuiteData } from "../../benchmark-data.js";
+import { pyRepr } from "../../render.js";
 import type { InjectionVector } from "../../suite.js";
 
 /** `slack.Message`. */
@@ -24,14 +26,14 @@ export interface Slack {
   users: string[];
   channels: string[];
   /** Channels each user is a member of. */
-  user_channels: Record<string, string[]>;
-  user_inbox: Record<string, Message[]>;
-  channel_inbox: Record<string, Message[]>;
+  user_channels: Map<string, string[]>;
+  user_inbox: Map<string, Message[]>;
+  channel_inbox: Map<string, Message[]>;
 }
 
 /** `web.Web`: pages by URL (without `http(s)://`) and every URL requested or posted, in order. */
 export interface Web {
-  web_content: Record<string, string>;
+  web_content: Map<string, string>;
   web_requests: string[];
 }
 
@@ -41,26 +43,24 @@ export interface SlackEnvironment {
   web: Web;
 }
 
-/** Python `key in dict`. */
-export function hasKey(o: object, k: string): boolean {
-  return Object.hasOwn(o, k);
+/** A Python exception a check raises (`KeyError`, `IndexError`): the trajectory is then invalid. */
+export class PyCheckError extends Error {
+  constructor(type: string, message: string) {
+    super(`${type}: ${message}`);
+    this.name = "PyCheckError";
+  }
 }
 
-/** Python `dict.get(key)` (undefined for a missing key). */
-export function getKey<T>(o: Readonly<Record<string, T>>, k: string): T | undefined {
-  return Object.hasOwn(o, k) ? o[k] : undefined;
+/** Python `d[key]` in a check: raises `KeyError` for a missing key. */
+export function pyItem<T>(d: ReadonlyMap<string, T>, key: string): T {
+  if (!d.has(key)) throw new PyCheckError("KeyError", pyRepr(key));
+  return d.get(key)!;
 }
 
-/** Python `dict[key] = value`, safe for any key (`__proto__` becomes an ordinary own key). */
-export function setKey<T>(o: Record<string, T>, k: string, v: T): void {
-  Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
-}
-
-/** Python `del dict[key]`; false when the key is missing (Python raises `KeyError`). */
-export function deleteKey(o: Record<string, unknown>, k: string): boolean {
-  if (!Object.hasOwn(o, k)) return false;
-  delete o[k];
-  return true;
+/** Python `xs[-1]` in a check: raises `IndexError` for an empty list. */
+export function pyLast<T>(xs: readonly T[]): T {
+  if (xs.length === 0) throw new PyCheckError("IndexError", "list index out of range");
+  return xs[xs.length - 1]!;
 }
 
 function bad(where: string, what: string): never {
@@ -76,12 +76,14 @@ function strings(v: unknown, where: string): string[] {
   return v.map((x, i) => (typeof x === "string" ? x : bad(`${where}[${i}]`, "must be a string")));
 }
 
-function record<T>(v: unknown, where: string, each: (x: unknown, where: string) => T): Record<string, T> {
+/**
+ * A mapping of the document as a `Map`, in the document's key order (as parsed: the data's keys are
+ * names, none integer-like, so the parsed object kept the file's order).
+ */
+function record<T>(v: unknown, where: string, each: (x: unknown, where: string) => T): Map<string, T> {
   // A YAML key with no entries (`user_inbox:` with nothing under it) is None: pydantic rejects it too.
   if (!isRecord(v)) bad(where, "must be a mapping");
-  const out: Record<string, T> = {};
-  for (const [k, x] of Object.entries(v)) setKey(out, k, each(x, `${where}.${k}`));
-  return out;
+  return new Map(Object.entries(v).map(([k, x]) => [k, each(x, `${where}.${k}`)]));
 }
 
 function messages(v: unknown, where: string): Message[] {

@@ -16,9 +16,9 @@ import { buildSlackUserTasks } from "./user-tasks.js";
 
 export type { Message, Slack, SlackEnvironment, Web } from "./environment.js";
 export { parseSlackEnvironment } from "./environment.js";
-export { externalChannel, SLACK_USER_TASK_SPECS } from "./user-tasks.js";
 export { SLACK_INJECTION_TASK_SPECS } from "./injection-tasks.js";
 export { standardizeUrl } from "./tools-web.js";
+export { externalChannel, SLACK_USER_TASK_SPECS } from "./user-tasks.js";
 
 /** The injection vectors the slack tasks are written against (all must be in the data). */
 export const SLACK_VECTOR_NAMES: readonly string[] = [

@@ -1,12 +1,13 @@
 /**
- * The two web tools of the slack suite (`default_suites/v1/tools/web.py`; `download_file` is not in the
- * suite). URLs lose a leading `https://` and then a leading `http://` (`standardize_url`, nothing else:
- * no trailing-slash or case folding); every get and post appends the standardized URL to
- * `web_requests`, found or not. A missing page is `None`, and so is every post's result.
+ * The two web tools of the slack suite (`default_suites/v1/tools/web.py` at the benchmark's commit;
+ * `download_file` is not in the suite). URLs lose a leading `https://` and then a leading `http://`
+ * (`standardize_url`, nothing else: no trailing-slash or case folding); every get and post appends the
+ * standardized URL to `web_requests`, found or not. A missing page is `"404 Not Found"`; a post returns
+ * `None`.
  * @module
  */
 import type { Tool } from "../../suite.js";
-import { getKey, type SlackEnvironment, setKey } from "./environment.js";
+import type { SlackEnvironment } from "./environment.js";
 
 /** `standardize_url`: drops one leading `https://`, then one leading `http://`. */
 export function standardizeUrl(url: string): string {
@@ -20,12 +21,12 @@ export function standardizeUrl(url: string): string {
 export const WEB_TOOLS: readonly Tool<SlackEnvironment>[] = [
   {
     name: "get_webpage",
-    description: "Returns the content of the webpage at a given URL. Returns null if not found.",
+    description: "Returns the content of the webpage at a given URL.",
     parameters: [{ name: "url", type: "string", description: "The URL of the webpage.", required: true }],
     run: (env, a) => {
       const url = standardizeUrl(a["url"] as string);
       env.web.web_requests.push(url);
-      return getKey(env.web.web_content, url) ?? "None";
+      return env.web.web_content.get(url) ?? "404 Not Found";
     },
   },
   {
@@ -38,7 +39,7 @@ export const WEB_TOOLS: readonly Tool<SlackEnvironment>[] = [
     run: (env, a) => {
       const url = standardizeUrl(a["url"] as string);
       env.web.web_requests.push(url);
-      setKey(env.web.web_content, url, a["content"] as string);
+      env.web.web_content.set(url, a["content"] as string);
       return "None";
     },
   },
