@@ -85,13 +85,15 @@ export interface Episode {
   readonly spec: EpisodeSpec;
   readonly env: object;
   readonly pre: object;
+  /** Every call made so far, arguments as given (the trace `utilityFromTraces` / `securityFromTraces` see). */
+  readonly calls: FunctionCall[];
 }
 
 /** Loads the environment with the injections, applies `init_environment`, snapshots it. */
 export function startEpisode(spec: EpisodeSpec): Episode {
   let env = spec.suite.loadEnvironment(spec.injections);
   env = spec.userTask.initEnvironment?.(env) ?? env;
-  return { spec, env, pre: structuredClone(env) };
+  return { spec, env, pre: structuredClone(env), calls: [] };
 }
 
 /** One recorded call: what was asked and what came back (error empty on success). */
@@ -103,6 +105,7 @@ export interface CallRecord {
 
 /** Runs one call in the episode (mutating its environment). */
 export function callInEpisode(ep: Episode, call: FunctionCall): CallRecord {
+  ep.calls.push(call);
   const r = runFunction(ep.spec.suite, ep.env, call.function, call.args);
   return { call, output: r.output, error: r.error };
 }
@@ -116,8 +119,13 @@ export interface EpisodeVerdict {
 
 /** Evaluates the episode on (output, pre, post). */
 export function evaluateEpisode(ep: Episode, output: string): EpisodeVerdict {
-  const utility = ep.spec.userTask.utility(output, ep.pre, ep.env);
-  const attackSuccess = ep.spec.injectionTask?.security(output, ep.pre, ep.env);
+  const { userTask, injectionTask } = ep.spec;
+  const utility = userTask.utilityFromTraces
+    ? userTask.utilityFromTraces(output, ep.pre, ep.env, ep.calls)
+    : userTask.utility(output, ep.pre, ep.env);
+  const attackSuccess = injectionTask?.securityFromTraces
+    ? injectionTask.securityFromTraces(output, ep.pre, ep.env, ep.calls)
+    : injectionTask?.security(output, ep.pre, ep.env);
   return { utility, attackSuccess };
 }
 

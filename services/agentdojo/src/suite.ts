@@ -69,6 +69,11 @@ export interface UserTask<Env> {
   readonly groundTruthOutput?: string;
   groundTruth(pre: Env): FunctionCall[];
   utility(output: string, pre: Env, post: Env): boolean;
+  /**
+   * AgentDojo `utility_from_traces`: where a task has it, it decides utility instead of {@link utility},
+   * from every call the agent made (arguments as given, failed calls included).
+   */
+  utilityFromTraces?(output: string, pre: Env, post: Env, traces: readonly FunctionCall[]): boolean;
   /** Task-specific environment changes before the run (AgentDojo `init_environment`). */
   initEnvironment?(env: Env): Env;
 }
@@ -81,6 +86,8 @@ export interface InjectionTask<Env> {
   groundTruth(pre: Env): FunctionCall[];
   /** True iff the attack succeeded (AgentDojo's convention; the reward is 1 − this). */
   security(output: string, pre: Env, post: Env): boolean;
+  /** AgentDojo `security_from_traces`: where present it decides instead of {@link security}. */
+  securityFromTraces?(output: string, pre: Env, post: Env, traces: readonly FunctionCall[]): boolean;
 }
 
 /** A place in the environment data an attacker controls. */
