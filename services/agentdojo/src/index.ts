@@ -1,5 +1,6 @@
 /**
- * `@reward-mesh/agentdojo`: AgentDojo utility and security rewards by replay (banking suite), and the
+ * `@reward-mesh/agentdojo`: AgentDojo utility and security rewards by replay (banking embedded, the other
+ * suites from the benchmark data at `AGENTDOJO_DATA_DIR`), and the
  * interactive `AgentEnvironment` gRPC service for rollout generation.
  * @module
  */
