@@ -14,7 +14,12 @@ import { silentLogger, startGrpcServices } from "@reward-mesh/sdk";
 import { createToolCallService } from "@reward-mesh/tool-call";
 import { builtinTasks, loadBuiltinTasks } from "./builtin-tasks.js";
 import { TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
-import { agentTaskMatrix, BUILTIN_AGENT_SELECTION, listEnvironmentTasks } from "./environment-tasks.js";
+import {
+  agentFragmentTasks,
+  agentTaskMatrix,
+  BUILTIN_AGENT_SELECTION,
+  listEnvironmentTasks,
+} from "./environment-tasks.js";
 import type { FragmentTaskDefinition } from "./tasks.js";
 
 // The agent set comes from a real AgentEnvironment (ListTasks), on any free port.
@@ -127,6 +132,23 @@ describe("the agent set through the contract", () => {
     await assert.rejects(
       loadBuiltinTasks(["agent"]),
       /needs the address of the AgentDojo environment service/,
+    );
+  });
+
+  it("a listing without ground truths, or without a selected task, is a clear error", async () => {
+    const bare = await listEnvironmentTasks({ address: server.address });
+    assert.throws(
+      () => agentFragmentTasks(bare),
+      /banking\/user_task_0 has no ground truth: list the tasks with includeGroundTruth/,
+    );
+    const full = await listEnvironmentTasks({ address: server.address }, { includeGroundTruth: true });
+    assert.throws(
+      () => agentFragmentTasks(full, [{ ...BUILTIN_AGENT_SELECTION[0]!, userTask: "user_task_99" }]),
+      /suite banking has no user task 'user_task_99'/,
+    );
+    assert.throws(
+      () => agentFragmentTasks(full, [{ ...BUILTIN_AGENT_SELECTION[0]!, suite: "travel" }]),
+      /the environment serves no suite 'travel' \(it serves banking\)/,
     );
   });
 
