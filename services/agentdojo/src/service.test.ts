@@ -129,7 +129,15 @@ describe("agentdojo service", () => {
           task: { id: "t", kind: { case: "agent", value: { suite: "slack", userTaskId: "user_task_0" } } },
         }),
       ),
-      /'rollout\.task\.agent\.suite' unknown suite "slack"; available: banking/,
+      /'rollout\.task\.agent\.suite' unknown suite "slack"; available: banking \(slack is an AgentDojo suite read from the user's copy of the benchmark data: set AGENTDOJO_DATA_DIR to its directory\)$/,
+    );
+    await assert.rejects(
+      svc.scoreRollout(
+        makeRollout({
+          task: { id: "t", kind: { case: "agent", value: { suite: "poker", userTaskId: "user_task_0" } } },
+        }),
+      ),
+      /unknown suite "poker"; available: banking$/,
     );
     await assert.rejects(
       svc.scoreRollout(makeRollout({ response: "{}" })),
