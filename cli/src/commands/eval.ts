@@ -115,6 +115,21 @@ function str(v: unknown): string | undefined {
   return typeof v === "string" ? v : undefined;
 }
 
+/** Deepest `trajectory` object accepted (the service refuses arguments nested deeper than 64 levels). */
+const MAX_TRAJECTORY_DEPTH = 128;
+
+/** Whether `v` nests deeper than `max` levels (iterative: no stack to overflow). */
+function nestsDeeperThan(v: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[v, 1]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop()!;
+    if (typeof x !== "object" || x === null) continue;
+    if (d > max) return true;
+    for (const y of Object.values(x)) stack.push([y, d + 1]);
+  }
+  return false;
+}
+
 /** Parses the JSONL trajectory-set format; the first bad line is a {@link TrajectorySetError}. */
 export function parseTrajectorySet(text: string, path: string): TrajectoryLine[] {
   const out: TrajectoryLine[] = [];
@@ -158,7 +173,11 @@ export function parseTrajectorySet(text: string, path: string): TrajectoryLine[]
     } else {
       const t = o["trajectory"];
       if (typeof t === "string") response = t;
-      else if (typeof t === "object" && t !== null && !Array.isArray(t)) response = JSON.stringify(t);
+      else if (typeof t === "object" && t !== null && !Array.isArray(t)) {
+        if (nestsDeeperThan(t, MAX_TRAJECTORY_DEPTH))
+          fail(`'trajectory' nests deeper than ${MAX_TRAJECTORY_DEPTH} levels`);
+        response = JSON.stringify(t);
+      }
       else response = fail("'trajectory' must be a {calls, final_answer} object or a string");
     }
     out.push({ line: i + 1, suite: suite!, userTask: userTask!, injectionTask, attack, response });
