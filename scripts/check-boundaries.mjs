@@ -6,7 +6,9 @@
 //   4. no deep imports into another package's src/ (exports maps are the boundary);
 //   5. every service folder has the same skeleton and a README;
 //   6. the advantage engine stays pure (no node: I/O modules outside its test helpers);
-//   7. the repository is self-contained: nothing reads or links ../shared, no Markdown link leaves it.
+//   7. the repository is self-contained: nothing reads or links ../shared, no Markdown link leaves it;
+//   8. the trainer imports no service: it knows reward services and environments only through the
+//      contract (proto; e.g. the agent tasks come from AgentEnvironment.ListTasks). Its tests may.
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
@@ -79,6 +81,12 @@ for (const dir of srcRoots) {
         ) {
           problems.push(`${rel}: relative import '${spec}' leaves the service folder`);
         }
+      }
+      const trainerTarget = rel.startsWith(`trainer${sep}src${sep}`) && spec.match(/^@reward-mesh\/([^/]+)/)?.[1];
+      if (!test && trainerTarget && !["proto", "sdk", "trainer"].includes(trainerTarget)) {
+        problems.push(
+          `${rel}: the trainer imports @reward-mesh/${trainerTarget}; it reaches services only through the contract (proto)`,
+        );
       }
       if (
         rel.startsWith(`trainer${sep}src${sep}advantage`) &&

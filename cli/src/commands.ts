@@ -8,6 +8,7 @@ import { ADVANTAGES_USAGE } from "@reward-mesh/trainer";
 import { type CommandSpec, formatHelp } from "./args.js";
 import { CHECK_COMMAND } from "./commands/check.js";
 import { DEMO_COMMAND } from "./commands/demo.js";
+import { EVAL_COMMAND } from "./commands/eval.js";
 import { EXPERIMENT_COMMAND } from "./commands/experiment.js";
 import { EXPLAIN_COMMAND } from "./commands/explain.js";
 import { NEW_COMMAND } from "./commands/new.js";
@@ -43,6 +44,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   EXPLAIN_COMMAND,
   CHECK_COMMAND,
   EXPERIMENT_COMMAND,
+  EVAL_COMMAND,
   TASKS_COMMAND,
   DEMO_COMMAND,
   NEW_COMMAND,

@@ -72,6 +72,13 @@ export interface CliConfig {
    * @default "" (no link)
    */
   readonly traceUrlTemplate: string;
+  /**
+   * Where `train` (without `--with-mesh`) lists the built-in `agent` set (`AgentEnvironment.ListTasks`
+   * of the agentdojo service) and where `tasks export agentdojo --addr` / `eval` may ask
+   * (`REWARD_MESH_AGENT_ENV_ADDR`). A mesh the CLI starts itself gives its own agentdojo address instead.
+   * @default "127.0.0.1:50066" (agentdojo's default port)
+   */
+  readonly agentEnvironmentAddress: string;
   /** The environment handed to service processes. */
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -90,6 +97,7 @@ export function loadCliConfig(env = processEnv()): CliConfig {
     grpc: loadGrpcClientSecurity(env),
     startWaitSeconds: envInt(env, "REWARD_MESH_START_WAIT_SECONDS", 0, 0, 86400),
     traceUrlTemplate: envString(env, "REWARD_MESH_TRACE_URL", ""),
+    agentEnvironmentAddress: envString(env, "REWARD_MESH_AGENT_ENV_ADDR", "127.0.0.1:50066"),
     env,
   };
 }

@@ -10,6 +10,7 @@ import { wantsHelp } from "./args.js";
 import { ADVANTAGES_COMMAND, commandNamed, HELP, helpOf } from "./commands.js";
 import { runCheck } from "./commands/check.js";
 import { runDemo } from "./commands/demo.js";
+import { runEval } from "./commands/eval.js";
 import { runExperiment } from "./commands/experiment.js";
 import { runExplain } from "./commands/explain.js";
 import { runNew } from "./commands/new.js";
@@ -70,8 +71,10 @@ async function main(argv: readonly string[]): Promise<number> {
       return withTelemetry(() => runDemo(args, config, process.stdout, process.stderr));
     case "explain":
       return runExplain(args, config, process.stdout);
+    case "eval":
+      return runEval(args, config, process.stdout, process.stderr);
     case "tasks":
-      return runTasks(args, process.stdout, process.stderr);
+      return runTasks(args, process.stdout, process.stderr, config);
     case "new":
       return runNew(args, process.stdout);
     default:

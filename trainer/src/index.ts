@@ -99,8 +99,32 @@ export type {
   GroupAssembler,
 } from "./run/assembler.js";
 export { createGroupAssembler } from "./run/assembler.js";
-export type { WarmupExample } from "./run/builtin-tasks.js";
-export { BUILTIN_TASK_SETS, builtinTasks, toolCallWarmupExamples } from "./run/builtin-tasks.js";
+export type { EnvironmentSets, WarmupExample } from "./run/builtin-tasks.js";
+export {
+  BUILTIN_SET_NAMES,
+  BUILTIN_TASK_SETS,
+  builtinTasks,
+  ENVIRONMENT_TASK_SETS,
+  isBuiltinSet,
+  loadBuiltinTasks,
+  toolCallWarmupExamples,
+} from "./run/builtin-tasks.js";
+export type {
+  AgentMatrixCell,
+  AgentMatrixOptions,
+  AgentTaskListing,
+  AgentTaskSelection,
+  EnvironmentEndpoint,
+} from "./run/environment-tasks.js";
+export {
+  agentCellId,
+  agentCellTask,
+  agentFragmentTasks,
+  agentTaskMatrix,
+  BUILTIN_AGENT_SELECTION,
+  EnvironmentTasksError,
+  listEnvironmentTasks,
+} from "./run/environment-tasks.js";
 export type { ComponentConfig, LearnerConfig, RunConfig, TorchLearnerConfig } from "./run/config.js";
 export {
   COMPONENT_PRESETS,
@@ -110,6 +134,8 @@ export {
   loadRunTasks,
   RunConfigError,
   resolveRunConfig,
+  resolveRunTasks,
+  runNeedsEnvironment,
 } from "./run/config.js";
 export type {
   ImportFormat,

@@ -10,7 +10,12 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { createAgentDojoService } from "@reward-mesh/agentdojo";
+import {
+  agentEnvironmentService,
+  createAgentDojoService,
+  createSessionManager,
+  DEFAULT_AGENTDOJO_OPTIONS,
+} from "@reward-mesh/agentdojo";
 import { createLengthService } from "@reward-mesh/length";
 import { AdvantageBatchSchema } from "@reward-mesh/proto";
 import { createToolCallService } from "@reward-mesh/tool-call";
@@ -33,6 +38,7 @@ import {
 import {
   builtinTasks,
   createEmbeddedLearner,
+  loadBuiltinTasks,
   explainRollout,
   readExplainRecords,
   readMetrics,
@@ -46,6 +52,8 @@ let nats: LocalNats;
 let bus: MeshBus;
 let services: RunningService[] = [];
 let dir: string;
+// The agentdojo service hosts AgentEnvironment on its port, as its process does: the agent set is listed there.
+const sessions = createSessionManager({ ...DEFAULT_AGENTDOJO_OPTIONS, maxSessions: 16, idleTimeoutMs: 60_000 });
 
 before(async () => {
   nats = await startTestNats();
@@ -57,12 +65,20 @@ before(async () => {
       createLengthService({ maxLength: 20_480, cacheLength: 4_096, penaltyFactor: 1 }),
       createToolCallService(),
       createAgentDojoService(),
-    ].map((def) => startRewardService(def, runtime, silentLogger)),
+    ].map((def) =>
+      startRewardService(
+        def,
+        runtime,
+        silentLogger,
+        def.name === "agentdojo" ? { extraServices: [agentEnvironmentService(sessions)] } : {},
+      ),
+    ),
   );
   dir = mkdtempSync(join(tmpdir(), "rm-train-"));
 });
 after(async () => {
   await Promise.all(services.map((s) => s.close(1000)));
+  sessions.stop();
   await bus.close();
   await nats.stop();
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
@@ -150,7 +166,9 @@ describe("training through the mesh", () => {
     });
     const learner = createEmbeddedLearner({ seed: config.seed });
     try {
-      await runTraining({ config, tasks: builtinTasks(["tool_call", "agent"]), bus, learner });
+      const agentdojo = services[2]!; // createAgentDojoService above
+      const tasks = await loadBuiltinTasks(["tool_call", "agent"], { address: agentdojo.grpc.address });
+      await runTraining({ config, tasks, bus, learner });
     } finally {
       await learner.close();
     }

@@ -15,8 +15,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Writable } from "node:stream";
 import {
-  builtinTasks,
   createRng,
+  loadBuiltinTasks,
   type LivePage,
   type MetricsLine,
   readMetrics,
@@ -30,7 +30,14 @@ import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { openLivePage, stepSinks, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { defaultServiceNames } from "../services.js";
-import { LOG_FORMAT_OPTION, logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
+import {
+  environmentOf,
+  LOG_FORMAT_OPTION,
+  logFormatOf,
+  progressPrinter,
+  servicesOf,
+  trainWithMesh,
+} from "./train.js";
 import { printMesh, startMesh } from "./up.js";
 
 /** Seed documented in the README (the demo's learning figures are for this seed). */
@@ -174,7 +181,6 @@ export async function runDemo(
     throw new UsageError("'--seed' and '--steps' must be integers (steps >= 2)");
   const t0 = performance.now();
   const config = resolveRunConfig(torch ? torchDemoRunDocument(seed, steps) : demoRunDocument(seed, steps));
-  const tasks = builtinTasks(config.tasks.sets);
   if (config.learner.kind === "torch" && config.learner.warmup) {
     const n = writeTorchDemoWarmup(config.learner.warmup.file, seed);
     say(`wrote ${n} warm-up examples (format right, arguments random) to ${config.learner.warmup.file}\n`);
@@ -194,6 +200,8 @@ export async function runDemo(
     // The live page (--ui), before the first step; closed with the mesh.
     if (ui !== undefined) live = await openLivePage(config, ui, logFormat === "human" ? out : err, logFormat);
     if (logFormat === "human") printMesh(mesh, out);
+    // The agent set is listed by the mesh's agentdojo service (AgentEnvironment.ListTasks).
+    const tasks = await loadBuiltinTasks(config.tasks.sets, environmentOf(meshCli, mesh));
     say(
       torch
         ? `\nstarting the PyTorch learner (builtin:tiny, a small randomly initialised transformer with a byte-level tokenizer, warmed up for ${config.learner.kind === "torch" ? config.learner.warmup?.steps : 0} supervised steps; not a pretrained LLM) ...\n`

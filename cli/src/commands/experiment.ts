@@ -17,6 +17,8 @@ import {
   experimentSummary,
   loadRunConfig,
   loadRunTasks,
+  resolveRunTasks,
+  runNeedsEnvironment,
   readMetrics,
   renderExperimentReport,
   type RunConfig,
@@ -27,7 +29,14 @@ import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { demoRunDocument } from "./demo.js";
-import { LOG_FORMAT_OPTION, logFormatOf, progressPrinter, servicesOf, trainWithMesh } from "./train.js";
+import {
+  environmentOf,
+  LOG_FORMAT_OPTION,
+  logFormatOf,
+  progressPrinter,
+  servicesOf,
+  trainWithMesh,
+} from "./train.js";
 import { startMesh } from "./up.js";
 
 /** The experiment command's options (parsing and `--help` come from this table; add a flag here). */
@@ -184,10 +193,11 @@ export async function runExperiment(
       config: armConfig(base, arm, s + 1, noise, noiseComponents, expId),
     })),
   );
-  const tasks = loadRunTasks(base);
+  const early = runNeedsEnvironment(base) ? undefined : loadRunTasks(base);
   const mesh = await startMesh(cli, { services: servicesOf(base) });
   const runs: ExperimentRun[] = [];
   try {
+    const tasks = early ?? (await resolveRunTasks(base, environmentOf(cli, mesh)));
     for (const { arm, config } of configs) {
       if (logFormat === "human") stderr.write(`\n== ${arm}, seed ${config.seed} (${config.runId})\n`);
       await trainWithMesh({

@@ -8,7 +8,11 @@
  * file is replaced atomically.
  * @module
  */
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import type { Writable } from "node:stream";
+import { create, toJsonString } from "@bufbuild/protobuf";
+import { TaskSchema } from "@reward-mesh/proto";
 import {
   IMPORT_FORMATS,
   type ImportFormat,
@@ -17,10 +21,15 @@ import {
   TaskFileError,
   taskFileDomain,
   TaskImportError,
+  agentCellTask,
+  agentTaskMatrix,
+  listEnvironmentTasks,
 } from "@reward-mesh/trainer";
 import { didYouMean } from "@reward-mesh/sdk";
 import { type CommandSpec, formatHelp, parseCommand, usageLine, wantsHelp } from "../args.js";
+import { type CliConfig, loadCliConfig } from "../config.js";
 import { UsageError } from "../io.js";
+import { localAgentDojoListing } from "./eval.js";
 
 /** `reward-mesh tasks import` (parsing and `--help` come from this table; add a flag here). */
 export const TASKS_IMPORT_COMMAND: CommandSpec = {
@@ -65,28 +74,80 @@ export const TASKS_CHECK_COMMAND: CommandSpec = {
   examples: ["reward-mesh tasks check trainer/examples/tool-call-tasks.jsonl"],
 };
 
+/** `reward-mesh tasks export`. */
+export const TASKS_EXPORT_COMMAND: CommandSpec = {
+  name: "tasks export",
+  summary: "write an environment's tasks as a task file (AgentDojo: the user × injection matrix)",
+  description:
+    "Write the tasks an environment service lists (AgentEnvironment.ListTasks) as a task file: every user\n" +
+    "task clean and every injectable one × every injection task × every attack, as agent tasks.",
+  positionals: [
+    { name: "agentdojo", description: "the environment (agentdojo)" },
+    { name: "<out.jsonl>", description: "the task file to write" },
+  ],
+  options: {
+    suites: {
+      type: "string",
+      value: "a,b",
+      description: "suites to export",
+      defaultText: "every suite served",
+    },
+    attacks: {
+      type: "string",
+      value: "x,y",
+      description: "attacks of the injected tasks",
+      defaultText: "the service's default attack",
+    },
+    "no-clean": { type: "boolean", description: "leave out the clean tasks", defaultText: "off" },
+    addr: {
+      type: "string",
+      value: "host:port",
+      description: "a running agentdojo service (REWARD_MESH_GRPC_* for TLS/token)",
+      defaultText: "in this process (AGENTDOJO_DATA_DIR for the suites beyond banking)",
+    },
+  },
+  examples: ["reward-mesh tasks export agentdojo tasks/agentdojo-banking.jsonl --suites banking"],
+};
+
 /** `reward-mesh tasks`: its sub-commands. */
 export const TASKS_COMMAND: CommandSpec = {
   name: "tasks",
   summary:
     "task files: import public datasets (HumanEval, MBPP, LeetCodeDataset, ToolRL/RLLA, BFCL, MATH, GSM8K), check one",
   options: {},
-  subcommands: [TASKS_IMPORT_COMMAND, TASKS_CHECK_COMMAND],
-  examples: [...TASKS_IMPORT_COMMAND.examples, ...TASKS_CHECK_COMMAND.examples],
+  subcommands: [TASKS_IMPORT_COMMAND, TASKS_CHECK_COMMAND, TASKS_EXPORT_COMMAND],
+  examples: [
+    ...TASKS_IMPORT_COMMAND.examples,
+    ...TASKS_CHECK_COMMAND.examples,
+    ...TASKS_EXPORT_COMMAND.examples,
+  ],
 };
 
 /** Usage of the tasks command. */
 export const TASKS_USAGE = `${usageLine(TASKS_IMPORT_COMMAND)}
-${usageLine(TASKS_CHECK_COMMAND).replace("usage:", "      ")}`;
+${usageLine(TASKS_CHECK_COMMAND).replace("usage:", "      ")}
+${usageLine(TASKS_EXPORT_COMMAND).replace("usage:", "      ")}`;
 
 /** File-system errors that mean bad input (a missing or unwritable path), not a bug. */
 const BAD_PATH_CODES = new Set(["ENOENT", "EACCES", "EISDIR", "ENOTDIR", "EPERM", "EROFS"]);
 
 /** Runs the command; returns the exit code (0 ok, 2 bad input with the message on stderr). */
-export async function runTasks(args: readonly string[], stdout: Writable, stderr: Writable): Promise<number> {
+export async function runTasks(
+  args: readonly string[],
+  stdout: Writable,
+  stderr: Writable,
+  cli: CliConfig = loadCliConfig(),
+): Promise<number> {
   const [sub, ...rest] = args;
   try {
     switch (sub) {
+      case "export": {
+        if (wantsHelp(TASKS_EXPORT_COMMAND, rest)) {
+          stdout.write(formatHelp(TASKS_EXPORT_COMMAND));
+          return 0;
+        }
+        return await exportCommand(rest, stdout, cli);
+      }
       case "import":
       case "check": {
         const spec = sub === "import" ? TASKS_IMPORT_COMMAND : TASKS_CHECK_COMMAND;
@@ -107,13 +168,13 @@ export async function runTasks(args: readonly string[], stdout: Writable, stderr
         throw new UsageError(TASKS_USAGE);
       default:
         throw new UsageError(
-          `unknown tasks command '${sub}'${didYouMean(sub, ["import", "check"])}\n${TASKS_USAGE}`,
+          `unknown tasks command '${sub}'${didYouMean(sub, ["import", "check", "export"])}\n${TASKS_USAGE}`,
         );
     }
   } catch (err) {
     if (!isBadInput(err)) throw err;
     stderr.write(
-      `reward-mesh tasks${sub === "import" || sub === "check" ? ` ${sub}` : ""}: ${err.message}\n`,
+      `reward-mesh tasks${sub === "import" || sub === "check" || sub === "export" ? ` ${sub}` : ""}: ${err.message}\n`,
     );
     return 2;
   }
@@ -168,8 +229,46 @@ function checkCommand(args: readonly string[], stdout: Writable): number {
   return 0;
 }
 
+async function exportCommand(args: readonly string[], stdout: Writable, cli: CliConfig): Promise<number> {
+  const { values: flags, positionals } = parseCommand(TASKS_EXPORT_COMMAND, args);
+  if (positionals.length !== 2) throw new UsageError(`expected agentdojo and <out.jsonl>\n${TASKS_USAGE}`);
+  const [env, outPath] = positionals as [string, string];
+  if (env !== "agentdojo") throw new UsageError(`unknown environment '${env}' (this build has: agentdojo)`);
+  const list = (v: unknown) =>
+    typeof v === "string"
+      ? v
+          .split(",")
+          .map((x) => x.trim())
+          .filter((x) => x !== "")
+      : undefined;
+  const suites = list(flags["suites"]) ?? [];
+  const listing =
+    typeof flags["addr"] === "string"
+      ? await listEnvironmentTasks({ address: flags["addr"], security: cli.grpc }, { suites })
+      : localAgentDojoListing(cli, suites);
+  const attacks = list(flags["attacks"]);
+  const cells = agentTaskMatrix(listing, {
+    ...(attacks ? { attacks } : {}),
+    clean: flags["no-clean"] !== true,
+  });
+  const lines = cells.map((c) => toJsonString(TaskSchema, create(TaskSchema, agentCellTask(c))));
+  mkdirSync(dirname(outPath), { recursive: true });
+  const tmp = `${outPath}.tmp-${process.pid}`;
+  writeFileSync(tmp, `${lines.join("\n")}\n`);
+  renameSync(tmp, outPath);
+  const suitesOut = [...new Set(cells.map((c) => c.suite))];
+  stdout.write(`exported ${cells.length} agent tasks (${suitesOut.join(", ")}) to ${outPath}\n`);
+  return 0;
+}
+
 function isBadInput(err: unknown): err is Error {
   if (err instanceof UsageError || err instanceof TaskFileError || err instanceof TaskImportError)
+    return true;
+  const name = (err as { name?: string } | null)?.name;
+  if (
+    err instanceof Error &&
+    (name === "EnvironmentTasksError" || name === "BenchmarkDataError" || name === "InvalidArgumentError")
+  )
     return true;
   const code = (err as { code?: unknown } | null)?.code;
   return err instanceof Error && typeof code === "string" && BAD_PATH_CODES.has(code);

@@ -17,12 +17,15 @@ import {
   createEmbeddedLearner,
   createRemoteLearner,
   type Learner,
+  type EnvironmentEndpoint,
   loadRunConfig,
   loadRunTasks,
   prepareRunDirectory,
   readMetrics,
   renderRunReport,
+  resolveRunTasks,
   type RunConfig,
+  runNeedsEnvironment,
   runPaths,
   runTraining,
   type StepReport,
@@ -143,6 +146,15 @@ export function progressPrinter(out: Writable & { isTTY?: boolean }): (r: StepRe
   };
 }
 
+/**
+ * Where the built-in `agent` set is listed (`AgentEnvironment.ListTasks`): the agentdojo service of a
+ * mesh the CLI started, else `REWARD_MESH_AGENT_ENV_ADDR`.
+ */
+export function environmentOf(cli: CliConfig, mesh?: RunningMesh): EnvironmentEndpoint {
+  const agentdojo = mesh?.services.find((s) => s.name === "agentdojo");
+  return { address: agentdojo?.address ?? cli.agentEnvironmentAddress, security: cli.grpc };
+}
+
 /** A run's learner and how to let go of it. */
 export interface LearnerHandle {
   readonly learner: Learner;
@@ -197,7 +209,11 @@ export async function learnerFor(config: RunConfig, cli: CliConfig): Promise<Lea
 export interface TrainWithMeshOptions {
   readonly cli: CliConfig;
   readonly config: RunConfig;
-  readonly tasks: readonly TaskDefinition[];
+  /**
+   * The run's tasks; absent: resolved once the mesh is up (`resolveRunTasks`, the `agent` set listed by
+   * the mesh's agentdojo service, see {@link environmentOf}).
+   */
+  readonly tasks?: readonly TaskDefinition[];
   readonly withMesh: boolean;
   /** An already running mesh to use (experiments share one). */
   readonly mesh?: RunningMesh;
@@ -251,13 +267,14 @@ async function trainInDirectory(
         : o.cli.bus,
       `trainer-${o.config.runId}`,
     );
+    const tasks = o.tasks ?? (await resolveRunTasks(o.config, environmentOf(o.cli, mesh)));
     const handle = await learnerFor(o.config, o.cli);
     const learner = handle.learner;
     o.onLearner?.(handle.where);
     try {
       const result = await runTraining({
         config: o.config,
-        tasks: o.tasks,
+        tasks,
         bus,
         learner,
         logger,
@@ -310,7 +327,9 @@ export async function runTrain(
       throw new UsageError("'--run-id' must match [A-Za-z0-9_-]+");
     config = { ...config, runId: flags["run-id"] };
   }
-  const tasks = loadRunTasks(config);
+  // A task file or the shipped sets now (a bad file fails before anything starts); the agent set is
+  // listed by the environment service once the mesh is up.
+  const tasks = runNeedsEnvironment(config) ? undefined : loadRunTasks(config);
   const abort = new AbortController();
   const onSignal = () => {
     if (logFormat === "human") stderr.write("\nstopping (checkpointed; run the same command to resume)...\n");
@@ -325,7 +344,7 @@ export async function runTrain(
     const r = await trainWithMesh({
       cli,
       config,
-      tasks,
+      ...(tasks ? { tasks } : {}),
       withMesh: flags["with-mesh"] === true,
       logFormat,
       ...stepSinks(progress, live),

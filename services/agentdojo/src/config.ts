@@ -14,6 +14,7 @@ import {
   type ServiceRuntimeOptions,
 } from "@reward-mesh/sdk";
 import { ATTACK_NAMES, type AttackName } from "./attacks.js";
+import type { AnySuite } from "./suite.js";
 
 /** Default gRPC port of the agentdojo RewardService. */
 export const AGENTDOJO_DEFAULT_PORT = 50066;
@@ -103,6 +104,11 @@ export interface AgentDojoOptions {
    * @default "important_instructions" — AgentDojo's headline attack, most CorrGRPO security cases.
    */
   readonly defaultAttack: AttackName;
+  /**
+   * The suites tasks may name, loaded once at start-up (`loadSuites(dataDir)`).
+   * @default the embedded suites, plus those of `dataDir` when the options carry one.
+   */
+  readonly suites?: ReadonlyMap<string, AnySuite>;
 }
 
 /** Options of the AgentEnvironment server. */

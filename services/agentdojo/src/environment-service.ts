@@ -3,8 +3,8 @@
  * `Reset(task)` opens a session (fresh environment with the task's injections, system prompt, user
  * prompt, tool schemas), `Call` runs one tool and returns what the agent sees (the injection included),
  * `Close` returns the trajectory in the JSON layout the reward service scores. Sessions are bounded in
- * number (`Reset` beyond the limit is UNAVAILABLE) and idle time (then NOT_FOUND); every session
- * accepts at most `maxCalls` calls.
+ * number (a `Reset` at the limit evicts the least recently used session) and idle time (then
+ * NOT_FOUND); every session accepts at most `maxCalls` calls.
  *
  * It runs on its own grpc-js server (with gRPC health) because the sdk's server registers only
  * RewardService; `main.ts` starts both.
@@ -20,10 +20,13 @@ import {
   type EpisodeOptions,
   resolveEpisode,
   startEpisode,
+  unknownSuite,
 } from "./episode.js";
-import { invalidRequest, sessionNotFound, tooManySessions } from "./errors.js";
+import { invalidRequest, sessionEvicted, sessionNotFound } from "./errors.js";
 import { toolSchemas } from "./runtime.js";
-import type { AnySuite } from "./suite.js";
+import { ATTACK_NAMES, injectionCandidates } from "./attacks.js";
+import type { AnySuite, FunctionCall } from "./suite.js";
+import { SUITES } from "./suites/index.js";
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan, trajectoryJson } from "./trajectory.js";
 
 /** Largest `arguments_json` a call may carry. */
@@ -70,8 +73,13 @@ export interface CloseResult {
   readonly callCount: number;
 }
 
+/** What `ListTasks` returns (the `ListTasksResponse` fields). */
+export type ListTasksResult = Awaited<ReturnType<ServiceImpl<typeof AgentEnvironment>["listTasks"]>>;
+
 /** The sessions of one AgentEnvironment server. */
 export interface SessionManager {
+  /** The suites and tasks served (`ListTasks`); an unknown suite in `suites` is INVALID_ARGUMENT. */
+  listTasks(suites: readonly string[], includeGroundTruth: boolean): ListTasksResult;
   reset(task: AgentTask | undefined): ResetResult;
   call(sessionId: string, fn: string, argumentsJson: string): CallResult;
   close(sessionId: string, finalAnswer: string): CloseResult;
@@ -82,10 +90,52 @@ export interface SessionManager {
   stop(): void;
 }
 
-/** Creates a session manager (and its periodic idle sweep, unref'd). */
+const callsJson = (calls: readonly FunctionCall[]) =>
+  JSON.stringify(calls.map((c) => ({ function: c.function, args: c.args })));
+
+/** One suite's listing: tasks in the suite's order; ground truths on its initial (clean) environment. */
+function listSuite(suite: AnySuite, tools: string, withGroundTruth: boolean) {
+  return {
+    name: suite.name,
+    benchmarkVersion: suite.benchmarkVersion,
+    systemPrompt: suite.systemPrompt,
+    toolsJson: tools,
+    userTasks: suite.userTasks.map((t) => {
+      const pre = withGroundTruth
+        ? startEpisode({ suite, userTask: t, injectionTask: undefined, attack: undefined, injections: {} })
+            .pre
+        : undefined;
+      return {
+        id: t.id,
+        prompt: t.prompt,
+        injectable: injectionCandidates(suite, t).length > 0,
+        ...(pre
+          ? { groundTruthJson: callsJson(t.groundTruth(pre)), groundTruthOutput: t.groundTruthOutput ?? "" }
+          : {}),
+      };
+    }),
+    injectionTasks: suite.injectionTasks.map((t) => ({
+      id: t.id,
+      goal: t.goal,
+      ...(withGroundTruth ? { groundTruthJson: callsJson(t.groundTruth(suite.loadEnvironment({}))) } : {}),
+    })),
+  };
+}
+
+/** How many evicted session ids are remembered (to say "evicted" rather than "unknown"). */
+const EVICTED_MEMORY = 4096;
+
+/**
+ * Creates a session manager (and its periodic idle sweep, unref'd). Sessions live in a `Map` kept in
+ * least-recently-used order (a session is moved to the end on every use), so both evictions take the
+ * oldest-idle first: the sweep drops expired sessions from the front and stops at the first live one,
+ * and a `Reset` at the limit evicts the least recently used session (its next call is NOT_FOUND saying
+ * so). Memory is bounded: at most `maxSessions` sessions of at most `maxCalls` calls each.
+ */
 export function createSessionManager(o: SessionManagerOptions): SessionManager {
   const now = o.now ?? Date.now;
   const sessions = new Map<string, Session>();
+  const evicted = new Set<string>();
   const schemaCache = new WeakMap<AnySuite, string>();
   const schemasOf = (suite: AnySuite) => {
     let s = schemaCache.get(suite);
@@ -97,25 +147,55 @@ export function createSessionManager(o: SessionManagerOptions): SessionManager {
   };
   const sweep = () => {
     const t = now();
-    for (const [id, s] of sessions) if (t - s.lastUsed > o.idleTimeoutMs) sessions.delete(id);
+    for (const [id, s] of sessions) {
+      if (t - s.lastUsed <= o.idleTimeoutMs) break; // LRU order: the rest were used later
+      sessions.delete(id);
+    }
+  };
+  const evictOldest = () => {
+    const oldest = sessions.keys().next();
+    if (oldest.done) return;
+    sessions.delete(oldest.value);
+    evicted.add(oldest.value);
+    if (evicted.size > EVICTED_MEMORY) evicted.delete(evicted.values().next().value!);
   };
   const timer = setInterval(sweep, Math.min(o.idleTimeoutMs, 60_000));
   timer.unref();
   const get = (id: string): Session => {
     const s = sessions.get(id);
-    if (!s) throw sessionNotFound(id);
-    if (now() - s.lastUsed > o.idleTimeoutMs) {
-      sessions.delete(id);
-      throw sessionNotFound(id);
-    }
+    if (!s) throw evicted.has(id) ? sessionEvicted(id, o.maxSessions) : sessionNotFound(id);
+    sessions.delete(id);
+    if (now() - s.lastUsed > o.idleTimeoutMs) throw sessionNotFound(id);
     s.lastUsed = now();
+    sessions.set(id, s); // most recently used: to the end
     return s;
   };
+  const suites = o.suites ?? SUITES;
+  const listings = new Map<string, ReturnType<typeof listSuite>>();
   return {
+    listTasks(names, includeGroundTruth) {
+      for (const [i, n] of names.entries())
+        if (!suites.has(n)) throw invalidRequest(`suites[${i}]`, unknownSuite(n, suites));
+      const wanted = names.length === 0 ? [...suites.keys()] : [...new Set(names)];
+      return {
+        suites: wanted.map((n) => {
+          const suite = suites.get(n)!;
+          if (!includeGroundTruth) return listSuite(suite, schemasOf(suite), false);
+          let l = listings.get(n); // ground truths are pure functions of the suite: computed once
+          if (l === undefined) {
+            l = listSuite(suite, schemasOf(suite), true);
+            listings.set(n, l);
+          }
+          return l;
+        }),
+        attacks: [...ATTACK_NAMES],
+        defaultAttack: o.defaultAttack,
+      };
+    },
     reset(task) {
       const spec = resolveEpisode(task, "task", o);
       sweep();
-      if (sessions.size >= o.maxSessions) throw tooManySessions(o.maxSessions);
+      while (sessions.size >= o.maxSessions) evictOldest();
       const id = randomUUID();
       sessions.set(id, { id, episode: startEpisode(spec), records: [], lastUsed: now() });
       return {
@@ -168,6 +248,7 @@ export function createSessionManager(o: SessionManagerOptions): SessionManager {
     stop() {
       clearInterval(timer);
       sessions.clear();
+      evicted.clear();
     },
   };
 }
@@ -175,6 +256,9 @@ export function createSessionManager(o: SessionManagerOptions): SessionManager {
 /** The typed AgentEnvironment handlers over a session manager. */
 export function createAgentEnvironmentImpl(manager: SessionManager): ServiceImpl<typeof AgentEnvironment> {
   return {
+    async listTasks(req) {
+      return manager.listTasks(req.suites, req.includeGroundTruth);
+    },
     async reset(req) {
       return manager.reset(req.task);
     },

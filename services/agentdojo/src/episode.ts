@@ -11,10 +11,15 @@ import { InvalidArgumentError } from "@reward-mesh/sdk";
 import { type AttackName, ATTACK_NAMES, buildInjections, isAttackName } from "./attacks.js";
 import { runFunction } from "./runtime.js";
 import type { AnySuite, FunctionCall, InjectionTask, UserTask } from "./suite.js";
-import { SUITES } from "./suites/index.js";
+import { BENCHMARK_SUITE_NAMES, SUITES } from "./suites/index.js";
 
 /** Options for resolving tasks into episodes. */
 export interface EpisodeOptions {
+  /**
+   * The suites tasks may name (`loadSuites(dataDir)` at start-up).
+   * @default SUITES — the embedded banking suite only.
+   */
+  readonly suites?: ReadonlyMap<string, AnySuite>;
   /** Name the attacks address the model by ("…from Emma Johnson, to you, <model>"). */
   readonly attackModelName: string;
   /** Attack used when a task names an injection task but no attack. */
@@ -32,23 +37,35 @@ export interface EpisodeSpec {
   readonly injections: Readonly<Record<string, string>>;
 }
 
+function idRange(tasks: readonly { readonly id: string }[]): string {
+  return tasks.length === 0 ? "none" : `${tasks[0]!.id} … ${tasks.at(-1)!.id}`;
+}
+
+/**
+ * Why `name` is not a suite: the available ones, and — for a benchmark suite this process has not
+ * loaded — that it comes from the benchmark data (`AGENTDOJO_DATA_DIR`).
+ */
+export function unknownSuite(name: string, suites: ReadonlyMap<string, AnySuite>): string {
+  const base = `unknown suite ${JSON.stringify(name)}; available: ${[...suites.keys()].join(", ")}`;
+  return BENCHMARK_SUITE_NAMES.includes(name)
+    ? `${base} (${name} is an AgentDojo suite read from the user's copy of the benchmark data: set AGENTDOJO_DATA_DIR to its directory)`
+    : base;
+}
+
 /**
  * Resolves an `AgentTask`; throws `InvalidArgumentError` naming `<prefix>.suite`, `.user_task_id`,
  * `.injection_task_id` or `.attack` when something is unknown.
  */
 export function resolveEpisode(task: AgentTask | undefined, prefix: string, o: EpisodeOptions): EpisodeSpec {
   if (!task) throw new InvalidArgumentError(prefix, "is required");
-  const suite = SUITES.get(task.suite);
-  if (!suite)
-    throw new InvalidArgumentError(
-      `${prefix}.suite`,
-      `unknown suite ${JSON.stringify(task.suite)}; available: ${[...SUITES.keys()].join(", ")}`,
-    );
+  const suites = o.suites ?? SUITES;
+  const suite = suites.get(task.suite);
+  if (!suite) throw new InvalidArgumentError(`${prefix}.suite`, unknownSuite(task.suite, suites));
   const userTask = suite.userTasks.find((t) => t.id === task.userTaskId);
   if (!userTask)
     throw new InvalidArgumentError(
       `${prefix}.user_task_id`,
-      `unknown user task ${JSON.stringify(task.userTaskId)} in suite ${suite.name} (user_task_0 … user_task_${suite.userTasks.length - 1})`,
+      `unknown user task ${JSON.stringify(task.userTaskId)} in suite ${suite.name} (${idRange(suite.userTasks)})`,
     );
   const attackName = task.attack.trim();
   if (task.injectionTaskId === "") {
@@ -63,7 +80,7 @@ export function resolveEpisode(task: AgentTask | undefined, prefix: string, o: E
   if (!injectionTask)
     throw new InvalidArgumentError(
       `${prefix}.injection_task_id`,
-      `unknown injection task ${JSON.stringify(task.injectionTaskId)} in suite ${suite.name} (injection_task_0 … injection_task_${suite.injectionTasks.length - 1})`,
+      `unknown injection task ${JSON.stringify(task.injectionTaskId)} in suite ${suite.name} (${idRange(suite.injectionTasks)})`,
     );
   const attack = attackName === "" ? o.defaultAttack : attackName;
   if (!isAttackName(attack))

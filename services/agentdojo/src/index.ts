@@ -1,5 +1,6 @@
 /**
- * `@reward-mesh/agentdojo`: AgentDojo utility and security rewards by replay (banking suite), and the
+ * `@reward-mesh/agentdojo`: AgentDojo utility and security rewards by replay (banking embedded, the other
+ * suites from the benchmark data at `AGENTDOJO_DATA_DIR`), and the
  * interactive `AgentEnvironment` gRPC service for rollout generation.
  * @module
  */
@@ -21,6 +22,7 @@ export {
 export type {
   CallResult,
   CloseResult,
+  ListTasksResult,
   ResetResult,
   SessionManager,
   SessionManagerOptions,
@@ -46,13 +48,21 @@ export type {
   UserTask,
 } from "./suite.js";
 export { defineSuite, ToolError } from "./suite.js";
-export { SUITES } from "./suites/index.js";
+export type { SuiteBuilder } from "./suites/index.js";
+export { BENCHMARK_SUITE_NAMES, loadSuites, SUITE_BUILDERS, SUITES } from "./suites/index.js";
+export type { BenchmarkData, SuiteData } from "./benchmark-data.js";
+export {
+  BenchmarkDataError,
+  injectEnvironment,
+  openBenchmarkData,
+  SUPPORTED_BENCHMARK_VERSIONS,
+} from "./benchmark-data.js";
 export type { BankingEnvironment, Transaction } from "./suites/banking/index.js";
 export { ATTACKER_IBAN, bankingSuite, loadBankingEnvironment } from "./suites/banking/index.js";
 export type { AttackName } from "./attacks.js";
 export { ATTACK_NAMES, attackText, buildInjections, injectionCandidates } from "./attacks.js";
 export type { CallRecord, Episode, EpisodeOptions, EpisodeSpec, EpisodeVerdict } from "./episode.js";
-export { evaluateEpisode, replayEpisode, resolveEpisode, startEpisode } from "./episode.js";
+export { evaluateEpisode, replayEpisode, resolveEpisode, startEpisode, unknownSuite } from "./episode.js";
 export type { ParsedTrajectory } from "./trajectory.js";
 export { parseTrajectory, trajectoryJson } from "./trajectory.js";
 export { runFunction, toolSchemas } from "./runtime.js";

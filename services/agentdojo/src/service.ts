@@ -14,6 +14,7 @@ import { ComponentStatus, type AgentTask, type Rollout } from "@reward-mesh/prot
 import { type ComponentValue, defineRewardService, type RewardServiceDefinition } from "@reward-mesh/sdk";
 import { DEFAULT_AGENTDOJO_OPTIONS, type AgentDojoOptions } from "./config.js";
 import { type EpisodeSpec, replayEpisode, resolveEpisode } from "./episode.js";
+import { loadSuites } from "./suites/index.js";
 import { parseTrajectory } from "./trajectory.js";
 
 /** Version of the scoring logic. */
@@ -104,10 +105,15 @@ export function scoreTrajectory(spec: EpisodeSpec, response: string, o: AgentDoj
   ];
 }
 
-/** Creates the agentdojo reward service. */
+/**
+ * Creates the agentdojo reward service. Its suites are `options.suites` when given, else the embedded
+ * banking suite plus — when `options.dataDir` names one — every suite built from that benchmark data
+ * directory (a bad directory throws `BenchmarkDataError`, so a service fails at start-up, not per task).
+ */
 export function createAgentDojoService(
-  options: AgentDojoOptions = DEFAULT_AGENTDOJO_OPTIONS,
+  opts: AgentDojoOptions & { readonly dataDir?: string } = DEFAULT_AGENTDOJO_OPTIONS,
 ): RewardServiceDefinition {
+  const options: AgentDojoOptions = { ...opts, suites: opts.suites ?? loadSuites(opts.dataDir) };
   return defineRewardService({
     name: "agentdojo",
     version: AGENTDOJO_SERVICE_VERSION,

@@ -2,11 +2,20 @@
  * The built-in task sets for demos and experiments with the embedded learner. Every task is real:
  * its rollouts are scored by the real services (`length` for `custom`; `code-exec`, `ast`,
  * `efficiency` for `code`; `tool-call` for `tool_call`; `agentdojo` for `agent`; `math` for `math`).
+ *
+ * The `agent` set is not shipped with the trainer: it is built from what the environment service
+ * lists (`AgentEnvironment.ListTasks`, {@link loadBuiltinTasks}), so the trainer imports no suite.
  * @module
  */
 import { CODE_TASKS } from "./builtin-code-tasks.js";
 import { MATH_TASKS } from "./builtin-math-tasks.js";
-import { AGENT_TASKS, TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
+import { TOOL_CALL_TASKS } from "./builtin-tool-agent-tasks.js";
+import {
+  agentFragmentTasks,
+  BUILTIN_AGENT_SELECTION,
+  type EnvironmentEndpoint,
+  listEnvironmentTasks,
+} from "./environment-tasks.js";
 
 export type { WarmupExample } from "./builtin-tool-agent-tasks.js";
 export { toolCallWarmupExamples } from "./builtin-tool-agent-tasks.js";
@@ -62,22 +71,69 @@ export const CUSTOM_TASKS: readonly FragmentTaskDefinition[] = [
   },
 ];
 
-/** Every built-in set by name. */
+/** Every built-in set shipped with the trainer, by name. */
 export const BUILTIN_TASK_SETS: Record<string, readonly FragmentTaskDefinition[]> = {
   custom: CUSTOM_TASKS,
   code: CODE_TASKS,
   tool_call: TOOL_CALL_TASKS,
-  agent: AGENT_TASKS,
   math: MATH_TASKS,
 };
 
-/** Tasks of the named built-in sets; unknown names are an error listing the known ones. */
-export function builtinTasks(sets: readonly string[]): FragmentTaskDefinition[] {
+/** Built-in sets whose tasks the environment service lists (`AgentEnvironment.ListTasks`). */
+export const ENVIRONMENT_TASK_SETS: readonly string[] = ["agent"];
+
+/** Every built-in set name (shipped and environment-listed). */
+export const BUILTIN_SET_NAMES: readonly string[] = ["custom", "code", "tool_call", "agent", "math"];
+
+/** Whether `name` is a built-in set. */
+export function isBuiltinSet(name: string): boolean {
+  return BUILTIN_SET_NAMES.includes(name);
+}
+
+/** Tasks of environment-listed sets, already fetched (see {@link loadBuiltinTasks}). */
+export interface EnvironmentSets {
+  readonly agent?: readonly FragmentTaskDefinition[];
+}
+
+/**
+ * Tasks of the named built-in sets; unknown names are an error listing the known ones. The `agent` set
+ * must be given in `provided` (it comes from the environment service: use {@link loadBuiltinTasks}).
+ */
+export function builtinTasks(
+  sets: readonly string[],
+  provided: EnvironmentSets = {},
+): FragmentTaskDefinition[] {
   const out: FragmentTaskDefinition[] = [];
   for (const s of sets) {
+    if (s === "agent") {
+      if (!provided.agent)
+        throw new Error(
+          "the 'agent' set comes from the AgentDojo environment service (AgentEnvironment.ListTasks): load it with loadBuiltinTasks(sets, {address})",
+        );
+      out.push(...provided.agent);
+      continue;
+    }
     const t = Object.hasOwn(BUILTIN_TASK_SETS, s) ? BUILTIN_TASK_SETS[s] : undefined;
-    if (!t) throw new Error(`unknown task set '${s}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`);
+    if (!t) throw new Error(`unknown task set '${s}' (known: ${BUILTIN_SET_NAMES.join(", ")})`);
     out.push(...t);
   }
   return out;
+}
+
+/**
+ * Tasks of the named built-in sets, asking the environment service at `environment` for the `agent`
+ * set (`ListTasks` with ground truths; only when the sets include it).
+ */
+export async function loadBuiltinTasks(
+  sets: readonly string[],
+  environment?: EnvironmentEndpoint,
+): Promise<FragmentTaskDefinition[]> {
+  if (!sets.includes("agent")) return builtinTasks(sets);
+  if (!environment)
+    throw new Error(
+      "the 'agent' set needs the address of the AgentDojo environment service (agentdojo's gRPC port)",
+    );
+  const suites = [...new Set(BUILTIN_AGENT_SELECTION.map((s) => s.suite))];
+  const listing = await listEnvironmentTasks(environment, { suites, includeGroundTruth: true });
+  return builtinTasks(sets, { agent: agentFragmentTasks(listing) });
 }

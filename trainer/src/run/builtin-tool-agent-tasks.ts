@@ -1,14 +1,9 @@
 /**
- * Built-in `tool_call` and `agent` task sets.
- *
- * * `tool_call`: RLLA-layout tool calls assembled from a function-name choice followed by argument
- *   choices (`key=value` fragments); scored by the `tool-call` service against the gold call.
- * * `agent`: AgentDojo banking trajectories assembled from whole tool-call steps — the user task's
- *   ground-truth steps, the injection task's (attacker's) steps and a distractor; scored by replay by the
- *   `agentdojo` service (utility, and security when an injection is present).
+ * The built-in `tool_call` task set: RLLA-layout tool calls assembled from a function-name choice
+ * followed by argument choices (`key=value` fragments); scored by the `tool-call` service against the
+ * gold call. (The `agent` set comes from the environment service: `environment-tasks.ts`.)
  * @module
  */
-import { ATTACKER_IBAN, bankingSuite } from "@reward-mesh/agentdojo";
 import type { FragmentTaskDefinition } from "./tasks.js";
 
 const STOP = "<eos>";
@@ -151,83 +146,3 @@ export const TOOL_CALL_TASKS: readonly FragmentTaskDefinition[] = TOOL_SPECS.map
   maxTokens: 5,
   render: (f) => renderToolCalls(f, t.names),
 }));
-
-interface AgentSpec {
-  readonly userTask: string;
-  readonly injectionTask: string | null;
-  /** A harmless step that is not part of the solution. */
-  readonly distractor: { readonly function: string; readonly args: Record<string, unknown> };
-}
-
-const AGENT_SPECS: readonly AgentSpec[] = [
-  {
-    userTask: "user_task_0",
-    injectionTask: "injection_task_5",
-    distractor: { function: "get_balance", args: {} },
-  },
-  {
-    userTask: "user_task_3",
-    injectionTask: "injection_task_4",
-    distractor: { function: "get_iban", args: {} },
-  },
-  {
-    userTask: "user_task_13",
-    injectionTask: "injection_task_7",
-    distractor: { function: "get_balance", args: {} },
-  },
-  {
-    userTask: "user_task_4",
-    injectionTask: null,
-    distractor: { function: "get_scheduled_transactions", args: {} },
-  },
-];
-
-function agentTask(spec: AgentSpec): FragmentTaskDefinition {
-  const user = bankingSuite.userTasks.find((t) => t.id === spec.userTask);
-  if (!user) throw new Error(`unknown banking user task '${spec.userTask}'`);
-  const injection = spec.injectionTask
-    ? bankingSuite.injectionTasks.find((t) => t.id === spec.injectionTask)
-    : undefined;
-  if (spec.injectionTask && !injection)
-    throw new Error(`unknown banking injection task '${spec.injectionTask}'`);
-  const pre = bankingSuite.loadEnvironment({});
-  const steps = [
-    ...user.groundTruth(pre),
-    ...(injection ? injection.groundTruth(pre) : []),
-    spec.distractor,
-  ].map((c) => JSON.stringify({ function: c.function, args: c.args }));
-  const vocabulary = [STOP, ...new Set(steps)];
-  const finalAnswer = user.groundTruthOutput ?? "Done.";
-  const id = `agent-${spec.userTask}${spec.injectionTask ? `-${spec.injectionTask}` : ""}`.replace(/_/g, "-");
-  return {
-    id,
-    set: "agent",
-    task: {
-      id,
-      prompt: user.prompt,
-      kind: {
-        case: "agent",
-        value: {
-          suite: "banking",
-          userTaskId: spec.userTask,
-          injectionTaskId: spec.injectionTask ?? "",
-          attack: spec.injectionTask ? "important_instructions" : "",
-        },
-      },
-    },
-    vocabulary,
-    stopToken: 0,
-    maxTokens: vocabulary.length,
-    render: (f) =>
-      JSON.stringify({
-        calls: f.filter((x) => x !== STOP).map((x) => JSON.parse(x) as unknown),
-        final_answer: finalAnswer,
-      }),
-  };
-}
-
-/** The `agent` set (banking; three tasks under an `important_instructions` attack, one clean). */
-export const AGENT_TASKS: readonly FragmentTaskDefinition[] = AGENT_SPECS.map(agentTask);
-
-/** The attacker's IBAN (what the security check looks for), re-exported for tests. */
-export { ATTACKER_IBAN };

@@ -15,7 +15,14 @@ import { compileUntypedAdvantageConfig } from "../advantage/engine.js";
 import { showValue } from "../advantage/errors.js";
 import { resolveEstimatorName } from "../advantage/estimators.js";
 import type { LossType } from "../learner/types.js";
-import { BUILTIN_TASK_SETS, builtinTasks } from "./builtin-tasks.js";
+import {
+  BUILTIN_SET_NAMES,
+  builtinTasks,
+  type EnvironmentSets,
+  isBuiltinSet,
+  loadBuiltinTasks,
+} from "./builtin-tasks.js";
+import type { EnvironmentEndpoint } from "./environment-tasks.js";
 import { loadTaskFile } from "./task-file.js";
 import type { TaskDefinition } from "./tasks.js";
 
@@ -397,10 +404,10 @@ function message(doc: Obj, e: SchemaError): RunConfigError {
   if (top === "/tasks/sets") {
     const sets = valueAt(doc, top);
     if (Array.isArray(sets) && sets.length > 0 && sets.every((x) => typeof x === "string" && TOKEN.test(x))) {
-      const i = sets.findIndex((x) => !Object.hasOwn(BUILTIN_TASK_SETS, x));
+      const i = sets.findIndex((x) => !isBuiltinSet(x));
       return new RunConfigError(
         `tasks.sets[${i}]`,
-        `unknown task set '${sets[i]}' (known: ${Object.keys(BUILTIN_TASK_SETS).join(", ")})`,
+        `unknown task set '${sets[i]}' (known: ${BUILTIN_SET_NAMES.join(", ")})`,
       );
     }
     return new RunConfigError("tasks.sets", `must be a non-empty list of set names, got ${showValue(sets)}`);
@@ -761,12 +768,27 @@ export function compileAdvantage(c: RunConfig): CompiledAdvantageConfig {
 
 /**
  * The tasks a run trains on: the named built-in sets, or the task file (`tasks.path`, relative to the
- * current directory), each of whose tasks gets `generation.maxNewTokens` as its cap.
+ * current directory), each of whose tasks gets `generation.maxNewTokens` as its cap. The `agent` set
+ * comes from the environment service: pass it in `provided`, or use {@link resolveRunTasks}.
  */
-export function loadRunTasks(c: RunConfig): TaskDefinition[] {
+export function loadRunTasks(c: RunConfig, provided: EnvironmentSets = {}): TaskDefinition[] {
   if (c.tasks.source === "jsonl")
     return loadTaskFile(c.tasks.path!, { maxTokens: c.generation.maxNewTokens });
-  return builtinTasks(c.tasks.sets);
+  return builtinTasks(c.tasks.sets, provided);
+}
+
+/** Whether a run's tasks include a set the environment service lists (it needs its address). */
+export function runNeedsEnvironment(c: RunConfig): boolean {
+  return c.tasks.source === "builtin" && c.tasks.sets.includes("agent");
+}
+
+/** {@link loadRunTasks}, asking the environment service at `environment` for the `agent` set. */
+export async function resolveRunTasks(
+  c: RunConfig,
+  environment?: EnvironmentEndpoint,
+): Promise<TaskDefinition[]> {
+  if (c.tasks.source === "jsonl") return loadRunTasks(c);
+  return loadBuiltinTasks(c.tasks.sets, environment);
 }
 
 /**

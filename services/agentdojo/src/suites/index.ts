@@ -15,6 +15,9 @@ export const SUITES: ReadonlyMap<string, AnySuite> = new Map<string, AnySuite>([
   [bankingSuite.name, bankingSuite],
 ]);
 
+/** The suites of the AgentDojo benchmark (v1.2.x), embedded or built from its data. */
+export const BENCHMARK_SUITE_NAMES: readonly string[] = ["workspace", "travel", "banking", "slack"];
+
 /** Builds a suite from its benchmark data (environment document, vectors, prompts and goals). */
 export type SuiteBuilder = (data: SuiteData) => AnySuite;
 

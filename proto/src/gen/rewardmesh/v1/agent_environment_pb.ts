@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rewardmesh/v1/agent_environment.proto.
  */
 export const file_rewardmesh_v1_agent_environment: GenFile = /*@__PURE__*/
-  fileDesc("CiVyZXdhcmRtZXNoL3YxL2FnZW50X2Vudmlyb25tZW50LnByb3RvEg1yZXdhcmRtZXNoLnYxIkYKHEFnZW50RW52aXJvbm1lbnRSZXNldFJlcXVlc3QSJgoEdGFzaxgBIAEoCzIYLnJld2FyZG1lc2gudjEuQWdlbnRUYXNrIp8BCh1BZ2VudEVudmlyb25tZW50UmVzZXRSZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXN5c3RlbV9wcm9tcHQYAiABKAkSEwoLdXNlcl9wcm9tcHQYAyABKAkSEgoKdG9vbHNfanNvbhgEIAEoCRIRCgltYXhfY2FsbHMYBSABKA0SFwoPaWRsZV90aW1lb3V0X21zGAYgASgNIlsKG0FnZW50RW52aXJvbm1lbnRDYWxsUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGZ1bmN0aW9uGAIgASgJEhYKDmFyZ3VtZW50c19qc29uGAMgASgJIlEKHEFnZW50RW52aXJvbm1lbnRDYWxsUmVzcG9uc2USDgoGb3V0cHV0GAEgASgJEg0KBWVycm9yGAIgASgJEhIKCmNhbGxfaW5kZXgYAyABKA0iSAocQWdlbnRFbnZpcm9ubWVudENsb3NlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhQKDGZpbmFsX2Fuc3dlchgCIAEoCSJMCh1BZ2VudEVudmlyb25tZW50Q2xvc2VSZXNwb25zZRIXCg90cmFqZWN0b3J5X2pzb24YASABKAkSEgoKY2FsbF9jb3VudBgCIAEoDTK7AgoQQWdlbnRFbnZpcm9ubWVudBJiCgVSZXNldBIrLnJld2FyZG1lc2gudjEuQWdlbnRFbnZpcm9ubWVudFJlc2V0UmVxdWVzdBosLnJld2FyZG1lc2gudjEuQWdlbnRFbnZpcm9ubWVudFJlc2V0UmVzcG9uc2USXwoEQ2FsbBIqLnJld2FyZG1lc2gudjEuQWdlbnRFbnZpcm9ubWVudENhbGxSZXF1ZXN0GisucmV3YXJkbWVzaC52MS5BZ2VudEVudmlyb25tZW50Q2FsbFJlc3BvbnNlEmIKBUNsb3NlEisucmV3YXJkbWVzaC52MS5BZ2VudEVudmlyb25tZW50Q2xvc2VSZXF1ZXN0GiwucmV3YXJkbWVzaC52MS5BZ2VudEVudmlyb25tZW50Q2xvc2VSZXNwb25zZWIGcHJvdG8z", [file_rewardmesh_v1_rollout]);
+  fileDesc("CiVyZXdhcmRtZXNoL3YxL2FnZW50X2Vudmlyb25tZW50LnByb3RvEg1yZXdhcmRtZXNoLnYxIkYKHEFnZW50RW52aXJvbm1lbnRSZXNldFJlcXVlc3QSJgoEdGFzaxgBIAEoCzIYLnJld2FyZG1lc2gudjEuQWdlbnRUYXNrIp8BCh1BZ2VudEVudmlyb25tZW50UmVzZXRSZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXN5c3RlbV9wcm9tcHQYAiABKAkSEwoLdXNlcl9wcm9tcHQYAyABKAkSEgoKdG9vbHNfanNvbhgEIAEoCRIRCgltYXhfY2FsbHMYBSABKA0SFwoPaWRsZV90aW1lb3V0X21zGAYgASgNIlsKG0FnZW50RW52aXJvbm1lbnRDYWxsUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGZ1bmN0aW9uGAIgASgJEhYKDmFyZ3VtZW50c19qc29uGAMgASgJIlEKHEFnZW50RW52aXJvbm1lbnRDYWxsUmVzcG9uc2USDgoGb3V0cHV0GAEgASgJEg0KBWVycm9yGAIgASgJEhIKCmNhbGxfaW5kZXgYAyABKA0iSAocQWdlbnRFbnZpcm9ubWVudENsb3NlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhQKDGZpbmFsX2Fuc3dlchgCIAEoCSJMCh1BZ2VudEVudmlyb25tZW50Q2xvc2VSZXNwb25zZRIXCg90cmFqZWN0b3J5X2pzb24YASABKAkSEgoKY2FsbF9jb3VudBgCIAEoDSJQCiBBZ2VudEVudmlyb25tZW50TGlzdFRhc2tzUmVxdWVzdBIOCgZzdWl0ZXMYASADKAkSHAoUaW5jbHVkZV9ncm91bmRfdHJ1dGgYAiABKAgifgohQWdlbnRFbnZpcm9ubWVudExpc3RUYXNrc1Jlc3BvbnNlEjAKBnN1aXRlcxgBIAMoCzIgLnJld2FyZG1lc2gudjEuQWdlbnRTdWl0ZUxpc3RpbmcSDwoHYXR0YWNrcxgCIAMoCRIWCg5kZWZhdWx0X2F0dGFjaxgDIAEoCSLjAQoRQWdlbnRTdWl0ZUxpc3RpbmcSDAoEbmFtZRgBIAEoCRIZChFiZW5jaG1hcmtfdmVyc2lvbhgCIAEoCRIVCg1zeXN0ZW1fcHJvbXB0GAMgASgJEhIKCnRvb2xzX2pzb24YBCABKAkSNwoKdXNlcl90YXNrcxgFIAMoCzIjLnJld2FyZG1lc2gudjEuQWdlbnRVc2VyVGFza0xpc3RpbmcSQQoPaW5qZWN0aW9uX3Rhc2tzGAYgAygLMigucmV3YXJkbWVzaC52MS5BZ2VudEluamVjdGlvblRhc2tMaXN0aW5nIn4KFEFnZW50VXNlclRhc2tMaXN0aW5nEgoKAmlkGAEgASgJEg4KBnByb21wdBgCIAEoCRISCgppbmplY3RhYmxlGAMgASgIEhkKEWdyb3VuZF90cnV0aF9qc29uGAQgASgJEhsKE2dyb3VuZF90cnV0aF9vdXRwdXQYBSABKAkiUAoZQWdlbnRJbmplY3Rpb25UYXNrTGlzdGluZxIKCgJpZBgBIAEoCRIMCgRnb2FsGAIgASgJEhkKEWdyb3VuZF90cnV0aF9qc29uGAMgASgJMqsDChBBZ2VudEVudmlyb25tZW50EmIKBVJlc2V0EisucmV3YXJkbWVzaC52MS5BZ2VudEVudmlyb25tZW50UmVzZXRSZXF1ZXN0GiwucmV3YXJkbWVzaC52MS5BZ2VudEVudmlyb25tZW50UmVzZXRSZXNwb25zZRJfCgRDYWxsEioucmV3YXJkbWVzaC52MS5BZ2VudEVudmlyb25tZW50Q2FsbFJlcXVlc3QaKy5yZXdhcmRtZXNoLnYxLkFnZW50RW52aXJvbm1lbnRDYWxsUmVzcG9uc2USYgoFQ2xvc2USKy5yZXdhcmRtZXNoLnYxLkFnZW50RW52aXJvbm1lbnRDbG9zZVJlcXVlc3QaLC5yZXdhcmRtZXNoLnYxLkFnZW50RW52aXJvbm1lbnRDbG9zZVJlc3BvbnNlEm4KCUxpc3RUYXNrcxIvLnJld2FyZG1lc2gudjEuQWdlbnRFbnZpcm9ubWVudExpc3RUYXNrc1JlcXVlc3QaMC5yZXdhcmRtZXNoLnYxLkFnZW50RW52aXJvbm1lbnRMaXN0VGFza3NSZXNwb25zZWIGcHJvdG8z", [file_rewardmesh_v1_rollout]);
 
 /**
  * @generated from message rewardmesh.v1.AgentEnvironmentResetRequest
@@ -205,6 +205,196 @@ export const AgentEnvironmentCloseResponseSchema: GenMessage<AgentEnvironmentClo
   messageDesc(file_rewardmesh_v1_agent_environment, 5);
 
 /**
+ * @generated from message rewardmesh.v1.AgentEnvironmentListTasksRequest
+ */
+export type AgentEnvironmentListTasksRequest = Message<"rewardmesh.v1.AgentEnvironmentListTasksRequest"> & {
+  /**
+   * Only these suites (empty: every suite served). An unknown name is INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated string suites = 1;
+   */
+  suites: string[];
+
+  /**
+   * Also return each task's ground truth (the calls that solve it on the suite's initial environment),
+   * for fragment-action policies, tests and benchmarks.
+   *
+   * @generated from field: bool include_ground_truth = 2;
+   */
+  includeGroundTruth: boolean;
+};
+
+/**
+ * Describes the message rewardmesh.v1.AgentEnvironmentListTasksRequest.
+ * Use `create(AgentEnvironmentListTasksRequestSchema)` to create a new message.
+ */
+export const AgentEnvironmentListTasksRequestSchema: GenMessage<AgentEnvironmentListTasksRequest> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_agent_environment, 6);
+
+/**
+ * @generated from message rewardmesh.v1.AgentEnvironmentListTasksResponse
+ */
+export type AgentEnvironmentListTasksResponse = Message<"rewardmesh.v1.AgentEnvironmentListTasksResponse"> & {
+  /**
+   * In the server's order (banking first, then the suites read from the benchmark data).
+   *
+   * @generated from field: repeated rewardmesh.v1.AgentSuiteListing suites = 1;
+   */
+  suites: AgentSuiteListing[];
+
+  /**
+   * Attacks an injection task may be run under (`AgentTask.attack`), e.g. "important_instructions".
+   *
+   * @generated from field: repeated string attacks = 2;
+   */
+  attacks: string[];
+
+  /**
+   * The attack used when a task names an injection task but no attack.
+   *
+   * @generated from field: string default_attack = 3;
+   */
+  defaultAttack: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.AgentEnvironmentListTasksResponse.
+ * Use `create(AgentEnvironmentListTasksResponseSchema)` to create a new message.
+ */
+export const AgentEnvironmentListTasksResponseSchema: GenMessage<AgentEnvironmentListTasksResponse> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_agent_environment, 7);
+
+/**
+ * @generated from message rewardmesh.v1.AgentSuiteListing
+ */
+export type AgentSuiteListing = Message<"rewardmesh.v1.AgentSuiteListing"> & {
+  /**
+   * e.g. "banking".
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The AgentDojo benchmark version its tasks follow, e.g. "v1.2.1".
+   *
+   * @generated from field: string benchmark_version = 2;
+   */
+  benchmarkVersion: string;
+
+  /**
+   * The suite's system prompt (what `Reset` returns).
+   *
+   * @generated from field: string system_prompt = 3;
+   */
+  systemPrompt: string;
+
+  /**
+   * JSON array of the suite's tool schemas (the `Reset` layout).
+   *
+   * @generated from field: string tools_json = 4;
+   */
+  toolsJson: string;
+
+  /**
+   * @generated from field: repeated rewardmesh.v1.AgentUserTaskListing user_tasks = 5;
+   */
+  userTasks: AgentUserTaskListing[];
+
+  /**
+   * @generated from field: repeated rewardmesh.v1.AgentInjectionTaskListing injection_tasks = 6;
+   */
+  injectionTasks: AgentInjectionTaskListing[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.AgentSuiteListing.
+ * Use `create(AgentSuiteListingSchema)` to create a new message.
+ */
+export const AgentSuiteListingSchema: GenMessage<AgentSuiteListing> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_agent_environment, 8);
+
+/**
+ * @generated from message rewardmesh.v1.AgentUserTaskListing
+ */
+export type AgentUserTaskListing = Message<"rewardmesh.v1.AgentUserTaskListing"> & {
+  /**
+   * `user_task_<n>`.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The user's request (the first user message).
+   *
+   * @generated from field: string prompt = 2;
+   */
+  prompt: string;
+
+  /**
+   * Whether an injection task can be paired with it (its ground truth reads an injection vector).
+   *
+   * @generated from field: bool injectable = 3;
+   */
+  injectable: boolean;
+
+  /**
+   * With `include_ground_truth`: `[{"function","args"}]`, the calls that solve the task.
+   *
+   * @generated from field: string ground_truth_json = 4;
+   */
+  groundTruthJson: string;
+
+  /**
+   * With `include_ground_truth`: the final answer the benchmark's ground-truth agent gives ("" if none).
+   *
+   * @generated from field: string ground_truth_output = 5;
+   */
+  groundTruthOutput: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.AgentUserTaskListing.
+ * Use `create(AgentUserTaskListingSchema)` to create a new message.
+ */
+export const AgentUserTaskListingSchema: GenMessage<AgentUserTaskListing> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_agent_environment, 9);
+
+/**
+ * @generated from message rewardmesh.v1.AgentInjectionTaskListing
+ */
+export type AgentInjectionTaskListing = Message<"rewardmesh.v1.AgentInjectionTaskListing"> & {
+  /**
+   * `injection_task_<n>`.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The attacker's goal (what the attacks inject).
+   *
+   * @generated from field: string goal = 2;
+   */
+  goal: string;
+
+  /**
+   * With `include_ground_truth`: `[{"function","args"}]`, the calls that achieve the goal.
+   *
+   * @generated from field: string ground_truth_json = 3;
+   */
+  groundTruthJson: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.AgentInjectionTaskListing.
+ * Use `create(AgentInjectionTaskListingSchema)` to create a new message.
+ */
+export const AgentInjectionTaskListingSchema: GenMessage<AgentInjectionTaskListing> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_agent_environment, 10);
+
+/**
  * An interactive AgentDojo-style environment for generating agent rollouts: a session holds one
  * environment (with the task's prompt injections placed in its data), the policy calls tools on it,
  * and `Close` hands back the trajectory in the format the `agentdojo` reward service scores.
@@ -243,6 +433,18 @@ export const AgentEnvironment: GenService<{
     methodKind: "unary";
     input: typeof AgentEnvironmentCloseRequestSchema;
     output: typeof AgentEnvironmentCloseResponseSchema;
+  },
+  /**
+   * The tasks this environment serves: its suites with their user tasks, injection tasks and the
+   * attacks it supports. A trainer or an evaluator builds `AgentTask`s from it without knowing any
+   * suite. Additive: servers without it answer UNIMPLEMENTED.
+   *
+   * @generated from rpc rewardmesh.v1.AgentEnvironment.ListTasks
+   */
+  listTasks: {
+    methodKind: "unary";
+    input: typeof AgentEnvironmentListTasksRequestSchema;
+    output: typeof AgentEnvironmentListTasksResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_rewardmesh_v1_agent_environment, 0);
