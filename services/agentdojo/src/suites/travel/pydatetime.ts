@@ -1,0 +1,162 @@
+/**
+ * The few Python `datetime` operations the travel tools and checkers use, on a canonical text form:
+ * a `datetime` is kept as its `isoformat()` (`2024-05-15T10:00:00`), a `date` as `2024-05-15`. Two
+ * values are equal iff their texts are, and {@link PyTemporal} shows them the way PyYAML prints them.
+ * @module
+ */
+import { PyTemporal, pyStr } from "../../render.js";
+import { ToolError } from "../../suite.js";
+
+interface Parts {
+  y: number;
+  mo: number;
+  d: number;
+  h: number;
+  mi: number;
+  s: number;
+  us: number;
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, "0");
+
+function daysIn(y: number, mo: number): number {
+  return new Date(Date.UTC(y, mo, 0)).getUTCDate();
+}
+
+function valid(p: Parts): boolean {
+  return (
+    p.y >= 1 &&
+    p.mo >= 1 &&
+    p.mo <= 12 &&
+    p.d >= 1 &&
+    p.d <= daysIn(p.y, p.mo) &&
+    p.h <= 23 &&
+    p.mi <= 59 &&
+    p.s <= 59
+  );
+}
+
+function format(p: Parts): string {
+  const base = `${pad(p.y, 4)}-${pad(p.mo)}-${pad(p.d)}T${pad(p.h)}:${pad(p.mi)}:${pad(p.s)}`;
+  return p.us === 0 ? base : `${base}.${pad(p.us, 6)}`;
+}
+
+const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d{1,6}))?)?)?)?$/;
+
+function parseIso(s: string): Parts | undefined {
+  const m = ISO.exec(s);
+  if (!m) return undefined;
+  const p: Parts = {
+    y: Number(m[1]),
+    mo: Number(m[2]),
+    d: Number(m[3]),
+    h: Number(m[4] ?? 0),
+    mi: Number(m[5] ?? 0),
+    s: Number(m[6] ?? 0),
+    us: m[7] ? Number(m[7].padEnd(6, "0")) : 0,
+  };
+  return valid(p) ? p : undefined;
+}
+
+/**
+ * `datetime.fromisoformat(s).isoformat()` for the forms the benchmark meets (`YYYY-MM-DD`, with
+ * `T`/space and `HH`, `HH:MM`, `HH:MM:SS[.ffffff]`); anything else is Python's
+ * `ValueError: Invalid isoformat string: '<s>'` (time zones are not supported here).
+ */
+export function fromIsoFormat(s: string): string {
+  const p = parseIso(s);
+  if (!p) throw new ToolError("ValueError", `Invalid isoformat string: ${pyStr(s)}`);
+  return format(p);
+}
+
+/** Lenient parse of a pydantic `datetime` field from the environment data; undefined if invalid. */
+export function parseDataDatetime(s: string): string | undefined {
+  const p = parseIso(s.trim());
+  return p ? format(p) : undefined;
+}
+
+/** `datetime.strptime(s, "%Y-%m-%d %H:%M").isoformat()` (strptime accepts 1-digit fields). */
+export function strptimeMinutes(s: string): string {
+  const m = /^(\d{4})-(\d{1,2})-(\d{1,2}) (\d{1,2}):(\d{1,2})(.*)$/s.exec(s);
+  const fail = () =>
+    new ToolError("ValueError", `time data ${pyStr(s)} does not match format '%Y-%m-%d %H:%M'`);
+  if (!m) throw fail();
+  if (m[6] !== "") throw new ToolError("ValueError", `unconverted data remains: ${m[6]}`);
+  const p: Parts = {
+    y: Number(m[1]),
+    mo: Number(m[2]),
+    d: Number(m[3]),
+    h: Number(m[4]),
+    mi: Number(m[5]),
+    s: 0,
+    us: 0,
+  };
+  if (!valid(p)) throw fail();
+  return format(p);
+}
+
+/** `datetime.strptime(s, "%Y-%m-%d").date().isoformat()`. */
+export function strptimeDay(s: string): string {
+  const m = /^(\d{4})-(\d{1,2})-(\d{1,2})(.*)$/s.exec(s);
+  const fail = () => new ToolError("ValueError", `time data ${pyStr(s)} does not match format '%Y-%m-%d'`);
+  if (!m) throw fail();
+  if (m[4] !== "") throw new ToolError("ValueError", `unconverted data remains: ${m[4]}`);
+  const p: Parts = { y: Number(m[1]), mo: Number(m[2]), d: Number(m[3]), h: 0, mi: 0, s: 0, us: 0 };
+  if (!valid(p)) throw fail();
+  return `${pad(p.y, 4)}-${pad(p.mo)}-${pad(p.d)}`;
+}
+
+/** `dt.date().isoformat()` of a canonical datetime text. */
+export function dateOf(dt: string): string {
+  return dt.slice(0, 10);
+}
+
+/** `dt.strftime("%H:%M")`. */
+export function hourMinute(dt: string): string {
+  return dt.slice(11, 16);
+}
+
+/** `dt.strftime("%m-%d")`. */
+export function monthDay(dt: string): string {
+  return dt.slice(5, 10);
+}
+
+/** `dt + timedelta(hours=h)` on a canonical datetime text. */
+export function addHours(dt: string, h: number): string {
+  const p = parseIso(dt)!;
+  const t = new Date(Date.UTC(p.y, p.mo - 1, p.d, p.h + h, p.mi, p.s));
+  return format({
+    y: t.getUTCFullYear(),
+    mo: t.getUTCMonth() + 1,
+    d: t.getUTCDate(),
+    h: t.getUTCHours(),
+    mi: t.getUTCMinutes(),
+    s: t.getUTCSeconds(),
+    us: p.us,
+  });
+}
+
+/** `str(dt)` / PyYAML's text of a datetime: the ISO form with a space. */
+export function pyDatetimeStr(dt: string): string {
+  return dt.replace("T", " ");
+}
+
+/** The value to put in a dumped structure for a datetime or date. */
+export function temporal(dt: string): PyTemporal {
+  return new PyTemporal(pyDatetimeStr(dt));
+}
+
+/** `datetime.datetime.now().isoformat()` (local wall-clock time, microseconds). */
+export function nowIso(clock: () => Date = () => new Date()): string {
+  const t = clock();
+  const us = t.getMilliseconds() * 1000;
+  return format({
+    y: t.getFullYear(),
+    mo: t.getMonth() + 1,
+    d: t.getDate(),
+    h: t.getHours(),
+    mi: t.getMinutes(),
+    s: t.getSeconds(),
+    us,
+  });
+}
