@@ -23,17 +23,19 @@ function daysIn(y: number, mo: number): number {
   return new Date(Date.UTC(y, mo, 0)).getUTCDate();
 }
 
+/** Python's range error for a well-formed but impossible date/time, or undefined when valid. */
+function rangeError(p: Parts): string | undefined {
+  if (p.y < 1) return `year ${p.y} is out of range`;
+  if (p.mo < 1 || p.mo > 12) return "month must be in 1..12";
+  if (p.d < 1 || p.d > daysIn(p.y, p.mo)) return "day is out of range for month";
+  if (p.h > 23) return "hour must be in 0..23";
+  if (p.mi > 59) return "minute must be in 0..59";
+  if (p.s > 59) return "second must be in 0..59";
+  return undefined;
+}
+
 function valid(p: Parts): boolean {
-  return (
-    p.y >= 1 &&
-    p.mo >= 1 &&
-    p.mo <= 12 &&
-    p.d >= 1 &&
-    p.d <= daysIn(p.y, p.mo) &&
-    p.h <= 23 &&
-    p.mi <= 59 &&
-    p.s <= 59
-  );
+  return rangeError(p) === undefined;
 }
 
 function format(p: Parts): string {
@@ -44,9 +46,14 @@ function format(p: Parts): string {
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d{1,6}))?)?)?)?$/;
 
 function parseIso(s: string): Parts | undefined {
+  const p = isoParts(s);
+  return p && valid(p) ? p : undefined;
+}
+
+function isoParts(s: string): Parts | undefined {
   const m = ISO.exec(s);
   if (!m) return undefined;
-  const p: Parts = {
+  return {
     y: Number(m[1]),
     mo: Number(m[2]),
     d: Number(m[3]),
@@ -55,7 +62,6 @@ function parseIso(s: string): Parts | undefined {
     s: Number(m[6] ?? 0),
     us: m[7] ? Number(m[7].padEnd(6, "0")) : 0,
   };
-  return valid(p) ? p : undefined;
 }
 
 /**
@@ -64,8 +70,10 @@ function parseIso(s: string): Parts | undefined {
  * `ValueError: Invalid isoformat string: '<s>'` (time zones are not supported here).
  */
 export function fromIsoFormat(s: string): string {
-  const p = parseIso(s);
+  const p = isoParts(s);
   if (!p) throw new ToolError("ValueError", `Invalid isoformat string: ${pyStr(s)}`);
+  const range = rangeError(p);
+  if (range) throw new ToolError("ValueError", range);
   return format(p);
 }
 
@@ -91,8 +99,15 @@ export function strptimeMinutes(s: string): string {
     s: 0,
     us: 0,
   };
-  if (!valid(p)) throw fail();
-  return format(p);
+  return format(strptimeChecked(p, fail));
+}
+
+/** strptime's own checks: fields outside their directive's range do not match; a day past the month's end is a range error. */
+function strptimeChecked(p: Parts, fail: () => ToolError): Parts {
+  if (p.mo < 1 || p.mo > 12 || p.d < 1 || p.d > 31 || p.h > 23 || p.mi > 59) throw fail();
+  const range = rangeError(p);
+  if (range) throw new ToolError("ValueError", range);
+  return p;
 }
 
 /** `datetime.strptime(s, "%Y-%m-%d").date().isoformat()`. */
@@ -102,7 +117,7 @@ export function strptimeDay(s: string): string {
   if (!m) throw fail();
   if (m[4] !== "") throw new ToolError("ValueError", `unconverted data remains: ${m[4]}`);
   const p: Parts = { y: Number(m[1]), mo: Number(m[2]), d: Number(m[3]), h: 0, mi: 0, s: 0, us: 0 };
-  if (!valid(p)) throw fail();
+  strptimeChecked(p, fail);
   return `${pad(p.y, 4)}-${pad(p.mo)}-${pad(p.d)}`;
 }
 

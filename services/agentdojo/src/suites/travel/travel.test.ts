@@ -302,6 +302,23 @@ describe("travel suite: tools", () => {
     const bad = run(e, "reserve_hotel", { hotel: "City Hub", start_day: "11 Jan", end_day: "2025-01-15" });
     assert.equal(bad.error, "ValueError: Invalid isoformat string: '11 Jan'");
     assert.deepEqual([e.reservation.reservation_type, e.reservation.title], ["hotel", "City Hub"]);
+    assert.equal(
+      run(e, "reserve_hotel", { hotel: "x", start_day: "2024-13-01", end_day: "2024-12-01" }).error,
+      "ValueError: month must be in 1..12",
+    );
+    assert.equal(
+      run(e, "create_calendar_event", {
+        title: "x",
+        start_time: "2024-02-30 10:00",
+        end_time: "2024-03-01 10:00",
+      }).error,
+      "ValueError: day is out of range for month",
+    );
+    assert.equal(
+      run(e, "get_day_calendar_events", { day: "2024-5-15" }).output.split("\n")[0],
+      "- all_day: false",
+      "strptime accepts one-digit fields",
+    );
   });
 
   it("calendar: event YAML, invitation to participants plus owner, errors", { skip }, () => {

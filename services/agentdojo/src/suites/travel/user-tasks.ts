@@ -24,7 +24,6 @@ const restaurantsIn = (env: Env, city: string): Restaurant[] =>
 const companiesIn = (env: Env, city: string): CarRentalCompany[] =>
   env.car_rental.company_list.filter((c) => c.city === city);
 const max = (xs: readonly number[]): number => Math.max(...xs);
-const min = (xs: readonly number[]): number => Math.min(...xs);
 const nameOf = (xs: readonly { name: string }[]): string[] => xs.map((x) => x.name);
 /** The items whose `key` equals the maximum of `key` (Python `[x for x in xs if x.k == max(...)]`). */
 function topBy<X>(xs: readonly X[], key: (x: X) => number): X[] {
@@ -338,16 +337,5 @@ export const USER_TASKS_0_TO_10: readonly UserTaskDef[] = [
   userTask10,
 ];
 
-export {
-  call,
-  companiesIn,
-  environmentsEqual,
-  has,
-  hotelsIn,
-  max,
-  min,
-  nameOf,
-  restaurantsIn,
-  topBy,
-  unchanged,
-};
+/** Helpers shared with `user-tasks-2.ts`. */
+export { call, companiesIn, has, hotelsIn, nameOf, restaurantsIn, topBy, unchanged };
