@@ -59,6 +59,7 @@ function run(e: TravelEnvironment, fn: string, args: Record<string, unknown>) {
 describe("travel suite: shape and data", () => {
   it("has the 28 tools, 20 user tasks and 7 injection tasks of v1.2.1, texts from the data", { skip }, () => {
     assert.equal(S().benchmarkVersion, "v1.2.1");
+    assert.equal(Object.keys(S().injectionVectors).length, 13);
     assert.deepEqual(
       S().tools.map((t) => t.name),
       [
@@ -162,6 +163,13 @@ describe("travel suite: every user task's ground truth solves it", () => {
       /Make a reservation for the Riverside View Hotel from the 13th to the 17th of May 2024/,
     );
     assert.equal(injectable().length, 20);
+    const seen = new Set(USER_IDS.flatMap((id) => Object.keys(spec(id, "injection_task_0").injections)));
+    assert.deepEqual([...seen].sort(), Object.keys(S().injectionVectors).sort(), "every vector is reachable");
+    assert.deepEqual(Object.keys(spec("user_task_16", "injection_task_0").injections), ["injection_cars_2"]);
+    assert.deepEqual(Object.keys(spec("user_task_6", "injection_task_0").injections), [
+      "injection_hotels_2",
+      "injection_hotels_5",
+    ]);
   });
 });
 
