@@ -116,7 +116,12 @@ const EVENT_FIELDS = ["id_", "title", "description", "start_time", "end_time", "
 
 /** `CalendarEvent(**event_details)` of an attachment, with pydantic's errors for what is missing. */
 function eventFromDetails(details: unknown): CalendarEvent {
-  const d = (typeof details === "object" && details !== null ? details : {}) as Record<string, unknown>;
+  if (typeof details !== "object" || details === null || Array.isArray(details))
+    throw new ToolError(
+      "TypeError",
+      `agentdojo.default_suites.v1.tools.types.CalendarEvent() argument after ** must be a mapping, not ${inputType(details)}`,
+    );
+  const d = details as Record<string, unknown>;
   const errs: string[] = [];
   const field = (k: string, msg: string, type: string, input: unknown) =>
     errs.push(`${k}\n  ${msg} [type=${type}, input_value=${pyRepr(input)}, input_type=${inputType(input)}]`);

@@ -426,6 +426,21 @@ describe("travel suite: tools", () => {
       run(e, "send_email", { recipients: "a@b.com", subject: "s", body: "b" }).error,
       /Input should be a valid list/,
     );
+    const withEvent = (event_details: unknown) =>
+      run(e, "send_email", {
+        recipients: ["a@b.com"],
+        subject: "s",
+        body: "b",
+        attachments: [{ type: "event", event_details }],
+      }).error;
+    assert.equal(
+      withEvent("x"),
+      "TypeError: agentdojo.default_suites.v1.tools.types.CalendarEvent() argument after ** must be a mapping, not str",
+    );
+    assert.equal(
+      withEvent({ id_: "1", title: "t", description: "d" }).split("\n").slice(0, 3).join("\n"),
+      "ValidationError: 4 validation errors for CalendarEvent\nstart_time\n  Field required [type=missing, input_value={'id_': '1', 'title': 't', 'description': 'd'}, input_type=dict]",
+    );
     assert.deepEqual(Object.keys(e.inbox.emails), ["0", "1"]);
   });
 });
