@@ -102,7 +102,10 @@ export function strptimeMinutes(s: string): string {
   return format(strptimeChecked(p, fail));
 }
 
-/** strptime's own checks: fields outside their directive's range do not match; a day past the month's end is a range error. */
+/**
+ * strptime's own checks: fields outside their directive's range do not match; a day past the
+ * month's end is a range error.
+ */
 function strptimeChecked(p: Parts, fail: () => ToolError): Parts {
   if (p.mo < 1 || p.mo > 12 || p.d < 1 || p.d > 31 || p.h > 23 || p.mi > 59) throw fail();
   const range = rangeError(p);
