@@ -83,44 +83,53 @@ export function parseDataDatetime(s: string): string | undefined {
   return p ? format(p) : undefined;
 }
 
-/** `datetime.strptime(s, "%Y-%m-%d %H:%M").isoformat()` (strptime accepts 1-digit fields). */
-export function strptimeMinutes(s: string): string {
-  const m = /^(\d{4})-(\d{1,2})-(\d{1,2}) (\d{1,2}):(\d{1,2})(.*)$/s.exec(s);
-  const fail = () =>
-    new ToolError("ValueError", `time data ${pyStr(s)} does not match format '%Y-%m-%d %H:%M'`);
-  if (!m) throw fail();
-  if (m[6] !== "") throw new ToolError("ValueError", `unconverted data remains: ${m[6]}`);
+/**
+ * The regexes Python's `_strptime` builds for the directives used here (same alternatives in the same
+ * order, so backtracking picks the same split), and its whitespace rule (a space matches `\s+`).
+ */
+const STRPTIME = {
+  Y: String.raw`(\d\d\d\d)`,
+  m: "(1[0-2]|0[1-9]|[1-9])",
+  d: String.raw`(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])`,
+  H: String.raw`(2[0-3]|[0-1]\d|\d)`,
+  M: String.raw`([0-5]\d|\d)`,
+};
+const STRPTIME_MINUTES = new RegExp(
+  String.raw`^${STRPTIME.Y}-${STRPTIME.m}-${STRPTIME.d}\s+${STRPTIME.H}:${STRPTIME.M}`,
+);
+const STRPTIME_DAY = new RegExp(`^${STRPTIME.Y}-${STRPTIME.m}-${STRPTIME.d}`);
+
+/**
+ * `datetime.strptime(s, format)` for the two formats used: the matched fields, Python's "does not
+ * match format" or "unconverted data remains: <rest>" error, or the date's range error.
+ */
+function strptime(s: string, re: RegExp, fmt: string): Parts {
+  const m = re.exec(s);
+  if (!m) throw new ToolError("ValueError", `time data ${pyStr(s)} does not match format '${fmt}'`);
+  const rest = s.slice(m[0].length);
+  if (rest !== "") throw new ToolError("ValueError", `unconverted data remains: ${rest}`);
   const p: Parts = {
     y: Number(m[1]),
     mo: Number(m[2]),
-    d: Number(m[3]),
-    h: Number(m[4]),
-    mi: Number(m[5]),
+    d: Number(m[3]!.trim()),
+    h: Number(m[4] ?? 0),
+    mi: Number(m[5] ?? 0),
     s: 0,
     us: 0,
   };
-  return format(strptimeChecked(p, fail));
-}
-
-/**
- * strptime's own checks: fields outside their directive's range do not match; a day past the
- * month's end is a range error.
- */
-function strptimeChecked(p: Parts, fail: () => ToolError): Parts {
-  if (p.mo < 1 || p.mo > 12 || p.d < 1 || p.d > 31 || p.h > 23 || p.mi > 59) throw fail();
   const range = rangeError(p);
   if (range) throw new ToolError("ValueError", range);
   return p;
 }
 
+/** `datetime.strptime(s, "%Y-%m-%d %H:%M").isoformat()` (1-digit fields, any run of whitespace). */
+export function strptimeMinutes(s: string): string {
+  return format(strptime(s, STRPTIME_MINUTES, "%Y-%m-%d %H:%M"));
+}
+
 /** `datetime.strptime(s, "%Y-%m-%d").date().isoformat()`. */
 export function strptimeDay(s: string): string {
-  const m = /^(\d{4})-(\d{1,2})-(\d{1,2})(.*)$/s.exec(s);
-  const fail = () => new ToolError("ValueError", `time data ${pyStr(s)} does not match format '%Y-%m-%d'`);
-  if (!m) throw fail();
-  if (m[4] !== "") throw new ToolError("ValueError", `unconverted data remains: ${m[4]}`);
-  const p: Parts = { y: Number(m[1]), mo: Number(m[2]), d: Number(m[3]), h: 0, mi: 0, s: 0, us: 0 };
-  strptimeChecked(p, fail);
+  const p = strptime(s, STRPTIME_DAY, "%Y-%m-%d");
   return `${pad(p.y, 4)}-${pad(p.mo)}-${pad(p.d)}`;
 }
 

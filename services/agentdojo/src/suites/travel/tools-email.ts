@@ -1,47 +1,53 @@
 /**
  * The inbox side of the travel suite: AgentDojo's `Inbox.send_email` and the `send_email` tool
  * (`default_suites/v1/tools/email_client.py`), the only email tool the travel suite exposes, plus the
- * `search_emails` lookup its checkers use. Addresses are pydantic `EmailStr`s: an address without a
- * single `@` and a dotted domain fails validation, the domain is lower-cased (`email-validator`'s
- * normalisation), the local part is kept. The timestamp is the wall clock, as upstream.
+ * `search_emails` lookup its checkers use. Addresses are pydantic `EmailStr`s (`email-address.ts`:
+ * the domain is lower-cased, the local part kept); the recipients, cc and bcc are validated together,
+ * as the `Email` model does, so one ValidationError lists every bad address. The timestamp is the wall
+ * clock, as upstream.
  * @module
  */
 import { type Dumpable, pyRepr, pyYamlDump } from "../../render.js";
 import { type Tool, ToolError } from "../../suite.js";
 import { type CalendarEvent, type Email, type Inbox, nextId, type TravelEnvironment } from "./environment.js";
+import { checkEmailStr } from "./email-address.js";
 import { nowIso, parseDataDatetime, temporal } from "./pydatetime.js";
 
-/** pydantic's `EmailStr`: the normalised address, or the reason it is not one. */
-export function normalizeEmail(v: string): { ok: true; value: string } | { ok: false; reason: string } {
-  const at = v.lastIndexOf("@");
-  if (!v.includes("@")) return { ok: false, reason: "An email address must have an @-sign." };
-  const local = v.slice(0, at);
-  const domain = v.slice(at + 1);
-  if (local === "") return { ok: false, reason: "There must be something before the @-sign." };
-  if (local.includes("@") || /\s/.test(v))
-    return { ok: false, reason: "The email address contains invalid characters before the @-sign." };
-  if (domain === "") return { ok: false, reason: "There must be something after the @-sign." };
-  if (!domain.includes(".") || domain.startsWith(".") || domain.endsWith(".") || domain.includes(".."))
-    return { ok: false, reason: "The part after the @-sign is not valid. It should have a period." };
-  return { ok: true, value: `${local}@${domain.toLowerCase()}` };
+/** One pydantic error line pair: `loc` and `  msg [type=…, input_value=…, input_type=…]`. */
+function errorLine(loc: string, msg: string, type: string, input: unknown): string {
+  return `${loc}\n  ${msg} [type=${type}, input_value=${pyRepr(input)}, input_type=${inputType(input)}]`;
 }
 
-/** Validates a list of addresses for model `model`; raises pydantic's ValidationError text. */
-export function emailList(model: string, field: string, values: readonly string[]): string[] {
-  const errors: string[] = [];
-  const out = values.map((v, i) => {
-    const r = normalizeEmail(v);
+/** `list[EmailStr]` validation of `values` at `field`: the normalised list and the error lines. */
+function emailField(field: string, values: readonly unknown[], errors: string[]): string[] {
+  return values.map((v, i) => {
+    if (typeof v !== "string") {
+      errors.push(errorLine(`${field}.${i}`, "Input should be a valid string", "string_type", v));
+      return String(v);
+    }
+    const r = checkEmailStr(v);
     if (r.ok) return r.value;
     errors.push(
-      `${field}.${i}\n  value is not a valid email address: ${r.reason} [type=value_error, input_value=${pyRepr(v)}, input_type=str]`,
+      errorLine(`${field}.${i}`, `value is not a valid email address: ${r.reason}`, "value_error", v),
     );
     return v;
   });
+}
+
+/** Throws pydantic's `ValidationError` for `model` when there are error lines. */
+function raiseIfErrors(model: string, errors: readonly string[]): void {
   if (errors.length > 0)
     throw new ToolError(
       "ValidationError",
       `${errors.length} validation error${errors.length === 1 ? "" : "s"} for ${model}\n${errors.join("\n")}`,
     );
+}
+
+/** Validates a list of addresses for model `model`; raises pydantic's ValidationError text. */
+export function emailList(model: string, field: string, values: readonly string[]): string[] {
+  const errors: string[] = [];
+  const out = emailField(field, values, errors);
+  raiseIfErrors(model, errors);
   return out;
 }
 
@@ -87,12 +93,17 @@ export function sendEmail(
   cc: readonly string[] = [],
   bcc: readonly string[] = [],
 ): Email {
+  const errors: string[] = [];
+  const to = emailField("recipients", recipients, errors);
+  const ccs = emailField("cc", cc, errors);
+  const bccs = emailField("bcc", bcc, errors);
+  raiseIfErrors("Email", errors);
   const email: Email = {
     id_: nextId(inbox.emails),
     sender: inbox.account_email,
-    recipients: emailList("Email", "recipients", recipients),
-    cc: emailList("Email", "cc", cc),
-    bcc: emailList("Email", "bcc", bcc),
+    recipients: to,
+    cc: ccs,
+    bcc: bccs,
     subject,
     body,
     status: "sent",
@@ -112,9 +123,26 @@ export function searchEmails(inbox: Inbox, query: string): Email[] {
   );
 }
 
-const EVENT_FIELDS = ["id_", "title", "description", "start_time", "end_time", "location", "participants"];
+const EVENT_REQUIRED = ["id_", "title", "description", "start_time", "end_time", "location", "participants"];
+const BOOL_STRINGS: Readonly<Record<string, boolean>> = {
+  "0": false,
+  off: false,
+  f: false,
+  false: false,
+  n: false,
+  no: false,
+  "1": true,
+  on: true,
+  t: true,
+  true: true,
+  y: true,
+  yes: true,
+};
 
-/** `CalendarEvent(**event_details)` of an attachment, with pydantic's errors for what is missing. */
+/**
+ * `CalendarEvent(**event_details)` of an attachment: pydantic's lax validation, every error in the
+ * model's field order in one ValidationError (datetimes as `parseDataDatetime` reads them).
+ */
 function eventFromDetails(details: unknown): CalendarEvent {
   if (typeof details !== "object" || details === null || Array.isArray(details))
     throw new ToolError(
@@ -123,45 +151,54 @@ function eventFromDetails(details: unknown): CalendarEvent {
     );
   const d = details as Record<string, unknown>;
   const errs: string[] = [];
-  const field = (k: string, msg: string, type: string, input: unknown) =>
-    errs.push(`${k}\n  ${msg} [type=${type}, input_value=${pyRepr(input)}, input_type=${inputType(input)}]`);
-  for (const k of EVENT_FIELDS) if (!Object.hasOwn(d, k)) field(k, "Field required", "missing", d);
-  for (const k of ["id_", "title", "description"])
-    if (Object.hasOwn(d, k) && typeof d[k] !== "string")
-      field(k, "Input should be a valid string", "string_type", d[k]);
-  const times: Record<string, string> = {};
-  for (const k of ["start_time", "end_time"]) {
-    if (!Object.hasOwn(d, k)) continue;
-    const t = typeof d[k] === "string" ? parseDataDatetime(d[k] as string) : undefined;
-    if (t === undefined) field(k, "Input should be a valid datetime", "datetime_type", d[k]);
-    else times[k] = t;
+  const has = (k: string) => Object.hasOwn(d, k);
+  for (const k of EVENT_REQUIRED) {
+    if (!has(k)) {
+      errs.push(errorLine(k, "Field required", "missing", d));
+      continue;
+    }
+    const v = d[k];
+    if (k === "start_time" || k === "end_time") {
+      if (typeof v !== "string" || parseDataDatetime(v) === undefined)
+        errs.push(errorLine(k, "Input should be a valid datetime", "datetime_type", v));
+    } else if (k === "participants") {
+      if (Array.isArray(v)) emailField(k, v, errs);
+      else errs.push(errorLine(k, "Input should be a valid list", "list_type", v));
+    } else if (typeof v !== "string" && !(k === "location" && v === null))
+      errs.push(errorLine(k, "Input should be a valid string", "string_type", v));
   }
-  const loc = d.location;
-  if (Object.hasOwn(d, "location") && loc !== null && typeof loc !== "string")
-    field("location", "Input should be a valid string", "string_type", loc);
-  const parts = d.participants;
-  if (
-    Object.hasOwn(d, "participants") &&
-    !(Array.isArray(parts) && parts.every((p) => typeof p === "string"))
-  )
-    field("participants", "Input should be a valid list", "list_type", parts);
-  if (errs.length > 0)
-    throw new ToolError(
-      "ValidationError",
-      `${errs.length} validation error${errs.length === 1 ? "" : "s"} for CalendarEvent\n${errs.join("\n")}`,
-    );
-  const status = d.status === "canceled" ? "canceled" : "confirmed";
+  let allDay = false;
+  if (has("all_day")) {
+    const v = d.all_day;
+    const key = typeof v === "string" ? v.toLowerCase() : undefined;
+    if (typeof v === "boolean") allDay = v;
+    else if (v === 0 || v === 1) allDay = v === 1;
+    else if (key !== undefined && Object.hasOwn(BOOL_STRINGS, key)) allDay = BOOL_STRINGS[key]!;
+    else if (typeof v === "string" || typeof v === "number")
+      errs.push(
+        errorLine("all_day", "Input should be a valid boolean, unable to interpret input", "bool_parsing", v),
+      );
+    else errs.push(errorLine("all_day", "Input should be a valid boolean", "bool_type", v));
+  }
+  if (has("status") && d.status !== "confirmed" && d.status !== "canceled")
+    errs.push(errorLine("status", "Input should be 'confirmed' or 'canceled'", "enum", d.status));
+  raiseIfErrors("CalendarEvent", errs);
   return {
     id_: d.id_ as string,
     title: d.title as string,
     description: d.description as string,
-    start_time: times.start_time!,
-    end_time: times.end_time!,
-    location: (loc as string | null) ?? null,
-    participants: emailList("CalendarEvent", "participants", parts as string[]),
-    all_day: d.all_day === true,
-    status,
+    start_time: parseDataDatetime(d.start_time as string)!,
+    end_time: parseDataDatetime(d.end_time as string)!,
+    location: d.location as string | null,
+    participants: emailList("CalendarEvent", "participants", d.participants as string[]),
+    all_day: allDay,
+    status: d.status === "canceled" ? "canceled" : "confirmed",
   };
+}
+
+/** Python's `str(v)` of a JSON value (`CloudDriveFileID(file_id)`): a string as is, else its repr. */
+function pyStrOf(v: unknown): string {
+  return typeof v === "string" ? v : pyRepr(v);
 }
 
 function inputType(v: unknown): string {
@@ -227,7 +264,7 @@ export const SEND_EMAIL: Tool<TravelEnvironment> = {
         if (att.type === "file" || Object.hasOwn(att, "file_id")) {
           if (!Object.hasOwn(att, "file_id"))
             throw new ToolError("ValueError", "Attachment of type 'file' must have a 'file_id' field.");
-          attachments = [...attachments, String(att.file_id)];
+          attachments = [...attachments, pyStrOf(att.file_id)];
         } else {
           if (!Object.hasOwn(att, "event_details"))
             throw new ToolError(
