@@ -4,7 +4,8 @@
  * Kept quirks: creating an event appends the owner's address to the caller's participant list before
  * the invitation is sent, so the invitation goes to the participants plus the owner (the owner twice
  * if already listed), while the event keeps each address once as written (upstream `list(set(...))`
- * before validation, in Python's hash order; here in first-occurrence order); the event attached to
+ * before validation, whose order is Python's per-process hash-randomised set order and so not
+ * reproducible; here first-occurrence order); the event attached to
  * the invitation is the calendar's own event object (cancelling it later shows in the sent email too).
  * @module
  */
