@@ -9,6 +9,7 @@ import { openBenchmarkData, type SuiteData } from "../benchmark-data.js";
 import type { AnySuite } from "../suite.js";
 import { bankingSuite } from "./banking/index.js";
 import { buildSlackSuite } from "./slack/index.js";
+import { buildTravelSuite } from "./travel/index.js";
 
 /** The embedded suites (no data directory needed). */
 export const SUITES: ReadonlyMap<string, AnySuite> = new Map<string, AnySuite>([
@@ -24,6 +25,7 @@ export type SuiteBuilder = (data: SuiteData) => AnySuite;
 /** Suites built from the benchmark data, by name. */
 export const SUITE_BUILDERS: ReadonlyMap<string, SuiteBuilder> = new Map<string, SuiteBuilder>([
   ["slack", buildSlackSuite],
+  ["travel", buildTravelSuite],
 ]);
 
 /**
