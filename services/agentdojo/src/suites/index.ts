@@ -8,6 +8,7 @@
 import { openBenchmarkData, type SuiteData } from "../benchmark-data.js";
 import type { AnySuite } from "../suite.js";
 import { bankingSuite } from "./banking/index.js";
+import { buildWorkspaceSuite } from "./workspace/index.js";
 
 /** The embedded suites (no data directory needed). */
 export const SUITES: ReadonlyMap<string, AnySuite> = new Map<string, AnySuite>([
@@ -18,7 +19,9 @@ export const SUITES: ReadonlyMap<string, AnySuite> = new Map<string, AnySuite>([
 export type SuiteBuilder = (data: SuiteData) => AnySuite;
 
 /** Suites built from the benchmark data, by name. */
-export const SUITE_BUILDERS: ReadonlyMap<string, SuiteBuilder> = new Map<string, SuiteBuilder>([]);
+export const SUITE_BUILDERS: ReadonlyMap<string, SuiteBuilder> = new Map<string, SuiteBuilder>([
+  ["workspace", buildWorkspaceSuite as SuiteBuilder],
+]);
 
 /**
  * The embedded suites plus, when `dataDir` is given, every suite of {@link SUITE_BUILDERS} built from
