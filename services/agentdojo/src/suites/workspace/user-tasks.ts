@@ -3,7 +3,7 @@
  * and v1.2 replacements; `user-tasks-calendar.ts`, `-email.ts`, `-drive.ts`) and the 7 tasks the
  * `TaskCombinator` builds from two of them ({@link combine}). Ground truths, `GROUND_TRUTH_OUTPUT`s
  * and checkers follow the Python; the prompts are the benchmark's text and come from its data at run
- * time ({@link workspaceUserTasks}). No workspace task has an `init_environment`.
+ * time (the suite attaches them to {@link WORKSPACE_USER_TASKS}). No workspace task has an `init_environment`.
  *
  * Which class a task id runs in v1.2.1 (`load_suites` imports v1, v1.1, v1.1.1, v1.2 and v1.2.1; the
  * newest version ≤ v1.2.1 wins, and `register_user_task` in a later module replaces the v1 entry):
@@ -14,7 +14,6 @@
  * `user_task_22`.
  * @module
  */
-import { BenchmarkDataError, type UserTaskText } from "../../benchmark-data.js";
 import type { UserTask } from "../../suite.js";
 import type { WorkspaceEnvironment } from "./environment.js";
 import {
@@ -140,25 +139,8 @@ function asUserTask(def: WorkspaceTaskDef, prompt: string): UserTask<WorkspaceEn
 }
 
 /**
- * The workspace user tasks with their prompts from the benchmark data (`SuiteData.userTasks`); a task
- * the data has no prompt for is a `BenchmarkDataError`.
- */
-export function workspaceUserTasks(
-  prompts: ReadonlyMap<string, UserTaskText>,
-): UserTask<WorkspaceEnvironment>[] {
-  return WORKSPACE_TASK_DEFS.map((def) => {
-    const text = prompts.get(def.id);
-    if (text === undefined)
-      throw new BenchmarkDataError(
-        `AgentDojo benchmark data: tasks.json: suites.workspace.user_tasks has no ${def.id}`,
-      );
-    return asUserTask(def, text.prompt);
-  });
-}
-
-/**
  * The workspace user tasks with EMPTY prompts (the prompts are the benchmark's text, only in its data):
- * a suite fills them in, `{ ...task, prompt }`, or uses {@link workspaceUserTasks}.
+ * the suite builder attaches `SuiteData.userTasks` prompts to them.
  */
 export const WORKSPACE_USER_TASKS: UserTask<WorkspaceEnvironment>[] = WORKSPACE_TASK_DEFS.map((d) =>
   asUserTask(d, ""),
