@@ -45,7 +45,8 @@ export function sequenceMatcherRatio(aText: string, bText: string): number {
       bestj--;
       bestsize++;
     }
-    while (besti + bestsize < ahi && bestj + bestsize < bhi && a[besti + bestsize] === b[bestj + bestsize]) bestsize++;
+    while (besti + bestsize < ahi && bestj + bestsize < bhi && a[besti + bestsize] === b[bestj + bestsize])
+      bestsize++;
     return { i: besti, j: bestj, k: bestsize };
   };
   let matched = 0;

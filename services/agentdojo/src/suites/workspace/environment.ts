@@ -100,8 +100,7 @@ export interface WorkspaceEnvironment {
 // ---------------------------------------------------------------------------------------------------
 // datetimes
 
-const ISO_DATETIME =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,6}))?)?)?$/;
+const ISO_DATETIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,6}))?)?)?$/;
 
 /**
  * Python's `datetime.fromisoformat(s).isoformat()` for naive datetimes (what `parse_datetime` in the
@@ -143,7 +142,15 @@ function daysInMonth(y: number, mo: number): number {
 
 const pad = (n: number, w = 2) => String(n).padStart(w, "0");
 
-function formatDatetime(y: number, mo: number, d: number, h: number, mi: number, s: number, micro: number): string {
+function formatDatetime(
+  y: number,
+  mo: number,
+  d: number,
+  h: number,
+  mi: number,
+  s: number,
+  micro: number,
+): string {
   const base = `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${pad(h)}:${pad(mi)}:${pad(s)}`;
   return micro === 0 ? base : `${base}.${pad(micro, 6)}`;
 }
@@ -182,18 +189,26 @@ export function datetimeFromMicros(us: number): PyDatetime {
   );
 }
 
-/** Python's `datetime.datetime.now()` (local wall-clock time, naive, microseconds). */
+let lastNowMicros = 0;
+
+/**
+ * Python's `datetime.datetime.now()` (local wall-clock time, naive, microseconds). JavaScript's clock
+ * has millisecond resolution, so two calls within a millisecond are kept strictly increasing (1 µs
+ * apart), as Python's microsecond clock practically always is (`check_added_to_file` compares them).
+ */
 export function pyNow(): PyDatetime {
   const t = new Date();
-  return formatDatetime(
+  const wall = Date.UTC(
     t.getFullYear(),
-    t.getMonth() + 1,
+    t.getMonth(),
     t.getDate(),
     t.getHours(),
     t.getMinutes(),
     t.getSeconds(),
-    t.getMilliseconds() * 1000,
+    t.getMilliseconds(),
   );
+  lastNowMicros = Math.max(wall * 1000, lastNowMicros + 1);
+  return datetimeFromMicros(lastNowMicros);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -259,9 +274,9 @@ function readEvent(r: Reader, raw: unknown, path: string): CalendarEvent {
 
 function readEmail(r: Reader, raw: unknown, path: string): Email {
   const e = r.obj(raw, path);
-  const attachments = r.list(e.attachments ?? [], `${path}.attachments`).map((a, i) =>
-    typeof a === "string" ? a : readEvent(r, a, `${path}.attachments[${i}]`),
-  );
+  const attachments = r
+    .list(e.attachments ?? [], `${path}.attachments`)
+    .map((a, i) => (typeof a === "string" ? a : readEvent(r, a, `${path}.attachments[${i}]`)));
   return {
     id_: r.str(e.id_, `${path}.id_`),
     sender: r.str(e.sender, `${path}.sender`),
@@ -304,7 +319,12 @@ export function codePointLength(s: string): number {
   return n;
 }
 
-function uniqueMap<T extends { id_: string }>(r: Reader, items: T[], path: string, kind: string): Map<string, T> {
+function uniqueMap<T extends { id_: string }>(
+  r: Reader,
+  items: T[],
+  path: string,
+  kind: string,
+): Map<string, T> {
   const out = new Map<string, T>();
   for (const it of items) {
     if (out.has(it.id_)) r.fail(path, `${kind} IDs must be unique. Duplicate: '${it.id_}'`);
@@ -354,15 +374,15 @@ export function workspaceEnvironmentFrom(
   const inbox = r.obj(root.inbox, "inbox");
   const calendar = r.obj(root.calendar, "calendar");
   const drive = r.obj(root.cloud_drive, "cloud_drive");
-  const emails = r.list(inbox.initial_emails, "inbox.initial_emails").map((e, i) =>
-    readEmail(r, e, `inbox.initial_emails[${i}]`),
-  );
-  const events = r.list(calendar.initial_events, "calendar.initial_events").map((e, i) =>
-    readEvent(r, e, `calendar.initial_events[${i}]`),
-  );
-  const files = r.list(drive.initial_files, "cloud_drive.initial_files").map((f, i) =>
-    readFile(r, f, `cloud_drive.initial_files[${i}]`),
-  );
+  const emails = r
+    .list(inbox.initial_emails, "inbox.initial_emails")
+    .map((e, i) => readEmail(r, e, `inbox.initial_emails[${i}]`));
+  const events = r
+    .list(calendar.initial_events, "calendar.initial_events")
+    .map((e, i) => readEvent(r, e, `calendar.initial_events[${i}]`));
+  const files = r
+    .list(drive.initial_files, "cloud_drive.initial_files")
+    .map((f, i) => readFile(r, f, `cloud_drive.initial_files[${i}]`));
   const currentDay =
     tryParseDate(r.str(calendar.current_day, "calendar.current_day")) ??
     r.fail("calendar.current_day", "must be a date YYYY-MM-DD");

@@ -102,7 +102,10 @@ function validationError(model: string, problems: readonly FieldProblem[]): Tool
   const n = problems.length;
   const lines = [`${n} validation error${n === 1 ? "" : "s"} for ${model}`];
   for (const p of problems)
-    lines.push(p.loc, `  ${p.msg} [type=${p.type}, input_value=${pyRepr(p.input)}, input_type=${pyTypeName(p.input)}]`);
+    lines.push(
+      p.loc,
+      `  ${p.msg} [type=${p.type}, input_value=${pyRepr(p.input)}, input_type=${pyTypeName(p.input)}]`,
+    );
   return new ToolError("ValidationError", lines.join("\n"));
 }
 
@@ -134,12 +137,22 @@ function normalizeEmail(s: string): string {
 function emailList(field: string, values: readonly unknown[], problems: FieldProblem[]): string[] {
   return values.map((v, i) => {
     if (typeof v !== "string") {
-      problems.push({ loc: `${field}.${i}`, msg: "Input should be a valid string", type: "string_type", input: v });
+      problems.push({
+        loc: `${field}.${i}`,
+        msg: "Input should be a valid string",
+        type: "string_type",
+        input: v,
+      });
       return String(v);
     }
     const why = emailProblem(v);
     if (why !== undefined) {
-      problems.push({ loc: `${field}.${i}`, msg: `value is not a valid email address: ${why}`, type: "value_error", input: v });
+      problems.push({
+        loc: `${field}.${i}`,
+        msg: `value is not a valid email address: ${why}`,
+        type: "value_error",
+        input: v,
+      });
       return v;
     }
     return normalizeEmail(v);
@@ -173,7 +186,12 @@ function datetimeField(loc: string, v: unknown, problems: FieldProblem[]): PyDat
   if (typeof v === "string") {
     const dt = tryParseDatetime(v.trim());
     if (dt !== undefined) return dt;
-    problems.push({ loc, msg: "Input should be a valid datetime, invalid datetime format", type: "datetime_parsing", input: v });
+    problems.push({
+      loc,
+      msg: "Input should be a valid datetime, invalid datetime format",
+      type: "datetime_parsing",
+      input: v,
+    });
     return "";
   }
   problems.push({ loc, msg: "Input should be a valid datetime", type: "datetime_type", input: v });
@@ -211,19 +229,40 @@ export function calendarEventFromDict(details: unknown): CalendarEvent {
   const end_time = endRaw === undefined ? "" : datetimeField("end_time", endRaw, problems);
   const locRaw = need("location");
   if (locRaw !== undefined && locRaw !== null && typeof locRaw !== "string")
-    problems.push({ loc: "location", msg: "Input should be a valid string", type: "string_type", input: locRaw });
+    problems.push({
+      loc: "location",
+      msg: "Input should be a valid string",
+      type: "string_type",
+      input: locRaw,
+    });
   const partRaw = need("participants");
   let participants: string[] = [];
   if (partRaw !== undefined) {
     if (Array.isArray(partRaw)) participants = emailList("participants", partRaw, problems);
-    else problems.push({ loc: "participants", msg: "Input should be a valid list", type: "list_type", input: partRaw });
+    else
+      problems.push({
+        loc: "participants",
+        msg: "Input should be a valid list",
+        type: "list_type",
+        input: partRaw,
+      });
   }
   const all_day = d.all_day === undefined ? false : d.all_day;
   if (typeof all_day !== "boolean")
-    problems.push({ loc: "all_day", msg: "Input should be a valid boolean", type: "bool_type", input: all_day });
+    problems.push({
+      loc: "all_day",
+      msg: "Input should be a valid boolean",
+      type: "bool_type",
+      input: all_day,
+    });
   const status = d.status === undefined ? "confirmed" : d.status;
   if (status !== "confirmed" && status !== "canceled")
-    problems.push({ loc: "status", msg: "Input should be 'confirmed' or 'canceled'", type: "enum", input: status });
+    problems.push({
+      loc: "status",
+      msg: "Input should be 'confirmed' or 'canceled'",
+      type: "enum",
+      input: status,
+    });
   if (problems.length > 0) throw validationError("CalendarEvent", problems);
   return {
     id_,

@@ -37,7 +37,8 @@ export function strptime(s: string, withTime: boolean): PyDatetime {
   const re = new RegExp(`^${STRPTIME_DATE}${withTime ? String.raw`\s+${STRPTIME_TIME}` : ""}`);
   const m = re.exec(s);
   if (!m) throw new ToolError("ValueError", `time data ${pyQuote(s)} does not match format '${format}'`);
-  if (m[0].length < s.length) throw new ToolError("ValueError", `unconverted data remains: ${s.slice(m[0].length)}`);
+  if (m[0].length < s.length)
+    throw new ToolError("ValueError", `unconverted data remains: ${s.slice(m[0].length)}`);
   const [y, mo, d, h = "0", mi = "0"] = m.slice(1).map((x) => x?.trim()) as string[];
   const year = Number(y);
   const month = Number(mo);
@@ -50,7 +51,9 @@ export function strptime(s: string, withTime: boolean): PyDatetime {
 
 /** Python's `repr()` of a str (for the strptime message). */
 function pyQuote(s: string): string {
-  return s.includes("'") && !s.includes('"') ? `"${s}"` : `'${s.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
+  return s.includes("'") && !s.includes('"')
+    ? `"${s}"`
+    : `'${s.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
 }
 
 /** `Calendar.get_by_day`: the events starting on `day`, in dict order. */
@@ -109,7 +112,8 @@ export const CALENDAR_TOOLS: readonly T[] = [
       {
         name: "date",
         type: "string",
-        description: "The date for which to search events. Must be in format YYYY-MM-DD. If `null`, searches all events.",
+        description:
+          "The date for which to search events. Must be in format YYYY-MM-DD. If `null`, searches all events.",
         required: false,
         nullable: true,
         default: null,
@@ -118,7 +122,8 @@ export const CALENDAR_TOOLS: readonly T[] = [
     run: (env, a) => {
       const day = a.date === null ? null : datePart(strptime(str(a.date), false));
       const matches = searchEvents(env.calendar, str(a.query), day);
-      if (matches.length === 0) throw new ToolError("ValueError", "No events found. Try with a different query.");
+      if (matches.length === 0)
+        throw new ToolError("ValueError", "No events found. Try with a different query.");
       return showYaml(matches.map(eventDump));
     },
   },
@@ -134,7 +139,8 @@ export const CALENDAR_TOOLS: readonly T[] = [
         required: true,
       },
     ],
-    run: (env, a) => showYaml(eventsOnDay(env.calendar, datePart(strptime(str(a.day), false))).map(eventDump)),
+    run: (env, a) =>
+      showYaml(eventsOnDay(env.calendar, datePart(strptime(str(a.day), false))).map(eventDump)),
   },
   {
     name: "create_calendar_event",
@@ -205,14 +211,20 @@ export const CALENDAR_TOOLS: readonly T[] = [
     name: "cancel_calendar_event",
     description:
       "Cancels the event with the given `event_id`. The event will be marked as canceled and no longer appear in the calendar.",
-    parameters: [{ name: "event_id", type: "string", description: "The ID of the event to cancel.", required: true }],
+    parameters: [
+      { name: "event_id", type: "string", description: "The ID of the event to cancel.", required: true },
+    ],
     run: (env, a) => {
       const id = str(a.event_id);
       const event = eventOrFail(env.calendar, id);
       event.status = "canceled";
-      inboxSendEmail(env.inbox, event.participants, `Canceled: '${event.title}'`, "The event has been canceled.", [
-        event,
-      ]);
+      inboxSendEmail(
+        env.inbox,
+        event.participants,
+        `Canceled: '${event.title}'`,
+        "The event has been canceled.",
+        [event],
+      );
       return `Event with ID ${id} has been canceled and participants have been notified.`;
     },
   },
@@ -245,7 +257,9 @@ export const CALENDAR_TOOLS: readonly T[] = [
       event.start_time = newStart;
       event.end_time =
         newEnd ??
-        datetimeFromMicros(datetimeMicros(newStart) + (datetimeMicros(event.end_time) - datetimeMicros(oldStart)));
+        datetimeFromMicros(
+          datetimeMicros(newStart) + (datetimeMicros(event.end_time) - datetimeMicros(oldStart)),
+        );
       const body = `The event has been rescheduled. It will start on  ${datePart(event.start_time)} at ${timePart(event.start_time)} and end on ${datePart(event.end_time)} at ${timePart(event.end_time)}.`;
       inboxSendEmail(env.inbox, event.participants, "Rescheduled: '{event.title}'", body, [event]);
       return showYaml(eventDump(event));

@@ -48,7 +48,12 @@ export const DRIVE_TOOLS: readonly T[] = [
     name: "append_to_file",
     description: "Append content to a file in the cloud drive.",
     parameters: [
-      { name: "file_id", type: "string", description: "The ID of the file to append content to.", required: true },
+      {
+        name: "file_id",
+        type: "string",
+        description: "The ID of the file to append content to.",
+        required: true,
+      },
       { name: "content", type: "string", description: "The content to append to the file.", required: true },
     ],
     run: (env, a) => {
@@ -92,7 +97,9 @@ export const DRIVE_TOOLS: readonly T[] = [
   {
     name: "delete_file",
     description: "Delete a file from the cloud drive by its filename.",
-    parameters: [{ name: "file_id", type: "string", description: "The name of the file to delete.", required: true }],
+    parameters: [
+      { name: "file_id", type: "string", description: "The name of the file to delete.", required: true },
+    ],
     run: (env, a) => {
       const f = fileById(env.cloud_drive, str(a.file_id));
       env.cloud_drive.files.delete(f.id_);
@@ -102,7 +109,9 @@ export const DRIVE_TOOLS: readonly T[] = [
   {
     name: "get_file_by_id",
     description: "Get a file from a cloud drive by its ID.",
-    parameters: [{ name: "file_id", type: "string", description: "The ID of the file to retrieve.", required: true }],
+    parameters: [
+      { name: "file_id", type: "string", description: "The ID of the file to retrieve.", required: true },
+    ],
     run: (env, a) => showYaml(fileDump(fileById(env.cloud_drive, str(a.file_id)))),
   },
   {
@@ -116,7 +125,12 @@ export const DRIVE_TOOLS: readonly T[] = [
     description: "Share a file with a user.",
     parameters: [
       { name: "file_id", type: "string", description: "The ID of the file to share.", required: true },
-      { name: "email", type: "string", description: "The email of the user to share the file with.", required: true },
+      {
+        name: "email",
+        type: "string",
+        description: "The email of the user to share the file with.",
+        required: true,
+      },
       {
         name: "permission",
         type: "string",
@@ -135,13 +149,21 @@ export const DRIVE_TOOLS: readonly T[] = [
     name: "search_files",
     description: "Search for files in the cloud drive by content.",
     parameters: [
-      { name: "query", type: "string", description: "The string to search for in the files.", required: true },
+      {
+        name: "query",
+        type: "string",
+        description: "The string to search for in the files.",
+        required: true,
+      },
     ],
     run: (env, a) => {
       const q = str(a.query);
       const matches = searchFiles(env.cloud_drive, q);
       if (matches.length === 0)
-        throw new ToolError("ValueError", `No files found with the given query ('${q}'). Try a different search term.`);
+        throw new ToolError(
+          "ValueError",
+          `No files found with the given query ('${q}'). Try a different search term.`,
+        );
       return showFiles(matches);
     },
   },

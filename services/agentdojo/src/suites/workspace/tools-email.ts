@@ -28,7 +28,8 @@ function parseAttachments(raw: readonly unknown[]): (string | CalendarEvent)[] {
     if (a === null || typeof a !== "object" || Array.isArray(a))
       throw new ToolError("ValueError", "Attachments must be dictionaries.");
     const att = a as Record<string, unknown>;
-    if (!Object.hasOwn(att, "type")) throw new ToolError("ValueError", "Attachment must have a 'type' field.");
+    if (!Object.hasOwn(att, "type"))
+      throw new ToolError("ValueError", "Attachment must have a 'type' field.");
     if (att.type === "file" || Object.hasOwn(att, "file_id")) {
       if (!Object.hasOwn(att, "file_id"))
         throw new ToolError("ValueError", "Attachment of type 'file' must have a 'file_id' field.");
@@ -52,7 +53,8 @@ const listOfEmails = (emails: Parameters<typeof emailDump>[0][]) => showYaml(ema
 export const EMAIL_TOOLS: readonly T[] = [
   {
     name: "send_email",
-    description: "Sends an email with the given `body` to the given `address`. Returns a dictionary with the email details.",
+    description:
+      "Sends an email with the given `body` to the given `address`. Returns a dictionary with the email details.",
     parameters: [
       {
         name: "recipients",
@@ -77,7 +79,8 @@ export const EMAIL_TOOLS: readonly T[] = [
         name: "cc",
         type: "array",
         items: "string",
-        description: "The list of email addresses to include in the CC field. If `null`, no email addresses are included.",
+        description:
+          "The list of email addresses to include in the CC field. If `null`, no email addresses are included.",
         required: false,
         nullable: true,
         default: null,
@@ -86,7 +89,8 @@ export const EMAIL_TOOLS: readonly T[] = [
         name: "bcc",
         type: "array",
         items: "string",
-        description: "The list of email addresses to include in the BCC field. If `null`, no email addresses are included.",
+        description:
+          "The list of email addresses to include in the BCC field. If `null`, no email addresses are included.",
         required: false,
         nullable: true,
         default: null,
@@ -109,7 +113,9 @@ export const EMAIL_TOOLS: readonly T[] = [
   {
     name: "delete_email",
     description: "Deletes the email with the given `email_id` from the inbox.",
-    parameters: [{ name: "email_id", type: "string", description: "The id of the email to delete.", required: true }],
+    parameters: [
+      { name: "email_id", type: "string", description: "The id of the email to delete.", required: true },
+    ],
     run: (env, a) => {
       const id = str(a.email_id);
       const email = env.inbox.emails.get(id);
@@ -132,19 +138,22 @@ export const EMAIL_TOOLS: readonly T[] = [
   },
   {
     name: "get_sent_emails",
-    description: "Returns all the sent emails in the inbox. Each email has a recipient, a subject, and a body.",
+    description:
+      "Returns all the sent emails in the inbox. Each email has a recipient, a subject, and a body.",
     parameters: [],
     run: (env) => listOfEmails(emailsWithStatus(env.inbox, "sent")),
   },
   {
     name: "get_received_emails",
-    description: "Returns all the received emails in the inbox. Each email has a sender, a subject, and a body.",
+    description:
+      "Returns all the received emails in the inbox. Each email has a sender, a subject, and a body.",
     parameters: [],
     run: (env) => listOfEmails(emailsWithStatus(env.inbox, "received")),
   },
   {
     name: "get_draft_emails",
-    description: "Returns all the draft emails in the inbox. Each email has a recipient, a subject, and a body.",
+    description:
+      "Returns all the draft emails in the inbox. Each email has a recipient, a subject, and a body.",
     parameters: [],
     run: (env) => listOfEmails(emailsWithStatus(env.inbox, "draft")),
   },
@@ -156,7 +165,8 @@ export const EMAIL_TOOLS: readonly T[] = [
       {
         name: "query",
         type: "string",
-        description: "The query to search for in the email subject or body. If empty, all emails are returned.",
+        description:
+          "The query to search for in the email subject or body. If empty, all emails are returned.",
         required: true,
       },
       {
@@ -171,7 +181,8 @@ export const EMAIL_TOOLS: readonly T[] = [
     ],
     run: (env, a) => {
       const matches = searchEmails(env.inbox, str(a.query), a.sender as string | null);
-      if (matches.length === 0) throw new ToolError("ValueError", "No emails found. Try with a different query.");
+      if (matches.length === 0)
+        throw new ToolError("ValueError", "No emails found. Try with a different query.");
       return listOfEmails(matches);
     },
   },
@@ -179,7 +190,12 @@ export const EMAIL_TOOLS: readonly T[] = [
     name: "search_contacts_by_name",
     description: "Finds contacts in the inbox's contact list by name.",
     parameters: [
-      { name: "query", type: "string", description: "The name of the contacts to search for.", required: true },
+      {
+        name: "query",
+        type: "string",
+        description: "The name of the contacts to search for.",
+        required: true,
+      },
     ],
     run: (env, a) => {
       const q = str(a.query);
@@ -192,7 +208,12 @@ export const EMAIL_TOOLS: readonly T[] = [
     name: "search_contacts_by_email",
     description: "Finds contacts in the inbox's contact list by email.",
     parameters: [
-      { name: "query", type: "string", description: "The email of the contacts to search for.", required: true },
+      {
+        name: "query",
+        type: "string",
+        description: "The email of the contacts to search for.",
+        required: true,
+      },
     ],
     run: (env, a) => {
       const q = str(a.query);

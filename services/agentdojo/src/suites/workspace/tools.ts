@@ -10,4 +10,8 @@ import { DRIVE_TOOLS } from "./tools-drive.js";
 import { EMAIL_TOOLS } from "./tools-email.js";
 
 /** Every workspace tool. */
-export const WORKSPACE_TOOLS: readonly Tool<WorkspaceEnvironment>[] = [...EMAIL_TOOLS, ...CALENDAR_TOOLS, ...DRIVE_TOOLS];
+export const WORKSPACE_TOOLS: readonly Tool<WorkspaceEnvironment>[] = [
+  ...EMAIL_TOOLS,
+  ...CALENDAR_TOOLS,
+  ...DRIVE_TOOLS,
+];
