@@ -5,7 +5,7 @@
  * (`Inbox.send_email`, `_get_next_id`).
  * @module
  */
-import { type Dumpable, PyTemporal, pyRepr, pyYamlDump } from "../../render.js";
+import { type Dumpable, PyTemporal, pyRepr } from "../../render.js";
 import { ToolError } from "../../suite.js";
 import {
   type CalendarEvent,
@@ -17,6 +17,7 @@ import {
   pyNow,
   tryParseDatetime,
 } from "./environment.js";
+import { safeDump } from "./yaml-dump.js";
 
 // ---------------------------------------------------------------------------------------------------
 // rendering
@@ -73,9 +74,9 @@ export function contactDump(c: EmailContact): Dumpable {
   return { email: c.email, name: c.name };
 }
 
-/** `tool_result_to_str` of one model or a list of models. */
+/** `tool_result_to_str` of one model or a list of models (PyYAML's exact layout, see `yaml-dump.ts`). */
 export function showYaml(v: Dumpable): string {
-  return pyYamlDump(v);
+  return safeDump(v);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -20,12 +20,14 @@ import {
   replayEpisode,
   startEpisode,
 } from "../../episode.js";
+import { PyTemporal } from "../../render.js";
 import { runFunction } from "../../runtime.js";
 import type { AnySuite, FunctionCall, InjectionTask, Suite, UserTask } from "../../suite.js";
 import { deepDiff } from "./deep-diff.js";
 import { parseDatetime, type WorkspaceEnvironment } from "./environment.js";
 import { ATTACKER_EMAIL, buildWorkspaceSuite } from "./index.js";
 import { searchEmails } from "./models.js";
+import { safeDump } from "./yaml-dump.js";
 
 type Env = WorkspaceEnvironment;
 const skip = BENCHMARK_DATA_SKIP;
@@ -530,7 +532,7 @@ describe("workspace tools: validation, errors, effects, rendering", () => {
     const created = run(env, "create_file", { filename: "notes.txt", content: "héllo" }).output;
     assert.match(
       created,
-      /^content: héllo\nfilename: notes\.txt\nid_: '26'\nlast_modified: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?\nowner: emma\.johnson@bluesparrowtech\.com\nshared_with: \{\}\nsize: 5$/,
+      /^content: "h\\xE9llo"\nfilename: notes\.txt\nid_: '26'\nlast_modified: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?\nowner: emma\.johnson@bluesparrowtech\.com\nshared_with: \{\}\nsize: 5$/,
     );
     const before = structuredClone(env);
     run(env, "append_to_file", { file_id: "26", content: " 👋" });
@@ -547,14 +549,46 @@ describe("workspace tools: validation, errors, effects, rendering", () => {
       /shared_with:\n {2}x@y\.com: rw\n/,
     );
     assert.equal(
-      run(env, "search_files_by_filename", { filename: "NOTES" }).output.startsWith("- content: héllo 👋"),
+      run(env, "search_files_by_filename", { filename: "NOTES" }).output.startsWith(
+        '- content: "h\\xE9llo \\U0001F44B"',
+      ),
       true,
     );
     assert.equal(run(env, "search_files_by_filename", { filename: "zzz" }).output, "[]");
     assert.equal((run(env, "list_files").output.match(/^- content:/gm) ?? []).length, 27);
-    assert.match(run(env, "delete_file", { file_id: "26" }).output, /^content: héllo 👋\n/);
+    assert.match(run(env, "delete_file", { file_id: "26" }).output, /^content: "h\\xE9llo \\U0001F44B"\n/);
     assert.equal(env.cloud_drive.files.has("26"), false);
     assert.match(run(env, "search_files", { query: "TEAM BUILDING" }).output, /^- content:/);
+  });
+
+  it("prints what yaml.safe_dump prints (reference output of PyYAML 6)", () => {
+    const doc = {
+      body: "Hi Emma,\n\nI'm planning a party next weekend: it's at our place, starting at 6 PM. Let me know if you can make it!\n\nBest,\nLily",
+      content:
+        "name,rating\nJohn,3,Amazing product, but I felt that there could be improvements in customer service.\n",
+      note: "caf\u00e9 \u2013 d\u00e9j\u00e0 vu \u{1F44B}\ttab",
+      long: "Join us for a relaxing yoga class and sports activities to boost your energy and health. Don't miss it: #1 class",
+      empty: "",
+      num: "2024",
+      flag: "yes",
+      time: new PyTemporal("2024-05-15 10:00:00"),
+      shared_with: { "z@y.com": "rw", "a@b.com": "r" },
+      list: ["- dash", "? q", "plain"],
+      none: null,
+    };
+    assert.equal(
+      safeDump([doc]),
+      "- body: 'Hi Emma,\n\n\n    I''m planning a party next weekend: it''s at our place, starting at 6 PM. Let\n    me know if you can make it!\n\n\n    Best,\n\n    Lily'\n  content: 'name,rating\n\n    John,3,Amazing product, but I felt that there could be improvements in customer\n    service.\n\n    '\n  empty: ''\n  flag: 'yes'\n  list:\n  - '- dash'\n  - '? q'\n  - plain\n  long: 'Join us for a relaxing yoga class and sports activities to boost your energy\n    and health. Don''t miss it: #1 class'\n  none: null\n  note: \"caf\\xE9 \\u2013 d\\xE9j\\xE0 vu \\U0001F44B\\ttab\"\n  num: '2024'\n  shared_with:\n    a@b.com: r\n    z@y.com: rw\n  time: 2024-05-15 10:00:00",
+    );
+    assert.equal(
+      safeDump({
+        d: "Click\there to reset your password: https://www.password-reset-12bh12.com and do it now please, it is urgent \u2014 really",
+        k: " lead",
+      }),
+      "d: \"Click\\there to reset your password: https://www.password-reset-12bh12.com and\\\n  \\ do it now please, it is urgent \\u2014 really\"\nk: ' lead'",
+    );
+    assert.equal(safeDump([]), "[]");
+    assert.equal(safeDump({ a: [], b: {} }), "a: []\nb: {}");
   });
 
   it("parses datetimes like datetime.fromisoformat", () => {
