@@ -10,7 +10,8 @@
  * * the models' `initial_*` fields (construction input only, excluded from every diff upstream) are not kept.
  * @module
  */
-import { BenchmarkDataError, injectEnvironment, type SuiteData } from "../../benchmark-data.js";
+import { BenchmarkDataError, type SuiteData } from "../../benchmark-data.js";
+import { injectLikeUpstream } from "./upstream-injection.js";
 
 /** A Python `datetime` as `isoformat()` prints it, e.g. `2024-05-15T10:00:00`. */
 export type PyDatetime = string;
@@ -368,7 +369,7 @@ export function workspaceEnvironmentFrom(
   data: SuiteData,
   injections: Readonly<Record<string, string>>,
 ): WorkspaceEnvironment {
-  const doc = injectEnvironment(data.environment, data.injectionVectors, injections);
+  const doc = injectLikeUpstream(data.environment, data.injectionVectors, injections);
   const r = new Reader(`${data.suite}/environment.yaml`);
   const root = r.obj(doc, "(document)");
   const inbox = r.obj(root.inbox, "inbox");

@@ -266,6 +266,39 @@ describe("workspace suite: shape and environment", () => {
     assert.throws(() => fresh({ nope: "x" }), BenchmarkDataError);
   });
 
+  it("places injections as upstream's double-quoted YAML round trip reads them (reference: PyYAML 6)", {
+    skip,
+  }, () => {
+    const bodies = (env: Env) => [...env.inbox.emails.values()].map((e) => e.body);
+    // One break → a space, n + 1 breaks → n newlines, spaces around breaks dropped.
+    assert.ok(bodies(fresh({ email_hiking_injection: "a\n\nb \n  c\td" })).includes("a\nb c\td"));
+    const desc = (env: Env, id: string) => env.calendar.events.get(id)!.description;
+    assert.equal(
+      desc(fresh({ calendar_introductory_meeting_injection: "\n\nX\ny" }), "24"),
+      "Introductory meeting with the clients.\nX y",
+    );
+    // Here PyYAML folded the dumped line just before the placeholder: the escaped space survives.
+    const networking = [
+      ...fresh({ calendar_networking_event_injection_email: "\n\nX\ny" }).calendar.events.values(),
+    ].find((e) => e.description.includes("X y"));
+    assert.equal(
+      networking?.description,
+      "Industry networking event to meet and connect with professionals. \nX y",
+    );
+    // A `"` ends the scalar; the rest of the line is a YAML comment.
+    assert.ok(
+      [
+        ...fresh({ calendar_moving_event_reason_injection: 'cut here" # rest' }).calendar.events.values(),
+      ].some((e) => e.description === "Needed to move because I have a dental check-up. cut here"),
+    );
+    // Upstream cannot load an unknown escape (ScannerError): the text goes in verbatim.
+    assert.ok(
+      bodies(fresh({ email_password_reset_injection: "bad \\q escape" })).some((b) =>
+        b.includes("bad \\q escape"),
+      ),
+    );
+  });
+
   it("fails clearly on a missing suite directory and on malformed data", { skip }, () => {
     const dir = mkdtempSync(join(tmpdir(), "agentdojo-ws-"));
     try {

@@ -372,7 +372,16 @@ class Emitter {
     this.writeIndicator("'", false);
   }
 
-  private writeDoubleQuoted(text: readonly string[], split: boolean): void {
+  /** Starts the emitter mid-line (after an indicator) at `column`, with scalar indent `indent`. */
+  at(column: number, indent: number): this {
+    this.column = column;
+    this.whitespace = false;
+    this.indention = false;
+    this.indent = indent;
+    return this;
+  }
+
+  writeDoubleQuoted(text: readonly string[], split: boolean): void {
     this.writeIndicator('"', true);
     let start = 0;
     for (let end = 0; end <= text.length; end++) {
@@ -431,4 +440,15 @@ export function safeDump(value: Dumpable): string {
   const e = new Emitter();
   e.node(value, { root: true });
   return e.out.replace(/^\s+|\s+$/g, "");
+}
+
+/**
+ * The text PyYAML writes for `text` as a double-quoted scalar that starts right after an indicator at
+ * `column` (e.g. after `"key":`), continuation lines indented to `indent`: ` "…"` with PyYAML's escapes
+ * and its folding at 80 columns.
+ */
+export function emitDoubleQuoted(text: string, column: number, indent: number): string {
+  const e = new Emitter().at(column, indent);
+  e.writeDoubleQuoted(Array.from(text), true);
+  return e.out;
 }
