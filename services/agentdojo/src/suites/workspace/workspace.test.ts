@@ -23,6 +23,7 @@ import {
 import { PyTemporal } from "../../render.js";
 import { runFunction } from "../../runtime.js";
 import type { AnySuite, FunctionCall, InjectionTask, Suite, UserTask } from "../../suite.js";
+import { loadSuites } from "../index.js";
 import { deepDiff } from "./deep-diff.js";
 import { parseDatetime, type WorkspaceEnvironment } from "./environment.js";
 import { ATTACKER_EMAIL, buildWorkspaceSuite } from "./index.js";
@@ -218,6 +219,9 @@ describe("workspace suite: shape and environment", () => {
     for (const t of s.injectionTasks) assert.equal(t.goal, load().data.injectionTasks.get(t.id)!.goal);
     assert.match(injectionTask("injection_task_3").goal, /received from lily\.white@gmail\.com to/);
     assert.equal(Object.keys(s.injectionVectors).length, 16);
+    const registered = loadSuites(BENCHMARK_DATA_DIR!).get("workspace");
+    assert.equal(registered?.tools.length, 24, "registered in SUITE_BUILDERS");
+    assert.equal(registered?.userTasks.length, 40);
   });
 
   it("loads the inbox, calendar and drive as pydantic would (dict order, ids, contacts, sizes)", {
