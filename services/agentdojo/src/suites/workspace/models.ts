@@ -134,6 +134,22 @@ function normalizeEmail(s: string): string {
   return `${s.slice(0, i)}@${s.slice(i + 1).toLowerCase()}`;
 }
 
+/** pydantic's `pretty_email_regex`: `Name <address>` or `"Name" <address>` (`\w` is Unicode in Python). */
+const PRETTY_EMAIL =
+  /^\s*(?:((?:[\p{L}\p{N}_!#$%&'*+\-/=?^`{|}~]+\s+)*[\p{L}\p{N}_!#$%&'*+\-/=?^`{|}~]+)|"((?:[^"]|")+)")?\s*<(.+)>\s*$/u;
+
+/**
+ * pydantic's `EmailStr`: `Name <address>` keeps the address, surrounding whitespace is dropped, the
+ * address is checked ({@link emailProblem}) and its domain lower-cased.
+ */
+function emailStr(v: string): { ok: true; email: string } | { ok: false; reason: string } {
+  if (v.length > 2048) return { ok: false, reason: "Length must not exceed 2048 characters" };
+  const pretty = PRETTY_EMAIL.exec(v);
+  const email = (pretty ? pretty[3]! : v).trim();
+  const why = emailProblem(email);
+  return why === undefined ? { ok: true, email: normalizeEmail(email) } : { ok: false, reason: why };
+}
+
 /** Validates `list[EmailStr]` fields; pushes problems, returns the normalized lists. */
 function emailList(field: string, values: readonly unknown[], problems: FieldProblem[]): string[] {
   return values.map((v, i) => {
@@ -146,17 +162,17 @@ function emailList(field: string, values: readonly unknown[], problems: FieldPro
       });
       return String(v);
     }
-    const why = emailProblem(v);
-    if (why !== undefined) {
+    const r = emailStr(v);
+    if (!r.ok) {
       problems.push({
         loc: `${field}.${i}`,
-        msg: `value is not a valid email address: ${why}`,
+        msg: `value is not a valid email address: ${r.reason}`,
         type: "value_error",
         input: v,
       });
       return v;
     }
-    return normalizeEmail(v);
+    return r.email;
   });
 }
 

@@ -466,6 +466,12 @@ describe("workspace tools: validation, errors, effects, rendering", () => {
     const email = env.inbox.emails.get("34")!;
     assert.equal(email.sender, EMMA);
     assert.deepEqual(email.recipients, ["Mark@example.com"], "EmailStr lower-cases the domain");
+    run(env, "send_email", { recipients: ["Mark Black <m@X.org> ", " a@b.com"], subject: "s", body: "b" });
+    assert.deepEqual(
+      env.inbox.emails.get("35")!.recipients,
+      ["m@x.org", "a@b.com"],
+      "pydantic keeps the address of `Name <address>`",
+    );
     assert.equal(email.status, "sent");
     assert.equal(email.read, true);
     assert.equal(email.attachments[0], "3");
