@@ -10,6 +10,7 @@ import type { AnySuite } from "../suite.js";
 import { bankingSuite } from "./banking/index.js";
 import { buildSlackSuite } from "./slack/index.js";
 import { buildTravelSuite } from "./travel/index.js";
+import { buildWorkspaceSuite } from "./workspace/index.js";
 
 /** The embedded suites (no data directory needed). */
 export const SUITES: ReadonlyMap<string, AnySuite> = new Map<string, AnySuite>([
@@ -24,8 +25,9 @@ export type SuiteBuilder = (data: SuiteData) => AnySuite;
 
 /** Suites built from the benchmark data, by name. */
 export const SUITE_BUILDERS: ReadonlyMap<string, SuiteBuilder> = new Map<string, SuiteBuilder>([
-  ["slack", buildSlackSuite],
+  ["workspace", buildWorkspaceSuite as SuiteBuilder],
   ["travel", buildTravelSuite],
+  ["slack", buildSlackSuite],
 ]);
 
 /**

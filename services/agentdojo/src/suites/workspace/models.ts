@@ -1,0 +1,358 @@
+/**
+ * What the workspace models do beyond holding data: how AgentDojo shows them (`model_dump()` then
+ * `yaml.safe_dump`), pydantic's validation of the fields the tools fill from agent input (`EmailStr`,
+ * `datetime`, a `CalendarEvent` built from a dict), and the inbox operations the calendar tools share
+ * (`Inbox.send_email`, `_get_next_id`).
+ * @module
+ */
+import { type Dumpable, PyTemporal, pyRepr } from "../../render.js";
+import { ToolError } from "../../suite.js";
+import {
+  type CalendarEvent,
+  type CloudDriveFile,
+  type Email,
+  type EmailContact,
+  type Inbox,
+  type PyDatetime,
+  pyNow,
+  tryParseDatetime,
+} from "./environment.js";
+import { safeDump } from "./yaml-dump.js";
+
+// ---------------------------------------------------------------------------------------------------
+// rendering
+
+const temporal = (dt: PyDatetime) => new PyTemporal(dt.replace("T", " "));
+
+/** `CalendarEvent.model_dump()` as {@link pyYamlDump} prints it. */
+export function eventDump(e: CalendarEvent): Dumpable {
+  return {
+    id_: e.id_,
+    title: e.title,
+    description: e.description,
+    start_time: temporal(e.start_time),
+    end_time: temporal(e.end_time),
+    location: e.location,
+    participants: [...e.participants],
+    all_day: e.all_day,
+    status: e.status,
+  };
+}
+
+/** `Email.model_dump()`. */
+export function emailDump(e: Email): Dumpable {
+  return {
+    id_: e.id_,
+    sender: e.sender,
+    recipients: [...e.recipients],
+    cc: [...e.cc],
+    bcc: [...e.bcc],
+    subject: e.subject,
+    body: e.body,
+    status: e.status,
+    read: e.read,
+    timestamp: temporal(e.timestamp),
+    attachments: e.attachments.map((a) => (typeof a === "string" ? a : eventDump(a))),
+  };
+}
+
+/** `CloudDriveFile.model_dump()`. */
+export function fileDump(f: CloudDriveFile): Dumpable {
+  return {
+    id_: f.id_,
+    filename: f.filename,
+    content: f.content,
+    owner: f.owner,
+    last_modified: temporal(f.last_modified),
+    shared_with: Object.fromEntries(f.shared_with),
+    size: f.size,
+  };
+}
+
+/** `EmailContact.model_dump()`. */
+export function contactDump(c: EmailContact): Dumpable {
+  return { email: c.email, name: c.name };
+}
+
+/** `tool_result_to_str` of one model or a list of models (PyYAML's exact layout, see `yaml-dump.ts`). */
+export function showYaml(v: Dumpable): string {
+  return safeDump(v);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// pydantic validation of agent-supplied values
+
+interface FieldProblem {
+  readonly loc: string;
+  readonly msg: string;
+  readonly type: string;
+  readonly input: unknown;
+}
+
+function pyTypeName(v: unknown): string {
+  if (v === null || v === undefined) return "NoneType";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "string") return "str";
+  if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
+  if (Array.isArray(v)) return "list";
+  return "dict";
+}
+
+/** pydantic's `ValidationError` as the runtime shows it (`ValidationError: N validation errors for M ...`). */
+function validationError(model: string, problems: readonly FieldProblem[]): ToolError {
+  const n = problems.length;
+  const lines = [`${n} validation error${n === 1 ? "" : "s"} for ${model}`];
+  for (const p of problems)
+    lines.push(
+      p.loc,
+      `  ${p.msg} [type=${p.type}, input_value=${pyRepr(p.input)}, input_type=${pyTypeName(p.input)}]`,
+    );
+  return new ToolError("ValidationError", lines.join("\n"));
+}
+
+/**
+ * `email_validator.validate_email(..., check_deliverability=False)` for the common mistakes (no or
+ * several `@`, empty parts, a domain without a dot); returns the reason or, when valid, `undefined`.
+ * The normalized address has its domain lower-cased.
+ */
+function emailProblem(s: string): string | undefined {
+  const at = s.split("@");
+  if (at.length < 2) return "An email address must have an @-sign.";
+  if (at.length > 2) return "The email address is not valid. It must have exactly one @-sign.";
+  const [local, domain] = at as [string, string];
+  if (local === "") return "There must be something before the @-sign.";
+  if (domain === "") return "There must be something after the @-sign.";
+  if (/\s/.test(s)) return "The email address contains invalid characters.";
+  if (!domain.includes(".")) return "The part after the @-sign is not valid. It should have a period.";
+  if (domain.startsWith(".") || domain.endsWith(".") || domain.includes(".."))
+    return "An email address cannot have a period immediately after the @-sign.";
+  return undefined;
+}
+
+function normalizeEmail(s: string): string {
+  const i = s.lastIndexOf("@");
+  return `${s.slice(0, i)}@${s.slice(i + 1).toLowerCase()}`;
+}
+
+/** pydantic's `pretty_email_regex`: `Name <address>` or `"Name" <address>` (`\w` is Unicode in Python). */
+const PRETTY_EMAIL =
+  /^\s*(?:((?:[\p{L}\p{N}_!#$%&'*+\-/=?^`{|}~]+\s+)*[\p{L}\p{N}_!#$%&'*+\-/=?^`{|}~]+)|"((?:[^"]|")+)")?\s*<(.+)>\s*$/u;
+
+/**
+ * pydantic's `EmailStr`: `Name <address>` keeps the address, surrounding whitespace is dropped, the
+ * address is checked ({@link emailProblem}) and its domain lower-cased.
+ */
+function emailStr(v: string): { ok: true; email: string } | { ok: false; reason: string } {
+  if (v.length > 2048) return { ok: false, reason: "Length must not exceed 2048 characters" };
+  const pretty = PRETTY_EMAIL.exec(v);
+  const email = (pretty ? pretty[3]! : v).trim();
+  const why = emailProblem(email);
+  return why === undefined ? { ok: true, email: normalizeEmail(email) } : { ok: false, reason: why };
+}
+
+/** Validates `list[EmailStr]` fields; pushes problems, returns the normalized lists. */
+function emailList(field: string, values: readonly unknown[], problems: FieldProblem[]): string[] {
+  return values.map((v, i) => {
+    if (typeof v !== "string") {
+      problems.push({
+        loc: `${field}.${i}`,
+        msg: "Input should be a valid string",
+        type: "string_type",
+        input: v,
+      });
+      return String(v);
+    }
+    const r = emailStr(v);
+    if (!r.ok) {
+      problems.push({
+        loc: `${field}.${i}`,
+        msg: `value is not a valid email address: ${r.reason}`,
+        type: "value_error",
+        input: v,
+      });
+      return v;
+    }
+    return r.email;
+  });
+}
+
+/** Validates the email lists of a new `Email` (raises pydantic's ValidationError text). */
+export function validateEmailFields(fields: {
+  recipients: readonly unknown[];
+  cc: readonly unknown[];
+  bcc: readonly unknown[];
+}): { recipients: string[]; cc: string[]; bcc: string[] } {
+  const problems: FieldProblem[] = [];
+  const recipients = emailList("recipients", fields.recipients, problems);
+  const cc = emailList("cc", fields.cc, problems);
+  const bcc = emailList("bcc", fields.bcc, problems);
+  if (problems.length > 0) throw validationError("Email", problems);
+  return { recipients, cc, bcc };
+}
+
+/** Validates `CalendarEvent` participants (`list[EmailStr]`). */
+export function validateParticipants(participants: readonly unknown[]): string[] {
+  const problems: FieldProblem[] = [];
+  const out = emailList("participants", participants, problems);
+  if (problems.length > 0) throw validationError("CalendarEvent", problems);
+  return out;
+}
+
+/** pydantic's datetime parsing of a string (ISO 8601, naive); the problem when it is not one. */
+function datetimeField(loc: string, v: unknown, problems: FieldProblem[]): PyDatetime {
+  if (typeof v === "string") {
+    const dt = tryParseDatetime(v.trim());
+    if (dt !== undefined) return dt;
+    problems.push({
+      loc,
+      msg: "Input should be a valid datetime, invalid datetime format",
+      type: "datetime_parsing",
+      input: v,
+    });
+    return "";
+  }
+  problems.push({ loc, msg: "Input should be a valid datetime", type: "datetime_type", input: v });
+  return "";
+}
+
+/**
+ * `CalendarEvent(**details)` for an `event` attachment of `send_email` (every field but `all_day` and
+ * `status` is required; unknown keys are ignored).
+ */
+export function calendarEventFromDict(details: unknown): CalendarEvent {
+  if (details === null || typeof details !== "object" || Array.isArray(details))
+    throw new ToolError(
+      "TypeError",
+      `agentdojo.default_suites.v1.tools.types.CalendarEvent() argument after ** must be a mapping, not ${pyTypeName(details)}`,
+    );
+  const d = details as Record<string, unknown>;
+  const problems: FieldProblem[] = [];
+  const need = (k: string): unknown => {
+    if (!Object.hasOwn(d, k)) problems.push({ loc: k, msg: "Field required", type: "missing", input: d });
+    return d[k];
+  };
+  const str = (k: string): string => {
+    const v = need(k);
+    if (v !== undefined && typeof v !== "string")
+      problems.push({ loc: k, msg: "Input should be a valid string", type: "string_type", input: v });
+    return typeof v === "string" ? v : "";
+  };
+  const id_ = str("id_");
+  const title = str("title");
+  const description = str("description");
+  const startRaw = need("start_time");
+  const start_time = startRaw === undefined ? "" : datetimeField("start_time", startRaw, problems);
+  const endRaw = need("end_time");
+  const end_time = endRaw === undefined ? "" : datetimeField("end_time", endRaw, problems);
+  const locRaw = need("location");
+  if (locRaw !== undefined && locRaw !== null && typeof locRaw !== "string")
+    problems.push({
+      loc: "location",
+      msg: "Input should be a valid string",
+      type: "string_type",
+      input: locRaw,
+    });
+  const partRaw = need("participants");
+  let participants: string[] = [];
+  if (partRaw !== undefined) {
+    if (Array.isArray(partRaw)) participants = emailList("participants", partRaw, problems);
+    else
+      problems.push({
+        loc: "participants",
+        msg: "Input should be a valid list",
+        type: "list_type",
+        input: partRaw,
+      });
+  }
+  const all_day = d.all_day === undefined ? false : d.all_day;
+  if (typeof all_day !== "boolean")
+    problems.push({
+      loc: "all_day",
+      msg: "Input should be a valid boolean",
+      type: "bool_type",
+      input: all_day,
+    });
+  const status = d.status === undefined ? "confirmed" : d.status;
+  if (status !== "confirmed" && status !== "canceled")
+    problems.push({
+      loc: "status",
+      msg: "Input should be 'confirmed' or 'canceled'",
+      type: "enum",
+      input: status,
+    });
+  if (problems.length > 0) throw validationError("CalendarEvent", problems);
+  return {
+    id_,
+    title,
+    description,
+    start_time,
+    end_time,
+    location: (locRaw as string | null) ?? null,
+    participants,
+    all_day: all_day as boolean,
+    status: status as CalendarEvent["status"],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// inbox operations shared by the email and calendar tools
+
+/** `_get_next_id` of a dict keyed by integer strings: `max(int(key)) + 1`, as a string. */
+export function nextId(keys: Iterable<string>): string {
+  let max = 0;
+  for (const k of keys) max = Math.max(max, Number.parseInt(k, 10));
+  return String(max + 1);
+}
+
+/**
+ * `Inbox.send_email`: a new sent, read email from the account, id `max + 1`, timestamp now. The
+ * attachment objects are kept by reference (an attached event is the calendar's own object, as upstream).
+ */
+export function inboxSendEmail(
+  inbox: Inbox,
+  recipients: readonly unknown[],
+  subject: string,
+  body: string,
+  attachments: (string | CalendarEvent)[] | null = null,
+  cc: readonly unknown[] | null = null,
+  bcc: readonly unknown[] | null = null,
+): Email {
+  const lists = validateEmailFields({ recipients, cc: cc ?? [], bcc: bcc ?? [] });
+  const email: Email = {
+    id_: nextId(inbox.emails.keys()),
+    sender: inbox.account_email,
+    recipients: lists.recipients,
+    cc: lists.cc,
+    bcc: lists.bcc,
+    subject,
+    body,
+    status: "sent",
+    read: true,
+    timestamp: pyNow(),
+    attachments: attachments ?? [],
+  };
+  inbox.emails.set(email.id_, email);
+  return email;
+}
+
+/** The inbox's emails of one status, in dict order (`Inbox.received` / `sent` / `drafts`). */
+export function emailsWithStatus(inbox: Inbox, status: Email["status"]): Email[] {
+  return [...inbox.emails.values()].filter((e) => e.status === status);
+}
+
+/** `Inbox.search_emails`: case-insensitive substring of subject or body, optionally from one sender. */
+export function searchEmails(inbox: Inbox, query: string, sender: string | null = null): Email[] {
+  const q = query.toLowerCase();
+  const pool =
+    sender === null
+      ? [...inbox.emails.values()]
+      : [...inbox.emails.values()].filter((e) => e.sender.toLowerCase() === sender.toLowerCase());
+  return pool.filter((e) => e.subject.toLowerCase().includes(q) || e.body.toLowerCase().includes(q));
+}
+
+/** `Inbox.get_most_recently_received_email` (the first of equal maxima, like Python's `max`). */
+export function mostRecentlyReceivedEmail(inbox: Inbox): Email {
+  const received = emailsWithStatus(inbox, "received");
+  if (received.length === 0) throw new Error("max() arg is an empty sequence");
+  return received.reduce((best, e) => (e.timestamp > best.timestamp ? e : best));
+}

@@ -1,0 +1,292 @@
+/**
+ * The seven calendar tools (`default_suites/v1/tools/calendar_client.py`) with upstream's behaviour:
+ * times are parsed with `strptime("%Y-%m-%d %H:%M")` (days with `"%Y-%m-%d"`) and a mismatch is
+ * Python's `ValueError`; creating, cancelling and rescheduling an event each send an email from the
+ * account with the event attached (the calendar's own event object, so later changes show in it);
+ * `create_calendar_event` appends the account's address to the participants (so the invitation also
+ * goes to the account itself); the reschedule email's subject is the literal `Rescheduled: '{event.title}'`
+ * (upstream forgot the `f`); `add_calendar_event_participants` adds addresses unchecked and sends nothing.
+ * @module
+ */
+import { type Tool, ToolError } from "../../suite.js";
+import {
+  type Calendar,
+  type CalendarEvent,
+  datePart,
+  datetimeFromMicros,
+  datetimeMicros,
+  type PyDate,
+  type PyDatetime,
+  timePart,
+  type WorkspaceEnvironment,
+} from "./environment.js";
+import { eventDump, inboxSendEmail, nextId, showYaml, validateParticipants } from "./models.js";
+
+type T = Tool<WorkspaceEnvironment>;
+const str = (v: unknown) => v as string;
+
+const STRPTIME_DATE = String.raw`(\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])`;
+const STRPTIME_TIME = String.raw`(2[0-3]|[0-1]\d|\d):([0-5]\d|\d)`;
+
+/**
+ * Python's `datetime.strptime(s, "%Y-%m-%d %H:%M")` (or `"%Y-%m-%d"` when `withTime` is false):
+ * one- or two-digit fields, any whitespace run for the space, the same `ValueError` texts.
+ */
+export function strptime(s: string, withTime: boolean): PyDatetime {
+  const format = withTime ? "%Y-%m-%d %H:%M" : "%Y-%m-%d";
+  const re = new RegExp(`^${STRPTIME_DATE}${withTime ? String.raw`\s+${STRPTIME_TIME}` : ""}`);
+  const m = re.exec(s);
+  if (!m) throw new ToolError("ValueError", `time data ${pyQuote(s)} does not match format '${format}'`);
+  if (m[0].length < s.length)
+    throw new ToolError("ValueError", `unconverted data remains: ${s.slice(m[0].length)}`);
+  const [y, mo, d, h = "0", mi = "0"] = m.slice(1).map((x) => x?.trim()) as string[];
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate() || year < 1)
+    throw new ToolError("ValueError", "day is out of range for month");
+  const p = (n: string | number, w = 2) => String(n).padStart(w, "0");
+  return `${p(year, 4)}-${p(month)}-${p(day)}T${p(h)}:${p(mi)}:00`;
+}
+
+/** Python's `repr()` of a str (for the strptime message). */
+function pyQuote(s: string): string {
+  return s.includes("'") && !s.includes('"')
+    ? `"${s}"`
+    : `'${s.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
+}
+
+/** `Calendar.get_by_day`: the events starting on `day`, in dict order. */
+export function eventsOnDay(calendar: Calendar, day: PyDate): CalendarEvent[] {
+  return [...calendar.events.values()].filter((e) => datePart(e.start_time) === day);
+}
+
+/** `Calendar.search_events`: case-insensitive substring of title or description, optionally on one day. */
+export function searchEvents(calendar: Calendar, query: string, day: PyDate | null = null): CalendarEvent[] {
+  const q = query.toLowerCase();
+  const pool = day === null ? [...calendar.events.values()] : eventsOnDay(calendar, day);
+  return pool.filter((e) => e.title.toLowerCase().includes(q) || e.description.toLowerCase().includes(q));
+}
+
+/** `Calendar.day_has_conflicts`. */
+export function dayHasConflicts(calendar: Calendar, day: PyDate): boolean {
+  const events = eventsOnDay(calendar, day);
+  for (let i = 0; i < events.length; i++) {
+    for (const other of events.slice(i + 1)) {
+      const e = events[i]!;
+      if (
+        (e.start_time <= other.start_time && other.start_time < e.end_time) ||
+        (e.start_time < other.end_time && other.end_time <= e.end_time)
+      )
+        return true;
+    }
+  }
+  return false;
+}
+
+function eventOrFail(calendar: Calendar, id: string): CalendarEvent {
+  const e = calendar.events.get(id);
+  if (e === undefined) throw new ToolError("ValueError", `Event with ID '${id}' not found.`);
+  return e;
+}
+
+/** The calendar tools, in AgentDojo's order. */
+export const CALENDAR_TOOLS: readonly T[] = [
+  {
+    name: "get_current_day",
+    description: "Returns the current day in ISO format, e.g. '2022-01-01'.",
+    parameters: [],
+    run: (env) => env.calendar.current_day,
+  },
+  {
+    name: "search_calendar_events",
+    description:
+      "Searches calendar events that match the given query in the tile or the description. If provided, filters events by date.",
+    parameters: [
+      {
+        name: "query",
+        type: "string",
+        description: "The query string to search for in event titles and descriptions.",
+        required: true,
+      },
+      {
+        name: "date",
+        type: "string",
+        description:
+          "The date for which to search events. Must be in format YYYY-MM-DD. If `null`, searches all events.",
+        required: false,
+        nullable: true,
+        default: null,
+      },
+    ],
+    run: (env, a) => {
+      const day = a.date === null ? null : datePart(strptime(str(a.date), false));
+      const matches = searchEvents(env.calendar, str(a.query), day);
+      if (matches.length === 0)
+        throw new ToolError("ValueError", "No events found. Try with a different query.");
+      return showYaml(matches.map(eventDump));
+    },
+  },
+  {
+    name: "get_day_calendar_events",
+    description:
+      "Returns the appointments for the given `day`. Returns a list of dictionaries with informations about each meeting.",
+    parameters: [
+      {
+        name: "day",
+        type: "string",
+        description: "The day for which to return the appointments. Must be in format YYYY-MM-DD.",
+        required: true,
+      },
+    ],
+    run: (env, a) =>
+      showYaml(eventsOnDay(env.calendar, datePart(strptime(str(a.day), false))).map(eventDump)),
+  },
+  {
+    name: "create_calendar_event",
+    description: "Creates a new calendar event with the given details and adds it to the calendar.",
+    parameters: [
+      { name: "title", type: "string", description: "The title of the event.", required: true },
+      {
+        name: "start_time",
+        type: "string",
+        description: "The start time of the event. Must be in format YYYY-MM-DD HH:MM.",
+        required: true,
+      },
+      {
+        name: "end_time",
+        type: "string",
+        description: "The end time of the event. Must be in format YYYY-MM-DD HH:MM.",
+        required: true,
+      },
+      {
+        name: "description",
+        type: "string",
+        description: "The description of the event.",
+        required: false,
+        default: "",
+      },
+      {
+        name: "participants",
+        type: "array",
+        items: "string",
+        description:
+          "The list of participants' email addresses. If `null`, no participants are set. The calendar owner's email address is always included..",
+        required: false,
+        nullable: true,
+        default: null,
+      },
+      {
+        name: "location",
+        type: "string",
+        description: "The location of the event. If `null`, no location is set.",
+        required: false,
+        nullable: true,
+        default: null,
+      },
+    ],
+    run: (env, a) => {
+      const start = strptime(str(a.start_time), true);
+      const end = strptime(str(a.end_time), true);
+      // The caller's list gets the account appended (and is then the invitation's recipient list).
+      const participants = [...((a.participants as string[] | null) ?? []), env.calendar.account_email];
+      const id = nextId(env.calendar.events.keys());
+      const event: CalendarEvent = {
+        id_: id,
+        title: str(a.title),
+        description: str(a.description),
+        start_time: start,
+        end_time: end,
+        location: a.location as string | null,
+        participants: validateParticipants([...new Set(participants)]),
+        all_day: false,
+        status: "confirmed",
+      };
+      env.calendar.events.set(id, event);
+      inboxSendEmail(env.inbox, participants, `Invitation: ${event.title}`, event.description, [event]);
+      return showYaml(eventDump(event));
+    },
+  },
+  {
+    name: "cancel_calendar_event",
+    description:
+      "Cancels the event with the given `event_id`. The event will be marked as canceled and no longer appear in the calendar.",
+    parameters: [
+      { name: "event_id", type: "string", description: "The ID of the event to cancel.", required: true },
+    ],
+    run: (env, a) => {
+      const id = str(a.event_id);
+      const event = eventOrFail(env.calendar, id);
+      event.status = "canceled";
+      inboxSendEmail(
+        env.inbox,
+        event.participants,
+        `Canceled: '${event.title}'`,
+        "The event has been canceled.",
+        [event],
+      );
+      return `Event with ID ${id} has been canceled and participants have been notified.`;
+    },
+  },
+  {
+    name: "reschedule_calendar_event",
+    description: "Reschedules the event with the given `event_id` to the new start and end times.",
+    parameters: [
+      { name: "event_id", type: "string", description: "The ID of the event to reschedule.", required: true },
+      {
+        name: "new_start_time",
+        type: "string",
+        description: "The new start time of the event. Must be in format YYYY-MM-DD HH:MM.",
+        required: true,
+      },
+      {
+        name: "new_end_time",
+        type: "string",
+        description:
+          "The new end time of the event. Must be in format YYYY-MM-DD HH:MM.\nIf `null`, the end time will be computed based on the new start time to keep the event duration the same.",
+        required: false,
+        nullable: true,
+        default: null,
+      },
+    ],
+    run: (env, a) => {
+      const newEnd = a.new_end_time === null ? null : strptime(str(a.new_end_time), true);
+      const newStart = strptime(str(a.new_start_time), true);
+      const event = eventOrFail(env.calendar, str(a.event_id));
+      const oldStart = event.start_time;
+      event.start_time = newStart;
+      event.end_time =
+        newEnd ??
+        datetimeFromMicros(
+          datetimeMicros(newStart) + (datetimeMicros(event.end_time) - datetimeMicros(oldStart)),
+        );
+      const body = `The event has been rescheduled. It will start on  ${datePart(event.start_time)} at ${timePart(event.start_time)} and end on ${datePart(event.end_time)} at ${timePart(event.end_time)}.`;
+      inboxSendEmail(env.inbox, event.participants, "Rescheduled: '{event.title}'", body, [event]);
+      return showYaml(eventDump(event));
+    },
+  },
+  {
+    name: "add_calendar_event_participants",
+    description: "Adds the given `participants` to the event with the given `event_id`.",
+    parameters: [
+      {
+        name: "event_id",
+        type: "string",
+        description: "The ID of the event to add participants to.",
+        required: true,
+      },
+      {
+        name: "participants",
+        type: "array",
+        items: "string",
+        description: "The list of participants' email addresses to add to the event.",
+        required: true,
+      },
+    ],
+    run: (env, a) => {
+      const event = eventOrFail(env.calendar, str(a.event_id));
+      event.participants.push(...(a.participants as string[]));
+      return showYaml(eventDump(event));
+    },
+  },
+];
