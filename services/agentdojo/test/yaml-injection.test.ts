@@ -16,6 +16,7 @@ import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { ATTACK_NAMES, fillAttack } from "../src/attacks.js";
 import { BenchmarkDataError, injectEnvironment, openBenchmarkData } from "../src/benchmark-data.js";
+import { BANKING_INJECTION_VECTORS, loadBankingEnvironment } from "../src/suites/banking/environment.js";
 import { BENCHMARK_DATA_DIR, BENCHMARK_DATA_SKIP } from "./benchmark-data-dir.js";
 
 const PYTHON = "/usr/bin/python3";
@@ -307,5 +308,32 @@ describe("injectEnvironment against AgentDojo's loader (PyYAML oracle)", { skip:
       assert.deepEqual(tally.failures.slice(0, 10), []);
       assert.equal(tally.agreed, tally.checked);
     });
+  });
+});
+
+describe("the embedded banking suite", () => {
+  it("equals the benchmark data's banking suite for every text", { skip: BENCHMARK_DATA_SKIP }, () => {
+    const data = openBenchmarkData(BENCHMARK_DATA_DIR!).suite("banking");
+    assert.deepEqual(BANKING_INJECTION_VECTORS, data.injectionVectors);
+    const goals = [...data.injectionTasks.values()].map((x) => x.goal);
+    let compared = 0;
+    for (const text of [...attackTexts(goals), ...TRICKY_TEXTS])
+      for (const v of Object.keys(BANKING_INJECTION_VECTORS)) {
+        const run = (f: () => unknown) => {
+          try {
+            return f();
+          } catch (e) {
+            if (!(e instanceof BenchmarkDataError)) throw e;
+            return "error";
+          }
+        };
+        assert.deepEqual(
+          run(() => loadBankingEnvironment({ [v]: text })),
+          run(() => injectEnvironment(data.environment, data.injectionVectors, { [v]: text })),
+          `${v}: ${JSON.stringify(text).slice(0, 80)}`,
+        );
+        compared += 1;
+      }
+    assert.ok(compared > 100);
   });
 });
