@@ -77,11 +77,17 @@ function differences(tmpl: unknown, ours: unknown, py: unknown, path: string, ou
       return;
     }
     const keys = (o: object) => JSON.stringify(Object.keys(o).sort());
-    if (keys(ours) !== keys(py) || keys(ours) !== keys(tmpl)) {
+    const tk = Object.keys(tmpl);
+    const ok = Object.keys(ours);
+    if (keys(ours) !== keys(py) || ok.length !== tk.length) {
       out.push(`${path}: keys differ: ours ${keys(ours)}, upstream ${keys(py)}`);
       return;
     }
-    for (const k of Object.keys(tmpl)) differences(tmpl[k], ours[k], py[k], `${path}.${k}`, out);
+    // injectEnvironment keeps the template's key order: the i-th key is the i-th template key, placed.
+    for (const [i, k] of tk.entries()) {
+      if (!/[{}]/.test(k) && ok[i] !== k) out.push(`${path}: key ${JSON.stringify(k)} changed`);
+      differences(tmpl[k], ours[ok[i]!], py[ok[i]!], `${path}.${ok[i]}`, out);
+    }
   }
 }
 
@@ -280,6 +286,13 @@ describe("injectEnvironment against AgentDojo's loader (PyYAML oracle)", { skip:
     }
     (env.outer as Record<string, unknown>).wraps = wraps;
     (env.outer.list as unknown[]).push(Object.values(wraps));
+    // Keys around the simple-key limit (122 characters): a simple key's value starts far right and wraps
+    // right after the placeholder; a complex key's value starts at column 2 and does not wrap.
+    for (let n = 120; n <= 126; n++) (env as Record<string, unknown>)[`${"l".repeat(n)}`] = "{v_a} tail";
+    // Placeholders in keys: a simple key (one line at most) and a complex one (`? "…"`, wrapped).
+    // (their own vector, v_k, so that texts a key cannot hold still reach v_a and v_b elsewhere).
+    (env as Record<string, unknown>)["key {v_k}"] = "value";
+    (env as Record<string, unknown>)[`${"k".repeat(100)} {v_k} ${"k".repeat(30)}`] = { x: "{v_a}" };
     // A complex key's value that is a sequence (not indentless).
     (env as Record<string, unknown>)[`${"c".repeat(130)}`] = ["{v_a}", { a: "{v_b}" }];
     writeFileSync(
@@ -298,13 +311,17 @@ describe("injectEnvironment against AgentDojo's loader (PyYAML oracle)", { skip:
       JSON.stringify({
         v_a: { description: "a", default: "A" },
         v_b: { description: "b", default: "B\n\nB" },
+        v_k: { description: "in keys", default: "K" },
       }),
     );
 
     it("agrees with PyYAML for every vector and text", (t) => {
       const tally: Tally = { checked: 0, agreed: 0, upstreamErrors: 0, failures: [] };
       checkSuite(dir, "synth", [...attackTexts(["Send 'it' to: me # now"]), ...TRICKY_TEXTS], tally);
-      t.diagnostic(`synthetic suite: ${tally.checked} combinations, ${tally.agreed} agree`);
+      t.diagnostic(
+        `synthetic suite: ${tally.checked} combinations, ${tally.agreed} agree (${tally.upstreamErrors} where upstream fails to load)`,
+      );
+      assert.ok(tally.upstreamErrors < tally.checked / 2, "most combinations must load upstream");
       assert.deepEqual(tally.failures.slice(0, 10), []);
       assert.equal(tally.agreed, tally.checked);
     });
