@@ -20,6 +20,13 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseDocument, type ScalarTag } from "yaml";
 import type { InjectionVector } from "./suite.js";
+import {
+  emitDoubleQuoted,
+  formatScalar,
+  isSimpleKey,
+  type ScalarPlace,
+  YamlInjectionError,
+} from "./yaml-injection.js";
 
 /** Benchmark versions whose data this code understands (their tasks and tools are what we implement). */
 export const SUPPORTED_BENCHMARK_VERSIONS: readonly string[] = ["v1.2.1"];
@@ -180,9 +187,13 @@ export function openBenchmarkData(dir: string): BenchmarkData {
 }
 
 /**
- * Place injections into an environment document: every `{vector}` in a string becomes the injection's
- * text (missing vectors get their default), as upstream's `str.format` over the document does. An
- * unknown vector in `injections` is an error (upstream's `validate_injections`).
+ * Place injections into an environment document as upstream does: `{vector}` placeholders (missing
+ * vectors get their default) are formatted into the document's PyYAML dump and read back, so an
+ * injected text's line breaks fold, backslash escapes are interpreted, etc. exactly as in AgentDojo
+ * (see {@link formatScalar}); `{{`/`}}` become `{`/`}`. Throws a {@link BenchmarkDataError} naming the
+ * vector and the field where upstream's `yaml.safe_load` would fail or the document's structure would
+ * change, and for an unknown vector in `injections` (upstream's `validate_injections`). Mapping keys are
+ * taken to be strings, as the benchmark's are.
  */
 export function injectEnvironment<T>(
   document: T,
@@ -198,23 +209,86 @@ export function injectEnvironment<T>(
       : Object.hasOwn(vectors, k)
         ? vectors[k]!.default
         : undefined;
-  const fill = (s: string): string =>
-    s.replace(/\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, name?: string) => {
-      if (m === "{{") return "{";
-      if (m === "}}") return "}";
-      const t = text(name!);
-      if (t === undefined) throw new BenchmarkDataError(`environment refers to unknown placeholder ${m}`);
-      return t;
-    });
-  const walk = (v: unknown): unknown => {
-    if (typeof v === "string") return fill(v);
-    if (Array.isArray(v)) return v.map(walk);
-    if (isRecord(v)) {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[fill(k)] = walk(x);
-      return out;
+  const place = (template: string, at: ScalarPlace, field: string): string => {
+    try {
+      return formatScalar(template, at, text).value;
+    } catch (e) {
+      if (!(e instanceof YamlInjectionError)) throw e;
+      const names = [...template.matchAll(/\{([^{}]*)\}/g)]
+        .map((m) => m[1]!)
+        .filter((n) => Object.hasOwn(vectors, n));
+      const who =
+        names.length > 0
+          ? `injection vector ${names.map((n) => JSON.stringify(n)).join(", ")}`
+          : "placeholder";
+      throw new BenchmarkDataError(`${who} in field ${field || "(root)"}: ${e.message}`);
     }
-    return v;
   };
-  return walk(document) as T;
+  return placeInNode(document, { quoteColumn: 0, indent: 2, simpleKey: false }, -1, "root", "", place) as T;
+}
+
+type Placer = (template: string, at: ScalarPlace, field: string) => string;
+
+/**
+ * Walk the document as PyYAML's block emitter lays it out (`default_flow_style=False`, indent 2):
+ * a mapping's keys at its indent, a sequence's `-` at its indent (a sequence that is a simple key's value
+ * is not indented further), a scalar's opening quote two columns after its `:`/`-` and its continuation
+ * lines at the enclosing collection's indent + 2. `indicator` is the column of the `:`/`-` before this node,
+ * `parent` the enclosing collection's indent (-1 at the root).
+ */
+function placeInNode(
+  node: unknown,
+  scalarAt: ScalarPlace,
+  parent: number,
+  context: "root" | "sequence" | "simple-value" | "complex-value",
+  field: string,
+  place: Placer,
+): unknown {
+  if (typeof node === "string") return place(node, scalarAt, field);
+  const nested = parent < 0 ? 0 : parent + 2;
+  if (Array.isArray(node)) {
+    const s = context === "simple-value" ? parent : nested;
+    return node.map((item, i) =>
+      placeInNode(
+        item,
+        { quoteColumn: s + 2, indent: s + 2, simpleKey: false },
+        s,
+        "sequence",
+        `${field}[${i}]`,
+        place,
+      ),
+    );
+  }
+  if (isRecord(node)) {
+    const entries = Object.entries(node);
+    if (entries.length === 0)
+      throw new BenchmarkDataError(
+        `field ${field || "(root)"}: an empty mapping is dumped as '{}', which upstream's str.format rejects`,
+      );
+    const m = nested;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of entries) {
+      const path = field === "" ? k : `${field}.${k}`;
+      const simple = isSimpleKey(k);
+      const keyAt: ScalarPlace = simple
+        ? { quoteColumn: m, indent: m + 2, simpleKey: true }
+        : { quoteColumn: m + 2, indent: m + 2, simpleKey: false };
+      const key = place(k, keyAt, `key of ${path}`);
+      if (Object.hasOwn(out, key))
+        throw new BenchmarkDataError(
+          `field ${path}: after injection its key equals another key of the mapping`,
+        );
+      const colon = simple ? m + emitDoubleQuoted(k, m, m + 2, false).length : m;
+      out[key] = placeInNode(
+        v,
+        { quoteColumn: colon + 2, indent: m + 2, simpleKey: false },
+        m,
+        simple ? "simple-value" : "complex-value",
+        path,
+        place,
+      );
+    }
+    return out;
+  }
+  return node;
 }
