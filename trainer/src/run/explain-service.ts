@@ -1,6 +1,7 @@
 /**
- * `rewardmesh.v1.Trainer.Explain` over gRPC: the same explanation as `reward-mesh explain` (the trainer's
- * engine re-run on a run's stored step), for tools that do not read the run directory themselves.
+ * `rewardmesh.v1.Trainer` over gRPC: `Explain` gives the same explanation as `reward-mesh explain` (the
+ * trainer's engine re-run on a run's stored step), for tools that do not read the run directory themselves;
+ * `ComputeAdvantages` runs the advantage engine on a batch sent by the caller (`./advantages-service.ts`).
  * @module
  */
 import { create } from "@bufbuild/protobuf";
@@ -20,6 +21,7 @@ import {
   silentLogger,
   startGrpcServices,
 } from "@reward-mesh/sdk";
+import { computeAdvantagesMessage } from "./advantages-service.js";
 import {
   ExplainNotFoundError,
   type ExplainTarget,
@@ -90,7 +92,7 @@ function targetOf(req: TrainerExplainRequest): ExplainTarget {
   return { step: req.step, groupId: req.groupId };
 }
 
-/** The `Trainer` handlers over the runs in `o.outputDir`. */
+/** The `Trainer` handlers: Explain over the runs in `o.outputDir`, ComputeAdvantages (stateless). */
 export function createTrainerServiceImpl(o: TrainerServiceOptions): ServiceImpl<typeof Trainer> {
   return {
     async explain(req) {
@@ -107,6 +109,9 @@ export function createTrainerServiceImpl(o: TrainerServiceOptions): ServiceImpl<
         if (err instanceof ExplainNotFoundError) throw new NotFoundError(err.message);
         throw err;
       }
+    },
+    async computeAdvantages(req) {
+      return computeAdvantagesMessage(req);
     },
   };
 }
