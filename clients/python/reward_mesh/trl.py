@@ -1,0 +1,155 @@
+"""TRL adapter: one reward function per mesh component, for `GRPOTrainer(reward_funcs=..., reward_weights=...)`.
+
+TRL calls each reward function as `f(prompts=..., completions=..., **kwargs)` with the batch's prompts
+and completions (strings, or conversational lists of `{"role", "content"}` messages) and every other
+dataset column as a keyword list (plus `completion_ids`, `trainer_state`, ...); it wants one float per
+completion, or None where the function does not apply (TRL then ignores it in the weighted sum).
+
+The functions of one `reward_funcs(...)` call share a per-batch cache: the first one scores the batch
+(one `ScoreStream` per service, the services in parallel), the others read the cache, so K components
+do not score the batch K times. The task of a row comes from its `task` column (a `rewardmesh.v1.Task`
+as proto JSON, dict or text), or from `task_builder(prompt, row)`; without either, a `custom` task
+carrying the prompt.
+
+    from reward_mesh import Mesh
+    from reward_mesh.trl import reward_funcs_from_run_config
+    funcs, weights = reward_funcs_from_run_config("run.json", Mesh({"math": "127.0.0.1:50062"}))
+    trainer = GRPOTrainer(model=..., reward_funcs=funcs, args=GRPOConfig(reward_weights=weights, ...))
+"""
+
+import hashlib
+import threading
+
+from .builder import content_text, custom_task, rollout, task_from_json
+from .client import Mesh
+from .config import run_config
+from .errors import InvalidInputError
+
+_RESERVED = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"}
+
+
+def completion_text(completion):
+    """The response text of a TRL completion: a string, or the content of a conversational completion's
+    messages (the assistant's, joined)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, (list, tuple)):
+        msgs = [m for m in completion if isinstance(m, dict)]
+        if len(msgs) != len(completion):
+            raise InvalidInputError("a conversational completion must be a list of {'role', 'content'} messages")
+        assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"] or msgs
+        return "\n".join(content_text(m.get("content")) for m in assistant)
+    if isinstance(completion, dict) and "content" in completion:
+        return content_text(completion["content"])
+    raise InvalidInputError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
+
+
+def _row(kwargs, i):
+    return {k: v[i] for k, v in kwargs.items() if k not in _RESERVED and isinstance(v, (list, tuple)) and i < len(v)}
+
+
+def _default_task(prompt, row):
+    if row.get("task") is not None:
+        t = task_from_json(row["task"], name="task")
+        if not t.prompt and not t.messages and prompt is not None:
+            p = _prompt_task(prompt)
+            t.prompt, t.messages[:] = p.prompt, list(p.messages)
+        return t
+    return _prompt_task(prompt)
+
+
+def _prompt_task(prompt):
+    return custom_task(prompt=prompt if isinstance(prompt, (str, list)) else None)
+
+
+def _key(prompts, completions, kwargs):
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((prompts, completions)).encode("utf-8", "surrogatepass"))
+    for k in sorted(kwargs):
+        if k not in ("trainer_state", "log_extra", "log_metric"):
+            h.update(repr((k, kwargs[k])).encode("utf-8", "surrogatepass"))
+    return h.digest()
+
+
+class BatchScorer:
+    """Scores a TRL batch once for all the component functions built on it (a one-batch cache)."""
+
+    def __init__(self, mesh, task_builder=None, metadata=None):
+        self.mesh = mesh
+        self.task_builder = task_builder or _default_task
+        self.metadata = dict(metadata or {})
+        self._lock = threading.Lock()
+        self._key = None
+        self._rows = None
+        self.batches_scored = 0
+
+    def rollouts(self, prompts, completions, kwargs):
+        """The Rollouts of one TRL batch: completions of the same prompt form a group, in batch order."""
+        if prompts is not None and len(prompts) != len(completions):
+            raise InvalidInputError(f"'prompts' has {len(prompts)} entries, 'completions' {len(completions)}")
+        ids = kwargs.get("completion_ids")
+        groups, out = {}, []
+        for i, completion in enumerate(completions):
+            prompt = prompts[i] if prompts is not None else None
+            row = _row(kwargs, i)
+            task = self.task_builder(prompt, row)
+            task = task_from_json(task, name=f"task of row {i}")
+            members = groups.setdefault(repr(prompt), [])
+            members.append(i)
+            meta = dict(self.metadata)
+            if isinstance(row.get("metadata"), dict):
+                meta.update(row["metadata"])
+            out.append(rollout(task, completion_text(completion), group_id="",
+                               index=0, metadata=meta,
+                               response_tokens=len(ids[i]) if ids is not None and i < len(ids) else 0))
+        for g, members in enumerate(groups.values()):
+            for pos, i in enumerate(members):
+                out[i].group_id, out[i].index, out[i].group_size = f"g{g}", pos, len(members)
+        return out
+
+    def score(self, prompts, completions, kwargs):
+        """The scored rows of this batch (`Mesh.score`), from the cache when the batch is the last one."""
+        key = _key(prompts, completions, kwargs)
+        with self._lock:
+            if key != self._key:
+                self._rows = self.mesh.score(self.rollouts(prompts, completions, kwargs))
+                self._key = key
+                self.batches_scored += 1
+            return self._rows
+
+
+def component_function(scorer, name):
+    """The TRL reward function of one component (`<service>/<component>`) on `scorer`."""
+    def reward(prompts=None, completions=None, **kwargs):
+        if completions is None:
+            raise InvalidInputError(f"{name}: TRL passes 'completions'; none given")
+        rows = scorer.score(prompts, completions, kwargs)
+        return [None if row[name] is None else row[name].value for row in rows]
+
+    reward.__name__ = name
+    reward.__qualname__ = name
+    reward.__doc__ = f"reward-mesh component {name} (None where not applicable)."
+    reward.scorer = scorer
+    return reward
+
+
+def reward_funcs(mesh, components=None, *, task_builder=None, metadata=None):
+    """One TRL reward function per component (`<service>/<component>`; default: every component of the
+    mesh), sharing one per-batch scorer. `task_builder(prompt, row) -> Task | dict` builds a row's task
+    from its dataset columns; `metadata` is added to every rollout's metadata."""
+    names = list(components) if components is not None else list(mesh.components)
+    mesh.check_components(names)
+    scorer = BatchScorer(mesh, task_builder, metadata)
+    return [component_function(scorer, n) for n in names]
+
+
+def reward_funcs_from_run_config(config, mesh=None, *, task_builder=None, metadata=None, timeout=60.0, services=None):
+    """`(reward_funcs, reward_weights)` for GRPOTrainer / GRPOConfig from a run configuration's
+    components and weights (a run file, a resolved-config.json, or a dict). Give a Mesh, or `services`
+    ({name: host:port}) to build one."""
+    cfg = run_config(config)
+    if mesh is None:
+        if services is None:
+            raise InvalidInputError("give 'mesh' or 'services' ({name: host:port})")
+        mesh = Mesh(services, timeout=timeout, service_domains=cfg.service_domains)
+    return reward_funcs(mesh, cfg.names, task_builder=task_builder, metadata=metadata), cfg.weights

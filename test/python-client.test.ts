@@ -1,0 +1,97 @@
+/**
+ * The Python package (clients/python: the client, the TRL / verl / OpenRLHF adapters) against a real
+ * mesh: the length and math reward services and the trainer's ComputeAdvantages, on gRPC servers on free
+ * ports; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
+ * frameworks would call the adapters. Also checks that the Python copy of the trainer's component presets
+ * matches the trainer's.
+ */
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
+import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
+import { createLimiter, type RunningGrpcServer, silentLogger, startGrpcServer } from "@reward-mesh/sdk";
+import { COMPONENT_PRESETS, type RunningTrainerServer, serveTrainer } from "@reward-mesh/trainer";
+
+const PYTHON = "/usr/bin/python3";
+const root = fileURLToPath(new URL("..", import.meta.url));
+const pkg = join(root, "clients", "python");
+const noGrpc = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf, torch"]).status !== 0;
+
+/** Runs /usr/bin/python3 with `args` in clients/python; its exit code and output. */
+export function python(args: string[], env: Record<string, string>, timeoutMs = 240_000) {
+  return new Promise<{ code: number | null; out: string }>((resolve) => {
+    const c = spawn(PYTHON, args, {
+      cwd: pkg,
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", PYTHONDONTWRITEBYTECODE: "1", ...env },
+    });
+    let out = "";
+    c.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    c.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => c.kill("SIGKILL"), timeoutMs);
+    c.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+describe("the Python package against a running mesh", {
+  skip: noGrpc && "/usr/bin/python3 lacks grpcio, protobuf or torch (scripts/bootstrap.sh --with-torch)",
+}, () => {
+  let length: RunningGrpcServer;
+  let math: RunningGrpcServer;
+  let mathDef: MathService;
+  let trainer: RunningTrainerServer;
+  let runs: string;
+  let env: Record<string, string>;
+
+  before(async () => {
+    const lengthConfig = loadLengthConfig({ LENGTH_MAX_LENGTH: "64", LENGTH_CACHE_LENGTH: "32" });
+    length = await startGrpcServer(createLengthService(lengthConfig), {
+      port: 0,
+      limiter: createLimiter(8),
+      logger: silentLogger,
+    });
+    mathDef = createMathService(loadMathConfig({}));
+    math = await startGrpcServer(mathDef, { port: 0, limiter: createLimiter(8), logger: silentLogger });
+    runs = mkdtempSync(join(tmpdir(), "py-client-"));
+    trainer = await serveTrainer({ outputDir: runs });
+    env = {
+      REWARD_MESH_TEST_SERVICES: `length=${length.address},math=${math.address}`,
+      REWARD_MESH_TEST_TRAINER: trainer.address,
+    };
+  });
+
+  after(async () => {
+    await Promise.all([length?.close(), math?.close(), trainer?.close()]);
+    await mathDef?.pool.close();
+    if (runs) rmSync(runs, { recursive: true, force: true });
+  });
+
+  it("passes the package's unittest suite (client, TRL, verl, OpenRLHF)", async () => {
+    const r = await python(["-m", "unittest", "discover", "-s", "tests", "-t", ".", "-v"], env);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /^OK/m, r.out);
+  });
+
+  it("keeps the trainer's component presets", async () => {
+    const r = await python(
+      ["-c", "import json; from reward_mesh.config import COMPONENT_PRESETS as P; print(json.dumps(P))"],
+      {},
+    );
+    assert.equal(r.code, 0, r.out);
+    const py = JSON.parse(r.out) as Record<string, Array<[string, string, number]>>;
+    const ts = Object.fromEntries(
+      Object.entries(COMPONENT_PRESETS).map(([k, v]) => [
+        k,
+        v.map((c) => [c.service, c.component, c.weight]),
+      ]),
+    );
+    assert.deepEqual(py, ts);
+  });
+});
