@@ -53,7 +53,8 @@ def _default_task(prompt, row):
         t = task_from_json(row["task"], name="task")
         if not t.prompt and not t.messages and prompt is not None:
             p = _prompt_task(prompt)
-            t.prompt, t.messages[:] = p.prompt, list(p.messages)
+            t.prompt = p.prompt
+            t.messages.extend(p.messages)
         return t
     return _prompt_task(prompt)
 
@@ -92,8 +93,10 @@ class BatchScorer:
         for i, completion in enumerate(completions):
             prompt = prompts[i] if prompts is not None else None
             row = _row(kwargs, i)
-            task = self.task_builder(prompt, row)
-            task = task_from_json(task, name=f"task of row {i}")
+            try:
+                task = task_from_json(self.task_builder(prompt, row), name="task")
+            except InvalidInputError as e:
+                raise InvalidInputError(f"row {i}: {e}") from None
             members = groups.setdefault(repr(prompt), [])
             members.append(i)
             meta = dict(self.metadata)
