@@ -190,6 +190,17 @@ function invalidArgument(
  */
 export function computeAdvantagesMessage(req: ComputeAdvantagesRequest): ComputeAdvantagesResponse {
   const config = advantageConfigOf(req);
+  // K is the first rollout's number of values; the engine would infer it from `weights` first.
+  const first = req.groups[0]?.rollouts[0]?.values.length;
+  if (first !== undefined) {
+    for (const key of ["weights", "components"] as const) {
+      if (req[key].length > 0 && req[key].length !== first)
+        throw new InvalidArgumentError(
+          key,
+          `has ${req[key].length} entries, but groups[0].rollouts[0].values has K=${first} (one per component)`,
+        );
+    }
+  }
   const batch: AdvantageBatchInput = {
     groups: groupsOf(req),
     ...(req.weights.length > 0 ? { weights: req.weights } : {}),
