@@ -80,8 +80,8 @@ class RewardClient:
         rollouts = list(rollouts)
         if not rollouts:
             return []
-        requests = (reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts)
-        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(requests, timeout=timeout or self.timeout)))
+        requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
+        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=timeout or self.timeout)))
         if len(results) != len(rollouts):
             raise MeshError(f"{self.target}: ScoreStream returned {len(results)} results for {len(rollouts)} rollouts")
         for i, (r, res) in enumerate(zip(rollouts, results)):

@@ -48,15 +48,29 @@ def _row(kwargs, i):
     return {k: v[i] for k, v in kwargs.items() if k not in _RESERVED and isinstance(v, (list, tuple)) and i < len(v)}
 
 
-def _default_task(prompt, row):
+def _default_task(prompt, row, parsed=None):
     if row.get("task") is not None:
-        t = task_from_json(row["task"], name="task")
+        raw = row["task"]
+        # The completions of one prompt repeat their row's task: parse each distinct one once per batch.
+        key = raw if isinstance(raw, str) else repr(raw)
+        t = None if parsed is None else parsed.get(key)
+        if t is None:
+            t = task_from_json(raw, name="task")
+            if parsed is not None:
+                parsed[key] = t
         if not t.prompt and not t.messages and prompt is not None:
-            p = _prompt_task(prompt)
-            t.prompt = p.prompt
-            t.messages.extend(p.messages)
+            t = _with_prompt(t, prompt)
         return t
     return _prompt_task(prompt)
+
+
+def _with_prompt(t, prompt):
+    t2 = type(t)()
+    t2.CopyFrom(t)
+    p = _prompt_task(prompt)
+    t2.prompt = p.prompt
+    t2.messages.extend(p.messages)
+    return t2
 
 
 def _prompt_task(prompt):
@@ -77,7 +91,7 @@ class BatchScorer:
 
     def __init__(self, mesh, task_builder=None, metadata=None):
         self.mesh = mesh
-        self.task_builder = task_builder or _default_task
+        self.task_builder = task_builder
         self.metadata = dict(metadata or {})
         self._lock = threading.Lock()
         self._key = None
@@ -89,12 +103,13 @@ class BatchScorer:
         if prompts is not None and len(prompts) != len(completions):
             raise InvalidInputError(f"'prompts' has {len(prompts)} entries, 'completions' {len(completions)}")
         ids = kwargs.get("completion_ids")
-        groups, out = {}, []
+        groups, out, parsed = {}, [], {}
         for i, completion in enumerate(completions):
             prompt = prompts[i] if prompts is not None else None
             row = _row(kwargs, i)
             try:
-                task = task_from_json(self.task_builder(prompt, row), name="task")
+                task = (_default_task(prompt, row, parsed) if self.task_builder is None
+                        else task_from_json(self.task_builder(prompt, row), name="task"))
             except InvalidInputError as e:
                 raise InvalidInputError(f"row {i}: {e}") from None
             members = groups.setdefault(repr(prompt), [])
