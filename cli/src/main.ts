@@ -11,7 +11,9 @@ import { ADVANTAGES_COMMAND, commandNamed, HELP, helpOf } from "./commands.js";
 import { runCheck } from "./commands/check.js";
 import { runDemo } from "./commands/demo.js";
 import { runExperiment } from "./commands/experiment.js";
+import { runAdvantagesServe } from "./commands/advantages-serve.js";
 import { runExplain } from "./commands/explain.js";
+import { runGateway } from "./commands/gateway.js";
 import { runNew } from "./commands/new.js";
 import { runProvision } from "./commands/provision.js";
 import { runScore } from "./commands/score.js";
@@ -48,6 +50,10 @@ async function main(argv: readonly string[]): Promise<number> {
     case "score":
       return runScore(args, process.stdin, process.stdout, process.stderr, config.grpc);
     case "advantages": {
+      if (args[0] === "serve") {
+        await runAdvantagesServe(args.slice(1), config, process.stdout);
+        return 0;
+      }
       const help = args.includes("--help") || args.includes("-h");
       const r = await runAdvantagesCli([...args], help ? "" : await text(process.stdin));
       process.stdout.write(r.stdout);
@@ -70,6 +76,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return withTelemetry(() => runDemo(args, config, process.stdout, process.stderr));
     case "explain":
       return runExplain(args, config, process.stdout);
+    case "gateway":
+      return runGateway(args, config, process.stdout);
     case "tasks":
       return runTasks(args, process.stdout, process.stderr);
     case "new":

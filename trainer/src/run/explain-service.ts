@@ -120,16 +120,22 @@ export function createTrainerServiceImpl(o: TrainerServiceOptions): ServiceImpl<
 export interface RunningTrainerServer {
   readonly address: string;
   readonly port: number;
+  /** `http://host:port` of the HTTP/JSON (Connect) port, when one was asked for. */
+  readonly httpUrl?: string;
   close(): Promise<void>;
 }
 
-/** Serves `Trainer` (plus health and reflection) on `host:port` (loopback and a free port by default). */
+/**
+ * Serves `Trainer` (plus health and reflection) on `host:port` (loopback and a free port by default), and as
+ * HTTP/JSON (Connect protocol) on `httpPort` when given (0 = any free port).
+ */
 export async function serveTrainer(
   o: TrainerServiceOptions & {
     readonly host?: string;
     readonly port?: number;
     readonly logger?: Logger;
     readonly security?: GrpcServerSecurity;
+    readonly httpPort?: number;
   },
 ): Promise<RunningTrainerServer> {
   const logger = o.logger ?? silentLogger;
@@ -138,6 +144,12 @@ export async function serveTrainer(
     port: o.port ?? 0,
     logger,
     ...(o.security ? { security: o.security } : {}),
+    ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
   });
-  return { address: server.address, port: server.port, close: () => server.close() };
+  return {
+    address: server.address,
+    port: server.port,
+    ...(server.httpUrl ? { httpUrl: server.httpUrl } : {}),
+    close: () => server.close(),
+  };
 }
