@@ -2,12 +2,13 @@
  * The Python package (clients/python: the client, the TRL / verl / OpenRLHF adapters) against a real
  * mesh: the length and math reward services and the trainer's ComputeAdvantages, on gRPC servers on free
  * ports; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
- * frameworks would call the adapters. Also checks that the Python copy of the trainer's component presets
- * matches the trainer's.
+ * frameworks would call the adapters, and so does every ```python block of docs/frameworks/*.md and of
+ * clients/python/README.md (each page must have one; ```py blocks need the framework and are not run).
+ * Also checks that the Python copy of the trainer's component presets matches the trainer's.
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -19,6 +20,7 @@ import { COMPONENT_PRESETS, type RunningTrainerServer, serveTrainer } from "@rew
 
 const PYTHON = "/usr/bin/python3";
 const root = fileURLToPath(new URL("..", import.meta.url));
+const docs = join(root, "docs", "frameworks");
 const pkg = join(root, "clients", "python");
 const noGrpc = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf, torch"]).status !== 0;
 
@@ -78,6 +80,30 @@ describe("the Python package against a running mesh", {
     assert.equal(r.code, 0, r.out);
     assert.match(r.out, /^OK/m, r.out);
   });
+
+  const pages = [
+    ...readdirSync(docs)
+      .filter((f) => f.endsWith(".md"))
+      .map((f) => join("docs", "frameworks", f)),
+    join("clients", "python", "README.md"),
+  ];
+  for (const page of pages) {
+    it(`runs the Python snippet of ${page}`, async () => {
+      const md = readFileSync(join(root, page), "utf8");
+      const snippets = [...md.matchAll(/^```python\n([\s\S]*?)^```\s*$/gm)].map((m) => m[1]!);
+      assert.ok(snippets.length > 0, `${page} has no \`\`\`python block`);
+      for (const [i, code] of snippets.entries()) {
+        const file = join(runs, `${page.replaceAll("/", "_")}.${i}.py`);
+        writeFileSync(file, code);
+        const r = await python([file], {
+          PYTHONPATH: pkg,
+          REWARD_MESH_SERVICES: env["REWARD_MESH_TEST_SERVICES"]!,
+          REWARD_MESH_TRAINER: env["REWARD_MESH_TEST_TRAINER"]!,
+        });
+        assert.equal(r.code, 0, `${page} block ${i + 1}:\n${r.out}`);
+      }
+    });
+  }
 
   it("keeps the trainer's component presets", async () => {
     const r = await python(

@@ -13,6 +13,7 @@ from google.protobuf import json_format
 
 from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, trainer_pb2, trainer_pb2_grpc
 from .builder import domain_of
+from .config import from_env
 from .errors import InvalidInputError, MeshError, rpc_error
 
 DEFAULT_TIMEOUT = 60.0
@@ -131,6 +132,14 @@ class Mesh:
         self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
         self.components = [f"{n}/{s.name}" for n, c in self.clients.items() for s in c.describe().components]
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)), thread_name_prefix="reward-mesh")
+
+    @classmethod
+    def from_env(cls, environ=None, **kwargs):
+        """The mesh named by `REWARD_MESH_SERVICES` (`name=host:port,...`), with `REWARD_MESH_TIMEOUT`."""
+        s = from_env(environ)
+        if "services" not in s:
+            raise InvalidInputError("REWARD_MESH_SERVICES is not set: name=host:port,... (e.g. math=127.0.0.1:50067)")
+        return cls(s["services"], timeout=s.get("timeout", DEFAULT_TIMEOUT), **kwargs)
 
     def check_components(self, names):
         """Raises naming the first of `names` (`service/component`) that no service of the mesh emits."""
@@ -282,6 +291,14 @@ class AdvantagesClient:
         self.timeout = timeout
         self._channel = _channel(address, credentials)
         self._stub = trainer_pb2_grpc.TrainerStub(self._channel)
+
+    @classmethod
+    def from_env(cls, environ=None, **kwargs):
+        """The trainer at `REWARD_MESH_TRAINER` (host:port), with `REWARD_MESH_TIMEOUT`."""
+        s = from_env(environ)
+        if "trainer" not in s:
+            raise InvalidInputError("REWARD_MESH_TRAINER is not set: host:port of the trainer (reward-mesh advantages serve)")
+        return cls(s["trainer"], timeout=s.get("timeout", DEFAULT_TIMEOUT), **kwargs)
 
     def compute(self, groups, *, timeout=None, **kwargs):
         """The ComputeAdvantagesResponse for `groups` (see `advantages_request` for the arguments), or a
