@@ -4,10 +4,10 @@
  * every estimator, option, S-GRPO variant and the DAPO filter; bad requests are INVALID_ARGUMENT naming the field.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { create } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import {
   type Client,
   type ComputeAdvantagesRequest,
@@ -281,6 +281,79 @@ describe("Trainer.ComputeAdvantages", () => {
       res.groups.some((g) => g.advantages.some((a) => a !== 0)),
       "some advantage is not 0",
     );
+  });
+
+  it("`reward-mesh advantages serve` answers HTTP/JSON (Connect) with the CLI's numbers, and 400 naming the field", async () => {
+    const bin = fileURLToPath(new URL("../../cli/bin/reward-mesh.mjs", import.meta.url));
+    const child = spawn(process.execPath, [bin, "advantages", "serve", "--port", "0", "--http-port", "0"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    try {
+      const t0 = Date.now();
+      let m: RegExpExecArray | null = null;
+      while (!(m = /on (\S+:\d+); HTTP\/JSON on (http:\/\/\S+);/.exec(out))) {
+        if (child.exitCode !== null) throw new Error(`advantages serve exited ${child.exitCode}:\n${out}`);
+        if (Date.now() - t0 > 60_000) throw new Error(`advantages serve did not start:\n${out}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const groups = batch(3);
+      const cli = JSON.parse(
+        (
+          await runAdvantagesCli(
+            ["--estimator", "gdpo", "--batch-norm", "token", "--p", "0.2", "--dynamic-sampling"],
+            JSON.stringify({ components: COMPONENTS, weights: WEIGHTS, groups }),
+          )
+        ).stdout,
+      ) as { groups: { advantages: number[]; kept: boolean }[] };
+      const req = requestOf(groups, {
+        estimator: "gdpo",
+        options: { batchNorm: "token" },
+        sgrpo: { p: 0.2 },
+        dynamicSampling: {},
+      });
+      const post = (body: unknown) =>
+        fetch(`${m![2]}/rewardmesh.v1.Trainer/ComputeAdvantages`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const res = await post(toJson(ComputeAdvantagesRequestSchema, req));
+      assert.equal(res.status, 200);
+      const json = (await res.json()) as {
+        estimator: string;
+        groups: { advantages: number[]; kept: boolean }[];
+      };
+      assert.equal(json.estimator, "gdpo");
+      for (const [gi, g] of json.groups.entries()) {
+        sameArrayBits(g.advantages, cli.groups[gi]!.advantages, `http group ${gi}`);
+        assert.equal(g.kept, cli.groups[gi]!.kept);
+      }
+      // The same request over gRPC on the printed port.
+      const grpcClient = createGrpcClient(Trainer, m[1]!);
+      try {
+        const viaGrpc = await grpcClient.computeAdvantages(req, { timeoutMs: 10_000 });
+        for (const [gi, g] of viaGrpc.groups.entries())
+          sameArrayBits(g.advantages, json.groups[gi]!.advantages, `grpc group ${gi}`);
+      } finally {
+        grpcClient.close();
+      }
+      const bad = await post({
+        estimator: "grpo",
+        options: { epsilon_placement: "inside" },
+        groups: [{ rollouts: [{ values: [1] }, { values: [0] }] }],
+      });
+      assert.equal(bad.status, 400);
+      const err = (await bad.json()) as { code: string; message: string };
+      assert.equal(err.code, "invalid_argument");
+      assert.match(err.message, /^'options\.epsilon_placement' is not an option of grpo/);
+    } finally {
+      child.kill("SIGTERM");
+      assert.equal(await exited, 0, out);
+    }
   });
 
   it("answers INVALID_ARGUMENT naming the request field", async () => {
