@@ -294,12 +294,14 @@ describe("Trainer.ComputeAdvantages", () => {
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     try {
       const t0 = Date.now();
-      let m: RegExpExecArray | null = null;
-      while (!(m = /on (\S+:\d+); HTTP\/JSON on (http:\/\/\S+);/.exec(out))) {
+      const started = /on (\S+:\d+); HTTP\/JSON on (http:\/\/\S+);/;
+      for (;;) {
+        if (started.test(out)) break;
         if (child.exitCode !== null) throw new Error(`advantages serve exited ${child.exitCode}:\n${out}`);
         if (Date.now() - t0 > 60_000) throw new Error(`advantages serve did not start:\n${out}`);
         await new Promise((r) => setTimeout(r, 100));
       }
+      const m = started.exec(out)!;
       const groups = batch(3);
       const cli = JSON.parse(
         (
@@ -316,7 +318,7 @@ describe("Trainer.ComputeAdvantages", () => {
         dynamicSampling: {},
       });
       const post = (body: unknown) =>
-        fetch(`${m![2]}/rewardmesh.v1.Trainer/ComputeAdvantages`, {
+        fetch(`${m[2]}/rewardmesh.v1.Trainer/ComputeAdvantages`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify(body),
