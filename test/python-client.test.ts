@@ -1,13 +1,13 @@
 /**
  * The Python package (clients/python: the client, the TRL / verl / OpenRLHF adapters) against a real
  * mesh: the length and math reward services and the trainer's ComputeAdvantages, on gRPC servers on free
- * ports; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
+ * ports, and `reward-mesh gateway` (the OpenRLHF endpoint, the real CLI process) in front of them; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
  * frameworks would call the adapters, and so does every ```python block of docs/frameworks/*.md and of
  * clients/python/README.md (each page must have one; ```py blocks need the framework and are not run).
  * Also checks that the Python copy of the trainer's component presets matches the trainer's.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,6 +42,36 @@ export function python(args: string[], env: Record<string, string>, timeoutMs = 
   });
 }
 
+const cli = join(root, "cli", "bin", "reward-mesh.mjs");
+
+/** Starts `reward-mesh gateway` on a free port; resolves with its URL once it prints it. */
+function startGateway(args: string[]): Promise<{ url: string; child: ChildProcess }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, "gateway", ...args, "--port", "0"], {
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", REWARD_MESH_TELEMETRY: "off" },
+    });
+    let out = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM");
+      reject(new Error(`reward-mesh gateway printed no address within 60 s:\n${out}`));
+    }, 60_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /OpenRLHF reward endpoint on (\S+\/get_reward)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ url: m[1]!, child });
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`reward-mesh gateway exited ${code}:\n${out}`));
+    });
+  });
+}
+
 describe("the Python package against a running mesh", {
   skip: noGrpc && "/usr/bin/python3 lacks grpcio, protobuf or torch (scripts/bootstrap.sh --with-torch)",
 }, () => {
@@ -49,6 +79,7 @@ describe("the Python package against a running mesh", {
   let math: RunningGrpcServer;
   let mathDef: MathService;
   let trainer: RunningTrainerServer;
+  let gateway: { url: string; child: ChildProcess } | undefined;
   let runs: string;
   let env: Record<string, string>;
 
@@ -63,13 +94,26 @@ describe("the Python package against a running mesh", {
     math = await startGrpcServer(mathDef, { port: 0, limiter: createLimiter(8), logger: silentLogger });
     runs = mkdtempSync(join(tmpdir(), "py-client-"));
     trainer = await serveTrainer({ outputDir: runs });
+    const services = `length=${length.address},math=${math.address}`;
+    gateway = await startGateway([
+      "--components",
+      "math/correct=1,length/length=0.01",
+      "--services",
+      services,
+    ]);
     env = {
-      REWARD_MESH_TEST_SERVICES: `length=${length.address},math=${math.address}`,
+      REWARD_MESH_TEST_SERVICES: services,
       REWARD_MESH_TEST_TRAINER: trainer.address,
+      REWARD_MESH_TEST_GATEWAY: gateway.url,
     };
   });
 
   after(async () => {
+    if (gateway && gateway.child.exitCode === null) {
+      const exited = new Promise((r) => gateway!.child.once("exit", r));
+      gateway.child.kill("SIGTERM");
+      await exited;
+    }
     await Promise.all([length?.close(), math?.close(), trainer?.close()]);
     await mathDef?.pool.close();
     if (runs) rmSync(runs, { recursive: true, force: true });
@@ -99,6 +143,7 @@ describe("the Python package against a running mesh", {
           PYTHONPATH: pkg,
           REWARD_MESH_SERVICES: env["REWARD_MESH_TEST_SERVICES"]!,
           REWARD_MESH_TRAINER: env["REWARD_MESH_TEST_TRAINER"]!,
+          REWARD_MESH_GATEWAY: env["REWARD_MESH_TEST_GATEWAY"]!,
         });
         assert.equal(r.code, 0, `${page} block ${i + 1}:\n${r.out}`);
       }

@@ -5,7 +5,6 @@ Every call has a deadline (the client's `timeout`, or the call's); failures rais
 subclasses naming the service, its address and the method.
 """
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -317,7 +316,3 @@ class AdvantagesClient:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def is_finite(x):
-    return isinstance(x, (int, float)) and math.isfinite(x)

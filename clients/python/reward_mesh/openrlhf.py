@@ -7,6 +7,7 @@ OpenRLHF POSTs `{"query": [prompt + response, ...], "prompts": [...], "labels": 
 """
 
 import json
+import math
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -81,7 +82,8 @@ def post(url, request, timeout=60.0):
     except urllib.error.HTTPError as e:
         detail = e.read().decode("utf-8", "replace")
         try:
-            detail = json.loads(detail).get("message", detail)
+            body = json.loads(detail)
+            detail = body.get("error") or body.get("message") or detail
         except (ValueError, AttributeError):
             pass
         raise MeshError(f"remote RM at {url}: HTTP {e.code}: {detail}") from None
@@ -89,16 +91,19 @@ def post(url, request, timeout=60.0):
         raise MeshError(f"remote RM at {url}: {e.reason}") from None
 
 
-def response_text(query, prompt):
-    """The response part of an OpenRLHF query (prompt + response): the query without its prompt prefix."""
-    if prompt and query.startswith(prompt):
-        return query[len(prompt):]
-    return query
+def response_text(query, prompt, i=0):
+    """The response part of an OpenRLHF query (prompt + response): the query after its prompt (as
+    `reward-mesh gateway` reads it; a query that does not start with its prompt is refused)."""
+    if not prompt:
+        return query
+    if not query.startswith(prompt):
+        raise InvalidInputError(f"'query[{i}]' does not start with 'prompts[{i}]': the response is the query after its prompt")
+    return query[len(prompt):]
 
 
 def task_of_label(label, prompt=None, where="labels"):
-    """The task of a sample from its label: a `rewardmesh.v1.Task` as proto JSON (dict or text), or else a
-    reference answer (a math task)."""
+    """The task of a sample from its label: a `rewardmesh.v1.Task` as proto JSON (an object, as the gateway
+    reads it, or here also its JSON text), or else a reference answer (a math task)."""
     if isinstance(label, dict):
         return task_from_json(label, name=where)
     if isinstance(label, str) and label.lstrip().startswith("{"):
@@ -111,14 +116,17 @@ def task_of_label(label, prompt=None, where="labels"):
 def reward_func(queries, prompts, labels, **kwargs):
     """OpenRLHF's custom remote reward function (`--remote_rm_url path/to/this_or_a_wrapper.py`): scores
     over the mesh configured for `reward_mesh.verl` (REWARD_MESH_SERVICES, REWARD_MESH_RUN_CONFIG, or
-    `configure`), returns `{"rewards", "scores", "extra_logs"}` (torch tensors when torch is there)."""
+    `configure`), returns `{"rewards", "scores", "extra_logs"}` (torch tensors when torch is there); as
+    the gateway, a component that does not apply counts as 0 in the total and in `extra_logs`."""
     from . import verl  # shares the mesh settings and connections
 
     n = len(queries)
     labels = list(labels) if labels is not None else [None] * n
     mesh, _, names, weights = verl._mesh_and_config(kwargs)
+    if prompts is not None and len(prompts) != n:
+        raise InvalidInputError(f"'prompts' has {len(prompts)} entries, 'queries' {n}")
     rollouts = [rollout(task_of_label(labels[i], prompts[i] if prompts else None, f"labels[{i}]"),
-                        response_text(queries[i], prompts[i] if prompts else ""))
+                        response_text(queries[i], prompts[i] if prompts else "", i), run_id="openrlhf")
                 for i in range(n)]
     rows = mesh.score(rollouts)
     res = RemoteRMResponse([0.0] * n, None, {k: [] for k in names})
@@ -126,7 +134,7 @@ def reward_func(queries, prompts, labels, **kwargs):
         out, _ = verl._result(row, names, weights)
         res.rewards[i] = out["score"]
         for k in names:
-            res.extra_logs[k].append(out[k])
+            res.extra_logs[k].append(0.0 if math.isnan(out[k]) else out[k])
     try:
         import torch
     except ImportError:

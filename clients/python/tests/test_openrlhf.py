@@ -52,18 +52,35 @@ class RewardFuncTest(unittest.TestCase):
         self.assertIsInstance(out["rewards"], torch.Tensor)
         self.assertEqual(out["rewards"].tolist()[0], 1.0)
         self.assertAlmostEqual(out["rewards"].tolist()[1], 0.11, places=6)  # float32, as OpenRLHF's tensors
-        self.assertEqual(out["extra_logs"]["length/length"][1].item(), 11.0)
-        self.assertTrue(torch.isnan(out["extra_logs"]["length/length"][0]))
+        self.assertEqual(out["extra_logs"]["length/length"].tolist(), [0.0, 11.0])  # N/A counts 0, as the gateway
+        with self.assertRaisesRegex(rm.InvalidInputError, "'query\\[0\\]' does not start with 'prompts\\[0\\]'"):
+            openrlhf.reward_func(["other"], ["<user>"], ["1"])
 
 
-@unittest.skipUnless(GATEWAY, "REWARD_MESH_TEST_GATEWAY is not set (the harness sets it when `reward-mesh gateway` exists)")
 class GatewayTest(unittest.TestCase):
-    def test_gateway_answers_openrlhfs_request(self):
-        prompts = ["Q: 3+4? A: ", "Q: 3+4? A: "]
-        req = openrlhf.RemoteRMRequest([prompts[0] + "\\boxed{7}", prompts[1] + "\\boxed{8}"], prompts, ["7", "7"])
+    """`reward-mesh gateway --components math/correct=1,length/length=0.01` (started by the harness)."""
+
+    def setUp(self):
+        if not GATEWAY:
+            raise RuntimeError("REWARD_MESH_TEST_GATEWAY is not set: run through test/python-client.test.ts")
+
+    def test_gateway_answers_openrlhfs_request_as_reward_func_does(self):
+        prompts = ["Q: 3+4? A: ", "Q: 3+4? A: ", "chat: "]
+        req = openrlhf.RemoteRMRequest([prompts[0] + "\\boxed{7}", prompts[1] + "\\boxed{8}", prompts[2] + "hi there"],
+                                       prompts, ["7", "7", {"custom": {}}])
         res = openrlhf.post(GATEWAY, req, timeout=30)
-        self.assertEqual(len(res.rewards), 2)
-        self.assertGreater(res.rewards[0], res.rewards[1])
+        self.assertEqual(res.extra_logs["math/correct"], [1.0, 0.0, 0.0])
+        self.assertEqual(res.extra_logs["length/length"], [0.0, 0.0, 8.0])
+        self.assertEqual(res.scores, res.rewards)
+        verl.reset()
+        verl.configure(services=SERVICES, run_config=RUN)
+        local = openrlhf.reward_func(req.query, req.prompts, req.labels)
+        verl.reset()
+        self.assertEqual(local["rewards"].tolist(), torch.tensor(res.rewards).tolist())
+
+    def test_gateway_refusal_names_the_key(self):
+        with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'query\\[0\\]' does not start with 'prompts\\[0\\]'"):
+            openrlhf.post(GATEWAY, {"query": ["x"], "prompts": ["y"], "labels": ["1"]}, timeout=30)
 
 
 if __name__ == "__main__":
