@@ -4,10 +4,11 @@
  * `ScoreStream` per service per batch) against the same batches sent by a TypeScript client (grpc-js, one
  * `ScoreStream` per service per batch, the services in parallel). Same machine, same services (the length
  * and math services' real entrypoints, each its own process), same batches (256 rollouts: 128 math, 128
- * custom), each client in its own process; windows alternate, the figure is the median of REPEATS.
+ * custom), each client in its own process; short windows alternate (so both sides see the same load on a
+ * shared machine), the figure is the median of REPEATS.
  * Goal: Python ≥ 80 % of TypeScript. Writes `bench/results/adapters.json`.
  *
- * Run: `npm run bench:adapters` (≈ 45 s; `BENCH_WINDOW_MS` sets the window).
+ * Run: `npm run bench:adapters` (≈ 50 s; `BENCH_WINDOW_MS` sets the window).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -27,8 +28,8 @@ import {
 import { type ServiceProcess, startServiceProcess } from "@reward-mesh/sdk/testing";
 import { machineInfo, writeBenchResult } from "./results.js";
 
-const REPEATS = 5;
-const WINDOW_MS = Number(process.env["BENCH_WINDOW_MS"] ?? 3000);
+const REPEATS = 8;
+const WINDOW_MS = Number(process.env["BENCH_WINDOW_MS"] ?? 2000);
 const BATCH = 256;
 const COMPONENTS = ["math/correct", "math/format", "length/length", "length/overlong"];
 const root = fileURLToPath(new URL("..", import.meta.url));

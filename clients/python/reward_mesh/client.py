@@ -5,6 +5,7 @@ Every call has a deadline (the client's `timeout`, or the call's); failures rais
 subclasses naming the service, its address and the method.
 """
 
+import queue
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -89,6 +90,10 @@ class RewardClient:
                 raise MeshError(f"{self.target}: ScoreStream result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
         return results
 
+    def _stream_queue(self, q, timeout=None):
+        """ScoreStream over the ScoreRequests put on `q` until a None; the results, in order."""
+        return self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(q.get, None), timeout=timeout or self.timeout)))
+
     def close(self):
         self._channel.close()
 
@@ -152,27 +157,40 @@ class Mesh:
 
     def score(self, rollouts, timeout=None):
         """Per rollout, `{"<service>/<component>": ComponentReward, or None where not applicable}`, over
-        every component of the mesh."""
-        rollouts = list(rollouts)
-        rows = [dict.fromkeys(self.components) for _ in rollouts]
-        jobs = []
-        for name, client in self.clients.items():
-            picked = [i for i, r in enumerate(rollouts) if domain_of(r.task) in self.domains[name]]
-            if picked:
-                jobs.append((name, picked, client))
-
-        def run(job):
-            name, picked, client = job
-            return job, client.score_stream([rollouts[i] for i in picked], timeout=timeout)
-
-        done = [run(jobs[0])] if len(jobs) == 1 else list(self._pool.map(run, jobs))
-        for (name, picked, _), results in done:
+        every component of the mesh. `rollouts` may be a generator: each rollout is sent on its services'
+        streams as soon as it is built, so building the batch overlaps with scoring it."""
+        streams = {}  # service -> (its rollout indices, request queue, future of its results)
+        sent = []
+        try:
+            for i, r in enumerate(rollouts):
+                sent.append(r)
+                domain = domain_of(r.task)
+                for name, client in self.clients.items():
+                    if domain not in self.domains[name]:
+                        continue
+                    if name not in streams:
+                        q = queue.SimpleQueue()
+                        streams[name] = ([], q, self._pool.submit(client._stream_queue, q, timeout))
+                    streams[name][0].append(i)
+                    streams[name][1].put(reward_service_pb2.ScoreRequest(rollout=r))
+        finally:
+            for _, q, _ in streams.values():
+                q.put(None)
+        rows = [dict.fromkeys(self.components) for _ in sent]
+        for name, (picked, _, future) in streams.items():
+            results = future.result()
+            client = self.clients[name]
+            if len(results) != len(picked):
+                raise MeshError(f"{client.target}: ScoreStream returned {len(results)} results for {len(picked)} rollouts")
             for i, res in zip(picked, results):
+                if res.rollout_id != sent[i].id:
+                    raise MeshError(f"{client.target}: ScoreStream result for rollout {res.rollout_id!r}, expected {sent[i].id!r}")
+                row = rows[i]
                 for comp in res.components:
                     key = f"{name}/{comp.name}"
-                    if key not in rows[i]:
+                    if key not in row:
                         raise MeshError(f"service {name!r} returned component {comp.name!r}, which its Describe does not list")
-                    rows[i][key] = None if comp.status == NOT_APPLICABLE else comp
+                    row[key] = None if comp.status == NOT_APPLICABLE else comp
         return rows
 
     def close(self):

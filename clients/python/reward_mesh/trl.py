@@ -44,8 +44,9 @@ def completion_text(completion):
     raise InvalidInputError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
 
 
-def _row(kwargs, i):
-    return {k: v[i] for k, v in kwargs.items() if k not in _RESERVED and isinstance(v, (list, tuple)) and i < len(v)}
+def _row(kwargs, i, keys=None):
+    items = kwargs.items() if keys is None else ((k, kwargs[k]) for k in keys if k in kwargs)
+    return {k: v[i] for k, v in items if k not in _RESERVED and isinstance(v, (list, tuple)) and i < len(v)}
 
 
 def _default_task(prompt, row, parsed=None):
@@ -100,37 +101,45 @@ class BatchScorer:
 
     def rollouts(self, prompts, completions, kwargs):
         """The Rollouts of one TRL batch: completions of the same prompt form a group, in batch order."""
+        return list(self.iter_rollouts(prompts, completions, kwargs))
+
+    def iter_rollouts(self, prompts, completions, kwargs):
+        """The Rollouts of one TRL batch, one at a time (so the mesh scores while the rest is built)."""
         if prompts is not None and len(prompts) != len(completions):
             raise InvalidInputError(f"'prompts' has {len(prompts)} entries, 'completions' {len(completions)}")
         ids = kwargs.get("completion_ids")
-        groups, out, parsed = {}, [], {}
+        # Completions of one prompt form a group: its size is known before the first is built.
+        sizes, positions = {}, {}
+        if prompts is not None:
+            for p in prompts:
+                k = repr(p)
+                sizes[k] = sizes.get(k, 0) + 1
+        parsed = {}
         for i, completion in enumerate(completions):
             prompt = prompts[i] if prompts is not None else None
-            row = _row(kwargs, i)
+            # The default task reads two columns; a task_builder gets the whole row.
+            row = _row(kwargs, i) if self.task_builder is not None else _row(kwargs, i, ("task", "metadata"))
             try:
                 task = (_default_task(prompt, row, parsed) if self.task_builder is None
                         else task_from_json(self.task_builder(prompt, row), name="task"))
             except InvalidInputError as e:
                 raise InvalidInputError(f"row {i}: {e}") from None
-            members = groups.setdefault(repr(prompt), [])
-            members.append(i)
+            k = repr(prompt)
+            group, pos = positions.setdefault(k, [len(positions), 0])
+            positions[k][1] += 1
             meta = dict(self.metadata)
             if isinstance(row.get("metadata"), dict):
                 meta.update(row["metadata"])
-            out.append(rollout(task, completion_text(completion), group_id="",
-                               index=0, metadata=meta,
-                               response_tokens=len(ids[i]) if ids is not None and i < len(ids) else 0))
-        for g, members in enumerate(groups.values()):
-            for pos, i in enumerate(members):
-                out[i].group_id, out[i].index, out[i].group_size = f"g{g}", pos, len(members)
-        return out
+            yield rollout(task, completion_text(completion), group_id=f"g{group}", index=pos,
+                          group_size=sizes.get(k, 1), metadata=meta,
+                          response_tokens=len(ids[i]) if ids is not None and i < len(ids) else 0)
 
     def score(self, prompts, completions, kwargs):
         """The scored rows of this batch (`Mesh.score`), from the cache when the batch is the last one."""
         key = _key(prompts, completions, kwargs)
         with self._lock:
             if key != self._key:
-                self._rows = self.mesh.score(self.rollouts(prompts, completions, kwargs))
+                self._rows = self.mesh.score(self.iter_rollouts(prompts, completions, kwargs))
                 self._key = key
                 self.batches_scored += 1
             return self._rows
