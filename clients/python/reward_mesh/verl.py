@@ -20,6 +20,7 @@ reward_mesh.verl`) registers the estimators when verl is importable; `register()
 """
 
 import math
+import os
 import threading
 from collections import deque
 
@@ -51,6 +52,7 @@ def reset():
     with _lock:
         _settings.clear()
         _ledger.clear()
+        _configs.clear()
         for m in _meshes.values():
             m.close()
         for t in _trainers.values():
@@ -66,12 +68,32 @@ def _resolve(kwargs):
     return s
 
 
+_configs = {}
+
+
+def _run_config(source):
+    """The RunConfig of `source`; a file is read once per path and modification time (compute_score runs
+    once per sample)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return run_config(source)
+    path = os.fspath(source)
+    try:
+        key = (path, os.stat(path).st_mtime_ns)
+    except OSError:
+        return run_config(path)  # raises naming the file
+    with _lock:
+        cfg = _configs.get(key)
+        if cfg is None:
+            cfg = _configs[key] = run_config(path)
+    return cfg
+
+
 def _mesh_and_config(kwargs):
     s = _resolve(kwargs)
     if "services" not in s:
         raise InvalidInputError("reward_mesh.verl: no services: set REWARD_MESH_SERVICES=name=host:port,... "
                                 "(or custom_reward_function.reward_kwargs.services, or configure(services=...))")
-    cfg = run_config(s["run_config"]) if "run_config" in s else None
+    cfg = _run_config(s["run_config"]) if "run_config" in s else None
     services = parse_services(s["services"])
     key = (tuple(sorted(services.items())), repr(cfg.service_domains if cfg else None))
     with _lock:
@@ -192,7 +214,7 @@ def estimator_fn(name):
         if len(index) != n:
             raise InvalidInputError(f"{name}: 'index' has {len(index)} entries for {n} samples")
         settings = _resolve({})
-        cfg = run_config(settings["run_config"]) if "run_config" in settings else None
+        cfg = _run_config(settings["run_config"]) if "run_config" in settings else None
         if needs_sgrpo and (cfg is None or cfg.sgrpo is None):
             raise InvalidInputError(f"{name}: S-GRPO needs 'sgrpo: {{p: ...}}' in the run configuration (REWARD_MESH_RUN_CONFIG)")
         estimator = fixed or (cfg.estimator if cfg else "grpo_covariance_coefficient")

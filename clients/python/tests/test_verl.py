@@ -4,7 +4,10 @@ ground_truth=..., extra_info=...)` once per sample in batch order (NaiveRewardMa
 (`token_level_rewards`, `response_mask`, `config`, `index` = the uid array), the reward on each
 response's last token as verl places it."""
 
+import contextlib
 import math
+import os
+import tempfile
 import unittest
 from enum import Enum
 
@@ -47,6 +50,21 @@ def verl_registry():
         return registry[name]
 
     return register_adv_est, get_adv_estimator_fn
+
+
+@contextlib.contextmanager
+def environment(values):
+    """Sets environment variables for the block (the settings verl's processes would inherit)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def verl_batch(scores, lengths, width=6):
@@ -137,6 +155,25 @@ class VerlTest(unittest.TestCase):
             fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
         with self.assertRaisesRegex(rm.MeshError, "the batch has 6 samples but this process scored 0"):
             fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
+
+    def test_settings_from_the_environment_with_a_yaml_run_file(self):
+        verl.reset()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run.yaml")
+            with open(path, "w") as f:
+                f.write("components: overlong\nservices: {length: [math]}\nestimator: grpo\n")
+            env = {"REWARD_MESH_SERVICES": ",".join(f"{k}={v}" for k, v in SERVICES.items()),
+                   "REWARD_MESH_RUN_CONFIG": path, "REWARD_MESH_TRAINER": TRAINER}
+            with environment(env):
+                out = verl.compute_score("math", "x" * 40 + "\\boxed{1}", "1")
+                self.assertEqual(set(out), {"score", "length/overlong"})  # the preset; length scores math here
+                self.assertAlmostEqual(out["score"], -(49 - 32) / 32)
+                verl.compute_score("math", "\\boxed{1}", "1")
+                rewards, mask = verl_batch([out["score"], 0.0], [1, 1])
+                adv, _ = verl.estimator_fn("reward_mesh")(token_level_rewards=rewards, response_mask=mask,
+                                                         index=np.array(["u", "u"], dtype=object))
+                self.assertEqual(verl.estimator_fn("reward_mesh").__name__, "compute_reward_mesh_outcome_advantage")
+                self.assertLess(float(adv[0, 0]), 0.0)
 
     def test_settings_from_reward_kwargs_and_environment(self):
         verl.reset()
