@@ -22,6 +22,7 @@ reward_mesh.verl`) registers the estimators when verl is importable; `register()
 import math
 import os
 import threading
+import warnings
 from collections import deque
 
 from .builder import math_task, rollout, task_from_json
@@ -254,14 +255,25 @@ def estimator_fn(name):
     return compute_advantage
 
 
-def register(register_adv_est=None, names=tuple(ESTIMATORS)):
+def register(register_adv_est=None, names=tuple(ESTIMATORS), *, skip_taken=False):
     """Registers the estimators in verl's registry (`verl.trainer.ppo.core_algos.register_adv_est`, or the
-    given decorator factory), so `algorithm.adv_estimator=corr_grpo` selects one. Returns {name: fn}."""
+    given decorator factory), so `algorithm.adv_estimator=corr_grpo` selects one. `names`: the estimators
+    to register, or {name in verl: one of ESTIMATORS} to register them under other names (e.g. when a verl
+    fork already has a `corr_grpo`). A name verl already gives another function raises verl's ValueError,
+    or is skipped with a warning when `skip_taken`. Returns {name: fn}."""
     if register_adv_est is None:
         from verl.trainer.ppo.core_algos import register_adv_est
+    pairs = names.items() if isinstance(names, dict) else ((n, n) for n in names)
     out = {}
-    for n in names:
-        out[n] = register_adv_est(n)(_registered.setdefault(n, estimator_fn(n)))
+    for as_name, kind in pairs:
+        fn = _registered.setdefault(kind, estimator_fn(kind))
+        try:
+            out[as_name] = register_adv_est(as_name)(fn)
+        except ValueError as e:
+            if not skip_taken:
+                raise
+            warnings.warn(f"reward_mesh.verl: not registering {as_name!r}: {e} (register(names={{'mesh_{as_name}': "
+                          f"{kind!r}}}) registers it under another name)", stacklevel=2)
     return out
 
 
@@ -272,4 +284,4 @@ try:  # loaded by verl (VERL_USE_EXTERNAL_MODULES=reward_mesh.verl, or as the re
 except ImportError:
     pass
 else:
-    register()
+    register(skip_taken=True)

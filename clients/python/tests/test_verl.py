@@ -117,6 +117,15 @@ class VerlTest(unittest.TestCase):
         fns = verl.register(register_adv_est)
         self.assertEqual(set(fns), {"corr_grpo", "s_grpo", "reward_mesh"})
         self.assertIs(verl.register(register_adv_est)["corr_grpo"], fns["corr_grpo"])  # idempotent
+        # A fork that already has its own corr_grpo: verl refuses; skip it, or register under another name.
+        register_other, get_other = verl_registry()
+        register_other("corr_grpo")(lambda **kw: None)
+        with self.assertRaisesRegex(ValueError, "already been registered"):
+            verl.register(register_other)
+        with self.assertWarnsRegex(UserWarning, "not registering 'corr_grpo'"):
+            self.assertEqual(set(verl.register(register_other, skip_taken=True)), {"s_grpo", "reward_mesh"})
+        verl.register(register_other, {"mesh_corr_grpo": "corr_grpo"})
+        self.assertIs(get_other("mesh_corr_grpo"), fns["corr_grpo"])
         scores, uid = self._scored_batch()
         # The run config puts length/overlong on math rollouts only through `services:`; here it is N/A.
         rewards, mask = verl_batch(scores, [3, 4, 6, 2, 5, 1])
