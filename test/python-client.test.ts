@@ -150,6 +150,22 @@ describe("the Python package against a running mesh", {
     });
   }
 
+  it("imports with grpcio and protobuf alone (torch, numpy, PyYAML refused)", async () => {
+    const code = [
+      "import sys",
+      "class Refuse:",
+      "    def find_spec(self, name, path=None, target=None):",
+      "        if name.split('.')[0] in ('torch', 'numpy', 'yaml'): raise ImportError('refused: ' + name)",
+      "sys.meta_path.insert(0, Refuse())",
+      "import reward_mesh, reward_mesh.trl, reward_mesh.verl, reward_mesh.openrlhf",
+      "r = reward_mesh.rollout(reward_mesh.math_task(['1']), 'x')",
+      "print('ok', r.task.math.answers[0])",
+    ].join("\n");
+    const r = await python(["-c", code], {});
+    assert.equal(r.code, 0, r.out);
+    assert.equal(r.out.trim(), "ok 1");
+  });
+
   it("keeps the trainer's component presets", async () => {
     const r = await python(
       ["-c", "import json; from reward_mesh.config import COMPONENT_PRESETS as P; print(json.dumps(P))"],
