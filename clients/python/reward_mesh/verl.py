@@ -111,6 +111,8 @@ def _mesh_and_config(kwargs):
 def _task(ground_truth, extra_info, i=None):
     where = "" if i is None else f"[{i}]"
     info = extra_info if isinstance(extra_info, dict) else {}
+    if hasattr(ground_truth, "tolist"):  # verl's non-tensor batch holds numpy arrays
+        ground_truth = ground_truth.tolist()
     if info.get("task") is not None:
         return task_from_json(info["task"], name=f"extra_info{where}['task']")
     if isinstance(ground_truth, dict):
@@ -138,11 +140,12 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, **kwargs):
-    """verl's batch reward manager's function: one result dict per sample, the batch scored over one
+    """verl's batch reward manager's function (called with keyword arguments, numpy arrays from its
+    non-tensor batch; `data_sources` may be None): one result dict per sample, the batch scored over one
     `ScoreStream` per service."""
     n = len(solution_strs)
-    if len(ground_truths) != n or len(data_sources) != n:
-        raise InvalidInputError(f"data_sources, solution_strs and ground_truths differ in length ({len(data_sources)}, {n}, {len(ground_truths)})")
+    if len(ground_truths) != n or (data_sources is not None and len(data_sources) != n):
+        raise InvalidInputError(f"solution_strs and ground_truths (and data_sources) differ in length ({n}, {len(ground_truths)})")
     extra_infos = list(extra_infos) if extra_infos is not None else [None] * n
     mesh, _, names, weights = _mesh_and_config(kwargs)
     rollouts = []

@@ -97,8 +97,11 @@ class VerlTest(unittest.TestCase):
 
     def test_task_from_extra_info_and_batch_form(self):
         custom = {"custom": {}, "prompt": "talk"}
-        out = verl.compute_score_batch(["chat", "chat", "math"], ["a" * 48, "b", "\\boxed{2}"], [None, None, ["2", "two"]],
-                                       [{"task": custom}, {"task": custom}, None])
+        # As BatchRewardManager calls it: keywords, numpy object arrays from the non-tensor batch.
+        out = verl.compute_score_batch(
+            data_sources=np.array(["chat", "chat", "math"], dtype=object), solution_strs=["a" * 48, "b", "\\boxed{2}"],
+            ground_truths=[None, None, np.array(["2", "two"], dtype=object)],
+            extra_infos=np.array([{"task": custom}, {"task": custom}, None], dtype=object), token_ids=[[1], [2], [3]])
         self.assertEqual([o["length/overlong"] for o in out[:2]], [-0.5, 0.0])
         self.assertTrue(math.isnan(out[0]["math/correct"]))
         self.assertEqual(out[0]["score"], -0.25)
