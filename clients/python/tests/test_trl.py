@@ -1,5 +1,6 @@
 """The TRL adapter called as GRPOTrainer calls reward functions: `f(prompts=..., completions=..., **kwargs)`
-with the dataset's other columns as lists (plus completion_ids and trainer_state), standard and
+with the dataset's other columns as lists (plus completion_ids, trainer_state, or step and run_name as
+scalars, depending on the TRL version), standard and
 conversational; TRL sums `reward_weights[k] * rewards[k]` ignoring None (NaN) per rollout."""
 
 import math
@@ -41,6 +42,8 @@ class TrlTest(unittest.TestCase):
             "task": [task, task, task, task],
             "completion_ids": [[1, 2], [1, 2, 3], [1], [4]],
             "trainer_state": object(),
+            "step": 3,  # some TRL versions pass the step and run name as scalars
+            "run_name": "out",
         }
         correct, fmt, length = (f(**inputs) for f in funcs)
         self.assertEqual(correct, [1.0, 0.0, 1.0, 0.0])
