@@ -5,6 +5,7 @@ Every call has a deadline (the client's `timeout`, or the call's); failures rais
 subclasses naming the service, its address and the method.
 """
 
+import copy
 import queue
 from concurrent.futures import ThreadPoolExecutor
 
@@ -144,6 +145,13 @@ class Mesh:
         if "services" not in s:
             raise InvalidInputError("REWARD_MESH_SERVICES is not set: name=host:port,... (e.g. math=127.0.0.1:50067)")
         return cls(s["services"], timeout=s.get("timeout", DEFAULT_TIMEOUT), **kwargs)
+
+    def with_domains(self, service_domains):
+        """This mesh (the same connections) with the domains of some services replaced, as a run's
+        `services:` key does."""
+        m = copy.copy(self)
+        m.domains = {n: set(service_domains.get(n, d)) for n, d in self.domains.items()}
+        return m
 
     def check_components(self, names):
         """Raises naming the first of `names` (`service/component`) that no service of the mesh emits."""

@@ -172,11 +172,13 @@ def reward_funcs(mesh, components=None, *, task_builder=None, metadata=None):
 
 def reward_funcs_from_run_config(config, mesh=None, *, task_builder=None, metadata=None, timeout=60.0, services=None):
     """`(reward_funcs, reward_weights)` for GRPOTrainer / GRPOConfig from a run configuration's
-    components and weights (a run file, a resolved-config.json, or a dict). Give a Mesh, or `services`
-    ({name: host:port}) to build one."""
+    components and weights (a run file, a resolved-config.json, or a dict); its `services:` key sets the
+    domains services score. Give a Mesh, or `services` ({name: host:port}) to build one."""
     cfg = run_config(config)
     if mesh is None:
         if services is None:
             raise InvalidInputError("give 'mesh' or 'services' ({name: host:port})")
         mesh = Mesh(services, timeout=timeout, service_domains=cfg.service_domains)
+    elif cfg.service_domains:
+        mesh = mesh.with_domains(cfg.service_domains)
     return reward_funcs(mesh, cfg.names, task_builder=task_builder, metadata=metadata), cfg.weights

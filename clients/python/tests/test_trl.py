@@ -77,8 +77,12 @@ class TrlTest(unittest.TestCase):
             "estimator": "corr_grpo",
             "services": {"length": ["custom", "math"]},
         }
-        funcs, weights = trl.reward_funcs_from_run_config(
-            config, services=SERVICES, task_builder=lambda prompt, row: rm.math_task([row["solution"]], prompt=prompt))
+        builder = lambda prompt, row: rm.math_task([row["solution"]], prompt=prompt)  # noqa: E731
+        funcs, weights = trl.reward_funcs_from_run_config(config, services=SERVICES, task_builder=builder)
+        # The same with a Mesh of one's own: the run's `services:` key applies to it too (not to the original).
+        funcs2, _ = trl.reward_funcs_from_run_config(config, self.mesh, task_builder=builder)
+        self.assertEqual(funcs2[1](prompts=["q"], completions=["x" * 40 + "\\boxed{7}"], solution=["7"]), [-(49 - 32) / 32])
+        self.assertEqual(self.mesh.domains["length"], {"code", "tool_call", "agent", "custom"})
         self.assertEqual([f.__name__ for f in funcs], ["math/correct", "length/overlong"])
         self.assertEqual(weights, [1.0, 0.5])
         # The run's `services:` key makes length score math rollouts too; 48 code points is overlong -0.5.
