@@ -125,6 +125,11 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
         { query: ["ab"], prompts: ["a"], labels: [{ bogus: 1 }] },
         /'labels\[0\]' is an object but not a rewardmesh\.v1\.Task/,
       ],
+      // The math service's own INVALID_ARGUMENT, placed on the query it came from.
+      [
+        { query: ["ab", "cd"], prompts: ["a", "c"], labels: ["1", { id: "t", math: {} }] },
+        /^reward service: INVALID_ARGUMENT: math: query\[1\]: 'rollout\.task\.math\.answers' must hold/,
+      ],
       ["[1,2]", /must be a JSON object/],
       ["{nope", /not valid JSON/],
     ];

@@ -112,13 +112,18 @@ function positive(raw: string, flag: string): number {
   return v;
 }
 
+/** A service as Describe answered: what the gateway needs, plus its component names (checked at start). */
+interface DescribedService extends GatewayService {
+  readonly components: readonly string[];
+}
+
 /** Describe, retried until `deadline` (a service just started may not listen yet). */
 async function describeWhenUp(
   name: string,
   address: string,
   cli: CliConfig,
   deadline: number,
-): Promise<GatewayService> {
+): Promise<DescribedService> {
   const client = createRewardServiceClient(address, { security: cli.grpc, timeoutMs: 5_000 });
   for (;;) {
     try {
@@ -127,14 +132,7 @@ async function describeWhenUp(
         client.close();
         throw new UsageError(`'--services': ${address} is the service '${d.name}', not '${name}'`);
       }
-      return {
-        name,
-        client,
-        domains: d.domains,
-        components: d.components.map((c) => c.name),
-      } as GatewayService & {
-        components: string[];
-      };
+      return { name, client, domains: d.domains, components: d.components.map((c) => c.name) };
     } catch (err) {
       if (err instanceof UsageError) throw err;
       if (Date.now() > deadline) {
@@ -180,7 +178,7 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
   );
   try {
     for (const c of components) {
-      const s = services.find((x) => x.name === c.service) as GatewayService & { components: string[] };
+      const s = services.find((x) => x.name === c.service)!;
       if (!s.components.includes(c.component))
         throw new UsageError(
           `component '${c.service}/${c.component}' is not offered by '${c.service}' (its components: ${s.components.join(", ")})`,

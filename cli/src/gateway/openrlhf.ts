@@ -213,13 +213,26 @@ export async function scoreOpenRlhfRequest(
   await Promise.all(
     o.services.map(async (s) => {
       const picked = rollouts.map((r, i) => ({ r, i })).filter(({ r }) => s.domains.includes(domainOf(r)));
-      const results = picked.length
-        ? await scoreStream(
+      let results: RewardResult[] = [];
+      try {
+        if (picked.length)
+          results = await scoreStream(
             s,
             picked.map((p) => p.r),
             o.timeoutMs,
-          )
-        : [];
+          );
+      } catch (err) {
+        // The stream names its j-th request; the caller knows it as query[i].
+        const e = err as Partial<grpc.ServiceError>;
+        if (e.code === grpc.status.INVALID_ARGUMENT && typeof e.details === "string") {
+          const at = (j: string) => `query[${picked[Number(j)]?.i ?? j}]`;
+          const details = e.details
+            .replace(/^'requests\[(\d+)\]\.([^']*)'/, (_, j: string, field: string) => `${at(j)}: '${field}'`)
+            .replace(/requests\[(\d+)\]\./, (_, j: string) => `${at(j)}: `);
+          throw Object.assign(new Error(details), { code: e.code, details: `${s.name}: ${details}` });
+        }
+        throw err;
+      }
       const full: RewardResult[] = new Array(rollouts.length);
       picked.forEach((p, j) => {
         full[p.i] = results[j]!;
