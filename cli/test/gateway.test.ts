@@ -5,6 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
@@ -140,6 +143,71 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
     }
     const health = await fetch(url.replace("/get_reward", "/healthz"));
     assert.equal(health.status, 200);
+  });
+
+  it("takes the components and weights from a run config; refuses a component no service offers", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gateway-"));
+    const config = join(dir, "run.yaml");
+    writeFileSync(
+      config,
+      "components:\n  - {service: math, component: correct, weight: 1}\n  - {service: math, component: format, weight: 0.25}\n",
+    );
+    const g = spawn(
+      process.execPath,
+      [BIN, "gateway", "--config", config, "--services", `math=${math.grpc.address}`, "--port", "0"],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let text = "";
+    g.stdout!.on("data", (d: Buffer) => (text += d.toString()));
+    g.stderr!.on("data", (d: Buffer) => (text += d.toString()));
+    const exited = new Promise<number | null>((r) => g.once("exit", (code) => r(code)));
+    try {
+      const t0 = Date.now();
+      while (!/get_reward/.test(text)) {
+        if (g.exitCode !== null || Date.now() - t0 > 60_000)
+          throw new Error(`gateway did not start:\n${text}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(text, /\(math\/correct×1, math\/format×0\.25\)/);
+      const u = /(http:\/\/\S+\/get_reward)/.exec(text)![1]!;
+      const r = await post(u, { query: ["Q: 2+2? \\boxed{4}"], prompts: ["Q: 2+2? "], labels: ["4"] });
+      assert.deepEqual(r.json, {
+        rewards: [1.25],
+        scores: [1.25],
+        extra_logs: { "math/correct": [1], "math/format": [1] },
+      });
+    } finally {
+      g.kill("SIGTERM");
+      assert.equal(await exited, 0, text);
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // A child process, not spawnSync: the services answer from this test's event loop.
+    const bad = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const c = spawn(
+        process.execPath,
+        [
+          BIN,
+          "gateway",
+          "--components",
+          "math/speed=1",
+          "--services",
+          `math=${math.grpc.address}`,
+          "--port",
+          "0",
+        ],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
+      let stderr = "";
+      c.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+      c.once("exit", (status) => resolve({ status, stderr }));
+    });
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.match(
+      bad.stderr,
+      /component 'math\/speed' is not offered by 'math' \(its components: correct, format\)/,
+    );
   });
 
   it("the services answer HTTP/JSON themselves (math on MATH_HTTP_PORT)", async () => {
