@@ -5,6 +5,9 @@
  * configuration's errors.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
+import http2 from "node:http2";
 import { after, before, describe, it } from "node:test";
 import { toJson } from "@bufbuild/protobuf";
 import { createGrpcClient, grpc, RewardResultSchema, RewardService } from "@reward-mesh/proto";
@@ -16,6 +19,7 @@ import {
   silentLogger,
   startRewardService,
 } from "../src/index.js";
+import { createTestPki, type TestPki } from "../src/testing/index.js";
 import { createEchoService } from "./fixtures.js";
 
 const TOKEN = "http-json-token-0123456789";
@@ -182,5 +186,88 @@ describe("HTTP port configuration", () => {
     );
     assert.throws(() => loadServiceRuntimeOptions("ECHO", 0, { ECHO_HTTP_PORT: "web" }), /ECHO_HTTP_PORT/);
     assert.equal(loadServiceRuntimeOptions("ECHO", 0, {}).httpPort, undefined);
+  });
+});
+
+describe("HTTP/JSON with TLS: HTTPS with the gRPC port's certificate, HTTP/2 for ScoreStream", () => {
+  let pki: TestPki;
+  let running: RunningService;
+  before(async () => {
+    pki = createTestPki();
+    const options = loadServiceRuntimeOptions("ECHO", 0, {
+      ECHO_HTTP_PORT: "0",
+      ECHO_WORKER: "false",
+      ECHO_GRPC_TLS_CERT_FILE: pki.serverCert,
+      ECHO_GRPC_TLS_KEY_FILE: pki.serverKey,
+    });
+    running = await startRewardService(createEchoService(), options, silentLogger);
+  });
+  after(async () => {
+    await running.close(500);
+    pki.remove();
+  });
+
+  it("answers Score over HTTPS (HTTP/1.1) and a bidirectional ScoreStream over h2, trusting the test CA", async () => {
+    const url = running.grpc.httpUrl!;
+    assert.match(url, /^https:\/\//);
+    const ca = readFileSync(pki.caCert);
+    const body = JSON.stringify({ rollout: rollout("xx") });
+    const status = await new Promise<{ code: number; text: string }>((resolve, reject) => {
+      const req = httpsRequest(
+        `${url}/rewardmesh.v1.RewardService/Score`,
+        { method: "POST", ca, headers: { "content-type": "application/json" } },
+        (res) => {
+          let text = "";
+          res.on("data", (d: Buffer) => (text += d.toString()));
+          res.on("end", () => resolve({ code: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+    assert.equal(status.code, 200, status.text);
+    assert.equal(JSON.parse(status.text).components[0].value, 2);
+    // Connect streaming over HTTP/2: enveloped JSON messages (flag 0, 4-byte length), an end-of-stream envelope.
+    const envelope = (flags: number, json: string) => {
+      const payload = Buffer.from(json);
+      const head = Buffer.alloc(5);
+      head.writeUInt8(flags, 0);
+      head.writeUInt32BE(payload.length, 1);
+      return Buffer.concat([head, payload]);
+    };
+    const session = http2.connect(url, { ca });
+    try {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/rewardmesh.v1.RewardService/ScoreStream",
+        "content-type": "application/connect+json",
+      });
+      const chunks: Buffer[] = [];
+      stream.on("data", (d: Buffer) => chunks.push(d));
+      const ended = new Promise<void>((r) => stream.on("end", () => r()));
+      stream.write(envelope(0, JSON.stringify({ rollout: rollout("a") })));
+      stream.end(envelope(0, JSON.stringify({ rollout: rollout("abcx") })));
+      await ended;
+      const all = Buffer.concat(chunks);
+      const messages: { flags: number; json: Record<string, unknown> }[] = [];
+      for (let at = 0; at < all.length; ) {
+        const n = all.readUInt32BE(at + 1);
+        messages.push({
+          flags: all.readUInt8(at),
+          json: JSON.parse(all.subarray(at + 5, at + 5 + n).toString()),
+        });
+        at += 5 + n;
+      }
+      const values = messages
+        .filter((m) => m.flags === 0)
+        .map((m) => (m.json["components"] as { value: number }[]).map((c) => c.value));
+      assert.deepEqual(values, [
+        [1, 0],
+        [4, 1],
+      ]);
+      assert.equal(messages.at(-1)!.flags & 2, 2, "an end-of-stream envelope closes the stream");
+    } finally {
+      session.close();
+    }
   });
 });
