@@ -66,6 +66,7 @@ async function tsWindow(addresses: Record<string, string>, batch: ReturnType<typ
   let n = 0;
   let b = 0;
   const t0 = performance.now();
+  const c0 = process.cpuUsage();
   try {
     while (performance.now() - t0 < windowMs) {
       const rollouts: Rollout[] = batch.map((r, i) =>
@@ -96,13 +97,20 @@ async function tsWindow(addresses: Record<string, string>, batch: ReturnType<typ
       n += rollouts.length;
       b++;
     }
-    return n / ((performance.now() - t0) / 1000);
+    const cpu = process.cpuUsage(c0);
+    return { perSecond: n / ((performance.now() - t0) / 1000), cpuUsPerRollout: (cpu.user + cpu.system) / n };
   } finally {
     for (const c of Object.values(clients)) c.close();
   }
 }
 
-function pyWindow(specPath: string, windowMs: number): Promise<number> {
+/** Rollouts/s and the client's CPU time per rollout (µs) of one window. */
+interface Window {
+  readonly perSecond: number;
+  readonly cpuUsPerRollout: number;
+}
+
+function pyWindow(specPath: string, windowMs: number): Promise<Window> {
   return new Promise((resolve, reject) => {
     const c = spawn(
       "/usr/bin/python3",
@@ -116,8 +124,12 @@ function pyWindow(specPath: string, windowMs: number): Promise<number> {
     c.stderr.on("data", (d: Buffer) => (out += d.toString()));
     c.on("exit", (code) => {
       if (code !== 0) return reject(new Error(`adapters_trl.py exited ${code}:\n${out}`));
-      const r = JSON.parse(out.trim().split("\n").pop()!) as { rollouts: number; seconds: number };
-      resolve(r.rollouts / r.seconds);
+      const r = JSON.parse(out.trim().split("\n").pop()!) as {
+        rollouts: number;
+        seconds: number;
+        cpuSeconds: number;
+      };
+      resolve({ perSecond: r.rollouts / r.seconds, cpuUsPerRollout: (r.cpuSeconds * 1e6) / r.rollouts });
     });
   });
 }
@@ -145,14 +157,16 @@ try {
   // Warm both (JIT, connections, the math service's judging threads).
   await tsWindow(addresses, batch, 500);
   await pyWindow(specPath, 500);
-  const ts: number[] = [];
-  const py: number[] = [];
+  const ts: Window[] = [];
+  const py: Window[] = [];
   for (let i = 0; i < REPEATS; i++) {
     ts.push(await tsWindow(addresses, batch, WINDOW_MS));
     py.push(await pyWindow(specPath, WINDOW_MS));
   }
-  const tsMedian = median(ts);
-  const pyMedian = median(py);
+  const tsMedian = median(ts.map((w) => w.perSecond));
+  const pyMedian = median(py.map((w) => w.perSecond));
+  const tsCpu = median(ts.map((w) => w.cpuUsPerRollout));
+  const pyCpu = median(py.map((w) => w.cpuUsPerRollout));
   const report = {
     benchmark: "adapters",
     date: new Date().toISOString(),
@@ -167,18 +181,25 @@ try {
       windowMs: WINDOW_MS,
       repeats: REPEATS,
     },
-    typescriptRolloutsPerSecond: { median: tsMedian, samples: ts },
-    pythonTrlRolloutsPerSecond: { median: pyMedian, samples: py },
+    typescriptRolloutsPerSecond: { median: tsMedian, samples: ts.map((w) => w.perSecond) },
+    pythonTrlRolloutsPerSecond: { median: pyMedian, samples: py.map((w) => w.perSecond) },
     ratio: pyMedian / tsMedian,
+    clientCpuMicrosecondsPerRollout: {
+      note: "the client process's own CPU (user + system) per scored rollout; the services run in their own processes",
+      typescript: tsCpu,
+      python: pyCpu,
+      samples: { typescript: ts.map((w) => w.cpuUsPerRollout), python: py.map((w) => w.cpuUsPerRollout) },
+    },
     goal: "python ≥ 0.8 × typescript",
     goalMet: pyMedian / tsMedian >= 0.8,
   };
   const path = writeBenchResult("adapters", report);
+  const show = (ws: Window[]) => ws.map((w) => w.perSecond.toFixed(0)).join(", ");
   console.log(
-    `TypeScript gRPC  ${tsMedian.toFixed(0)} rollouts/s  (${ts.map((x) => x.toFixed(0)).join(", ")})`,
+    `TypeScript gRPC  ${tsMedian.toFixed(0)} rollouts/s (${show(ts)}); client CPU ${tsCpu.toFixed(0)} µs/rollout`,
   );
   console.log(
-    `Python TRL funcs ${pyMedian.toFixed(0)} rollouts/s  (${py.map((x) => x.toFixed(0)).join(", ")})`,
+    `Python TRL funcs ${pyMedian.toFixed(0)} rollouts/s (${show(py)}); client CPU ${pyCpu.toFixed(0)} µs/rollout`,
   );
   console.log(`ratio ${(report.ratio * 100).toFixed(1)} % (goal ≥ 80 %) → ${path}`);
 } finally {

@@ -135,7 +135,8 @@ class Mesh:
             self.clients[info.name] = c
         overrides = service_domains or {}
         self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
-        self.components = [f"{n}/{s.name}" for n, c in self.clients.items() for s in c.describe().components]
+        self._keys = {n: {s.name: f"{n}/{s.name}" for s in c.describe().components} for n, c in self.clients.items()}
+        self.components = [k for keys in self._keys.values() for k in keys.values()]
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)), thread_name_prefix="reward-mesh")
 
     @classmethod
@@ -188,6 +189,7 @@ class Mesh:
         for name, (picked, _, future) in streams.items():
             results = future.result()
             client = self.clients[name]
+            keys = self._keys[name]
             if len(results) != len(picked):
                 raise MeshError(f"{client.target}: ScoreStream returned {len(results)} results for {len(picked)} rollouts")
             for i, res in zip(picked, results):
@@ -195,8 +197,8 @@ class Mesh:
                     raise MeshError(f"{client.target}: ScoreStream result for rollout {res.rollout_id!r}, expected {sent[i].id!r}")
                 row = rows[i]
                 for comp in res.components:
-                    key = f"{name}/{comp.name}"
-                    if key not in row:
+                    key = keys.get(comp.name)
+                    if key is None:
                         raise MeshError(f"service {name!r} returned component {comp.name!r}, which its Describe does not list")
                     row[key] = None if comp.status == NOT_APPLICABLE else comp
         return rows

@@ -79,12 +79,18 @@ def _prompt_task(prompt):
 
 
 def _key(prompts, completions, kwargs):
+    """What identifies a batch: the prompts' and completions' content, and the other columns by identity
+    (GRPOTrainer hands every reward function of a step the same column lists; BatchScorer keeps them
+    alive while cached, so an id is not reused) or, for scalars, by value."""
     h = hashlib.blake2b(digest_size=16)
     h.update(repr((prompts, completions)).encode("utf-8", "surrogatepass"))
+    columns = []
     for k in sorted(kwargs):
-        if k not in ("trainer_state", "log_extra", "log_metric"):
-            h.update(repr((k, kwargs[k])).encode("utf-8", "surrogatepass"))
-    return h.digest()
+        if k in ("trainer_state", "log_extra", "log_metric"):
+            continue
+        v = kwargs[k]
+        columns.append((k, ("id", id(v)) if isinstance(v, (list, tuple, dict)) else ("value", repr(v))))
+    return h.digest(), tuple(columns)
 
 
 class BatchScorer:
@@ -97,6 +103,7 @@ class BatchScorer:
         self._lock = threading.Lock()
         self._key = None
         self._rows = None
+        self._alive = None
         self.batches_scored = 0
 
     def rollouts(self, prompts, completions, kwargs):
@@ -141,6 +148,7 @@ class BatchScorer:
             if key != self._key:
                 self._rows = self.mesh.score(self.iter_rollouts(prompts, completions, kwargs))
                 self._key = key
+                self._alive = list(kwargs.values())  # the ids in the key stay theirs while cached
                 self.batches_scored += 1
             return self._rows
 
