@@ -4,7 +4,7 @@
  * per-component `extra_logs`; bad requests get 400 naming the key; the services themselves answer HTTP/JSON.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -208,6 +208,17 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       bad.stderr,
       /component 'math\/speed' is not offered by 'math' \(its components: correct, format\)/,
     );
+    // Plaintext without a token on all interfaces only when asked for (fails before any service is called).
+    const open = spawnSync(
+      process.execPath,
+      [BIN, "gateway", "--components", "math/correct=1", "--host", "0.0.0.0"],
+      {
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
+    assert.equal(open.status, 2);
+    assert.match(open.stderr, /'--host 0\.0\.0\.0' is not a loopback address: .* add --insecure/);
   });
 
   it("the services answer HTTP/JSON themselves (math on MATH_HTTP_PORT)", async () => {

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Writable } from "node:stream";
-import { createRewardServiceClient } from "@reward-mesh/sdk";
+import { createRewardServiceClient, isLoopbackHost } from "@reward-mesh/sdk";
 import { loadRunConfig } from "@reward-mesh/trainer";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import type { CliConfig } from "../config.js";
@@ -46,7 +46,18 @@ export const GATEWAY_COMMAND: CommandSpec = {
       default: "math",
       description: "domain of a string label: math (the label is the reference answer) or a custom domain",
     },
-    host: { type: "string", value: "ADDR", default: "127.0.0.1", description: "address to listen on" },
+    host: {
+      type: "string",
+      value: "ADDR",
+      default: "127.0.0.1",
+      description:
+        "address to listen on (a non-loopback address needs --insecure: the endpoint is plaintext HTTP without a token)",
+    },
+    insecure: {
+      type: "boolean",
+      description:
+        "accept a non-loopback --host (e.g. behind a mesh or proxy that encrypts and authenticates)",
+    },
     port: { type: "string", value: "PORT", default: "5000", description: "HTTP port (0 = any free port)" },
     "timeout-ms": {
       type: "string",
@@ -159,6 +170,10 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
   const components = compFlag ? parseComponentsFlag(compFlag) : [...loadRunConfig(config!).components];
   const addresses = typeof flags["services"] === "string" ? parseServicesFlag(flags["services"]) : new Map();
   const port = portOf(String(flags["port"]), "--port");
+  if (!isLoopbackHost(String(flags["host"])) && flags["insecure"] !== true)
+    throw new UsageError(
+      `'--host ${String(flags["host"])}' is not a loopback address: the endpoint is plaintext HTTP without a token; add --insecure to accept that (e.g. behind a proxy that encrypts)`,
+    );
   const timeoutMs = positive(String(flags["timeout-ms"]), "--timeout-ms");
   const deadline = Date.now() + positive(String(flags["wait-seconds"]), "--wait-seconds") * 1000;
   const names = [...new Set(components.map((c) => c.service))];
