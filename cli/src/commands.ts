@@ -11,6 +11,7 @@ import { DEMO_COMMAND } from "./commands/demo.js";
 import { EVAL_COMMAND } from "./commands/eval.js";
 import { EXPERIMENT_COMMAND } from "./commands/experiment.js";
 import { EXPLAIN_COMMAND } from "./commands/explain.js";
+import { GATEWAY_COMMAND } from "./commands/gateway.js";
 import { NEW_COMMAND } from "./commands/new.js";
 import { PROVISION_COMMAND } from "./commands/provision.js";
 import { SCORE_COMMAND } from "./commands/score.js";
@@ -27,7 +28,9 @@ import { SERVICES } from "./services.js";
  */
 export const ADVANTAGES_COMMAND = {
   name: "advantages",
-  summary: "JSON groups of rewards on stdin -> advantages (+ diagnostics) for any estimator",
+  summary:
+    "JSON groups of rewards on stdin -> advantages (+ diagnostics) for any estimator;\n" +
+    "`advantages serve`: the same engine as rewardmesh.v1.Trainer/ComputeAdvantages (gRPC, HTTP/JSON)",
   options: {},
   examples: [],
 } as const satisfies CommandSpec;
@@ -42,6 +45,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   TRAIN_COMMAND,
   REPORT_COMMAND,
   EXPLAIN_COMMAND,
+  GATEWAY_COMMAND,
   CHECK_COMMAND,
   EXPERIMENT_COMMAND,
   EVAL_COMMAND,

@@ -12,7 +12,9 @@ import { runCheck } from "./commands/check.js";
 import { runDemo } from "./commands/demo.js";
 import { runEval } from "./commands/eval.js";
 import { runExperiment } from "./commands/experiment.js";
+import { runAdvantagesServe } from "./commands/advantages-serve.js";
 import { runExplain } from "./commands/explain.js";
+import { runGateway } from "./commands/gateway.js";
 import { runNew } from "./commands/new.js";
 import { runProvision } from "./commands/provision.js";
 import { runScore } from "./commands/score.js";
@@ -49,6 +51,10 @@ async function main(argv: readonly string[]): Promise<number> {
     case "score":
       return runScore(args, process.stdin, process.stdout, process.stderr, config.grpc);
     case "advantages": {
+      if (args[0] === "serve") {
+        await runAdvantagesServe(args.slice(1), config, process.stdout);
+        return 0;
+      }
       const help = args.includes("--help") || args.includes("-h");
       const r = await runAdvantagesCli([...args], help ? "" : await text(process.stdin));
       process.stdout.write(r.stdout);
@@ -73,6 +79,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return runExplain(args, config, process.stdout);
     case "eval":
       return runEval(args, config, process.stdout, process.stderr);
+    case "gateway":
+      return runGateway(args, config, process.stdout);
     case "tasks":
       return runTasks(args, process.stdout, process.stderr, config);
     case "new":

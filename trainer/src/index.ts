@@ -195,6 +195,7 @@ export {
 } from "./run/explain.js";
 export type { RunningTrainerServer, TrainerServiceOptions } from "./run/explain-service.js";
 export { createTrainerServiceImpl, explanationMessage, serveTrainer } from "./run/explain-service.js";
+export { advantageConfigOf, computeAdvantagesMessage, protoFieldPath } from "./run/advantages-service.js";
 export type { TrainerCheckpoint } from "./run/state.js";
 export { prepareRunDirectory, runPaths } from "./run/state.js";
 export type { FragmentTaskDefinition, TaskDefinition } from "./run/tasks.js";

@@ -36,7 +36,7 @@ export const EXPLAIN_COMMAND: CommandSpec = {
       type: "string",
       value: "PORT",
       description:
-        "serve rewardmesh.v1.Trainer/Explain over gRPC on 127.0.0.1:PORT for <runs-dir> until Ctrl-C",
+        "serve rewardmesh.v1.Trainer (Explain for <runs-dir>, ComputeAdvantages) over gRPC on 127.0.0.1:PORT until Ctrl-C",
     },
     spans: {
       type: "string",

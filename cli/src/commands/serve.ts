@@ -35,7 +35,7 @@ export const SERVE_COMMAND: CommandSpec = {
   notes: [
     "Its settings come from the environment: <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, NATS_URL,\n" +
       "<SERVICE>_GRPC_TLS_* / _TOKEN / _INSECURE, <SERVICE>_HEALTH_PORT (a plaintext health-only port for\n" +
-      "Kubernetes gRPC probes), LOG_LEVEL, OTEL_* (see the service's README). With --remote, <SERVICE> is the\n" +
+      "Kubernetes gRPC probes), <SERVICE>_HTTP_PORT (HTTP/JSON, Connect protocol), LOG_LEVEL, OTEL_* (see the service's README). With --remote, <SERVICE> is the\n" +
       "remote's name in UPPER_SNAKE case, its gRPC front defaults to an ephemeral port, and REWARD_MESH_GRPC_*\n" +
       "secure the connection to the remote.",
   ],

@@ -388,6 +388,7 @@ domains). `dig` keeps a key that is set, false included. Returns JSON. */}}
 {{- $s := . -}}
 {{- $out := dict
   "enabled" $s.enabled "port" (int $s.port) "healthPort" (int $s.healthPort) "domains" $s.domains
+  "httpPort" (int (dig "httpPort" 0 $s))
   "image" (dict "repository" (dig "image" "repository" "" $s) "tag" (dig "image" "tag" "" $s) "digest" (dig "image" "digest" "" $s))
   "envPrefix" (dig "envPrefix" "" $s)
   "args" (dig "args" list $s)

@@ -742,6 +742,13 @@ export interface ServiceRuntimeOptions {
    * @default undefined — no health port
    */
   readonly healthPort?: number;
+  /**
+   * `<PREFIX>_HTTP_PORT`: serve the service as HTTP/JSON too (the Connect protocol: `POST
+   * /rewardmesh.v1.RewardService/Score` with a JSON body, `GET /healthz`) on this port of `grpcHost`, with the
+   * gRPC port's TLS and token. 0 = any free port (logged at start).
+   * @default undefined — no HTTP port
+   */
+  readonly httpPort?: number;
 }
 
 /** `LOG_LEVEL`. */
@@ -785,6 +792,13 @@ function runtimeEnv(defaultPort: number) {
       maximum: 65535,
       description:
         "A second, plaintext port on GRPC_HOST serving only grpc.health.v1.Health (the main port's statuses), for Kubernetes gRPC probes, which cannot speak TLS (0 = any free port; unset = none; must differ from GRPC_PORT). Plaintext is allowed there on any host: it carries only serving status.",
+    },
+    HTTP_PORT: {
+      type: "integer",
+      minimum: 0,
+      maximum: 65535,
+      description:
+        "Also serve the service as HTTP/JSON (Connect protocol: POST /rewardmesh.v1.RewardService/Score with a JSON body; GET /healthz) on this port of GRPC_HOST, with the gRPC port's TLS and token (0 = any free port; unset = none; must differ from GRPC_PORT and HEALTH_PORT).",
     },
     GRPC_HOST: { type: "string", default: "127.0.0.1", description: "Address the gRPC server listens on." },
     CONCURRENCY: {
@@ -848,6 +862,13 @@ export function loadServiceRuntimeOptions(
       `must differ from ${k("GRPC_PORT")} (${grpcPort}): the health port is a second, plaintext port`,
     );
   }
+  const httpPort = v[k("HTTP_PORT")] as number | undefined;
+  if (httpPort !== undefined && httpPort !== 0 && (httpPort === grpcPort || httpPort === healthPort)) {
+    throw new ConfigError(
+      k("HTTP_PORT"),
+      `must differ from ${httpPort === grpcPort ? k("GRPC_PORT") : k("HEALTH_PORT")} (${httpPort}): HTTP/JSON has a port of its own`,
+    );
+  }
   return {
     grpcHost: v[k("GRPC_HOST")] as string,
     grpcPort,
@@ -861,6 +882,7 @@ export function loadServiceRuntimeOptions(
     bus: loadBusOptions(env),
     grpcSecurity: loadGrpcServerSecurity(prefix, env),
     ...(healthPort !== undefined ? { healthPort } : {}),
+    ...(httpPort !== undefined ? { httpPort } : {}),
   };
 }
 

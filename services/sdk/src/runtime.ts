@@ -48,6 +48,7 @@ export async function startRewardService(
     logger,
     ...(options.grpcSecurity ? { security: options.grpcSecurity } : {}),
     ...(options.healthPort !== undefined ? { healthPort: options.healthPort } : {}),
+    ...(options.httpPort !== undefined ? { httpPort: options.httpPort } : {}),
     ...(extras.extraServices ? { extraServices: extras.extraServices } : {}),
   });
   let worker: RunningWorker | undefined;
@@ -107,6 +108,7 @@ export async function serveRewardService(
     {
       address: running.grpc.address,
       ...(running.grpc.healthAddress ? { healthAddress: running.grpc.healthAddress } : {}),
+      ...(running.grpc.httpUrl ? { httpUrl: running.grpc.httpUrl } : {}),
       worker: options.workerEnabled,
       concurrency: options.concurrency,
       version: def.version,

@@ -26,6 +26,7 @@ import {
   serverInterceptors,
 } from "./grpc-security.js";
 import { createHealthState, type HealthState, HealthStatus } from "./health.js";
+import { type ConnectHostable, type RunningHttpServer, startHttpServer } from "./http.js";
 import type { Limiter } from "./limiter.js";
 import type { Logger } from "./logger.js";
 import { createReflectionImpls } from "./reflection.js";
@@ -40,6 +41,8 @@ import { MAX_MESSAGE_BYTES } from "./validate.js";
 export interface HostedService {
   readonly descriptor: DescService;
   readonly handlers: grpc.UntypedServiceImplementation;
+  /** The typed handler object and error mapping, for HTTP/JSON (set by {@link grpcService}). */
+  readonly connect?: Omit<ConnectHostable, "descriptor">;
 }
 
 /** Pairs a protobuf-es service with its {@link ServiceImpl}, mapping errors with `toGrpcStatus`. */
@@ -56,6 +59,7 @@ export function grpcService<S extends GenService<GenServiceMethods>>(
   return {
     descriptor: service as unknown as DescService,
     handlers: createGrpcHandlers(service, impl, { toStatus }),
+    connect: { impl: impl as ConnectHostable["impl"], toStatus },
   };
 }
 
@@ -81,6 +85,12 @@ export interface GrpcServicesOptions {
    * as the main port (one status map) and closes with it. @default no health port
    */
   readonly healthPort?: number;
+  /**
+   * Also serve every hosted service (and health) as HTTP/JSON — the Connect protocol, `POST
+   * /<package.Service>/<Method>` — on this port of `host` (0 = any free port), with the gRPC port's TLS and
+   * token (see `./http.ts`). @default no HTTP port
+   */
+  readonly httpPort?: number;
 }
 
 /** Options of {@link startGrpcServer}. */
@@ -98,6 +108,8 @@ export interface GrpcServerOptions {
   readonly security?: GrpcServerSecurity;
   /** A plaintext health-only port (see {@link GrpcServicesOptions.healthPort}). @default none */
   readonly healthPort?: number;
+  /** An HTTP/JSON port (see {@link GrpcServicesOptions.httpPort}). @default none */
+  readonly httpPort?: number;
 }
 
 /** A running gRPC server. */
@@ -111,6 +123,10 @@ export interface RunningGrpcServer {
   readonly healthPort?: number;
   /** `host:port` of the health-only port, when there is one. */
   readonly healthAddress?: string;
+  /** The bound HTTP/JSON port, when one was asked for. */
+  readonly httpPort?: number;
+  /** `http://host:port` (or `https://`) of the HTTP/JSON port, when there is one. */
+  readonly httpUrl?: string;
   /** Marks NOT_SERVING, lets calls finish for up to `graceMs`, then forces shutdown (both ports). */
   close(graceMs?: number): Promise<void>;
 }
@@ -280,6 +296,24 @@ export async function startGrpcServices(
       throw err;
     }
   }
+  let httpServer: RunningHttpServer | undefined;
+  if (options.httpPort !== undefined) {
+    try {
+      httpServer = await startHttpServer({
+        host,
+        port: options.httpPort,
+        services: all.flatMap((s) => (s.connect ? [{ descriptor: s.descriptor, ...s.connect }] : [])),
+        health: healthState,
+        logger,
+        maxMessageBytes: max,
+        security,
+      });
+    } catch (err) {
+      server.forceShutdown();
+      healthOnly?.server.forceShutdown();
+      throw err;
+    }
+  }
   healthState.setAll(HealthStatus.SERVING);
   const dialHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : bindHost;
   logger.info(
@@ -296,11 +330,13 @@ export async function startGrpcServices(
     address: `${dialHost}:${port}`,
     health: healthState,
     ...(healthOnly ? { healthPort: healthOnly.port, healthAddress: `${dialHost}:${healthOnly.port}` } : {}),
+    ...(httpServer ? { httpPort: httpServer.port, httpUrl: httpServer.url } : {}),
     async close(graceMs = 5_000) {
       healthState.setAll(HealthStatus.NOT_SERVING);
       await Promise.all([
         shutdownServer(server, graceMs),
         ...(healthOnly ? [shutdownServer(healthOnly.server, graceMs)] : []),
+        ...(httpServer ? [httpServer.close()] : []),
       ]);
     },
   };
@@ -323,6 +359,7 @@ export function startGrpcServer(
       logger: options.logger,
       ...(options.security ? { security: options.security } : {}),
       ...(options.healthPort !== undefined ? { healthPort: options.healthPort } : {}),
+      ...(options.httpPort !== undefined ? { httpPort: options.httpPort } : {}),
       // The bus's limit on the rollout, plus the ScoreRequest envelope (a tag and a length): gRPC and the
       // bus accept the same rollouts.
       maxMessageBytes: MAX_MESSAGE_BYTES + 16,

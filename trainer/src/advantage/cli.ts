@@ -22,6 +22,8 @@ export interface AdvantagesCliResult {
 
 /** Usage text of `reward-mesh advantages` (printed by `--help`). */
 export const ADVANTAGES_USAGE = `usage: reward-mesh advantages --estimator <name> [options] < input.json
+       reward-mesh advantages serve [--port N] [--http-port N]   the same engine as the
+         rewardmesh.v1.Trainer/ComputeAdvantages RPC (gRPC, HTTP/JSON); see 'advantages serve --help'
 
 Reads {"groups":[{"rewards":[[...],...]}],"weights":[...]} on stdin and prints
 {"groups":[{"advantages":[...],"diagnostics":{...}}]}.

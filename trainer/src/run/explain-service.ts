@@ -1,6 +1,7 @@
 /**
- * `rewardmesh.v1.Trainer.Explain` over gRPC: the same explanation as `reward-mesh explain` (the trainer's
- * engine re-run on a run's stored step), for tools that do not read the run directory themselves.
+ * `rewardmesh.v1.Trainer` over gRPC: `Explain` gives the same explanation as `reward-mesh explain` (the
+ * trainer's engine re-run on a run's stored step), for tools that do not read the run directory themselves;
+ * `ComputeAdvantages` runs the advantage engine on a batch sent by the caller (`./advantages-service.ts`).
  * @module
  */
 import { create } from "@bufbuild/protobuf";
@@ -20,6 +21,7 @@ import {
   silentLogger,
   startGrpcServices,
 } from "@reward-mesh/sdk";
+import { computeAdvantagesMessage } from "./advantages-service.js";
 import {
   ExplainNotFoundError,
   type ExplainTarget,
@@ -90,7 +92,7 @@ function targetOf(req: TrainerExplainRequest): ExplainTarget {
   return { step: req.step, groupId: req.groupId };
 }
 
-/** The `Trainer` handlers over the runs in `o.outputDir`. */
+/** The `Trainer` handlers: Explain over the runs in `o.outputDir`, ComputeAdvantages (stateless). */
 export function createTrainerServiceImpl(o: TrainerServiceOptions): ServiceImpl<typeof Trainer> {
   return {
     async explain(req) {
@@ -108,6 +110,9 @@ export function createTrainerServiceImpl(o: TrainerServiceOptions): ServiceImpl<
         throw err;
       }
     },
+    async computeAdvantages(req) {
+      return computeAdvantagesMessage(req);
+    },
   };
 }
 
@@ -115,16 +120,22 @@ export function createTrainerServiceImpl(o: TrainerServiceOptions): ServiceImpl<
 export interface RunningTrainerServer {
   readonly address: string;
   readonly port: number;
+  /** `http://host:port` of the HTTP/JSON (Connect) port, when one was asked for. */
+  readonly httpUrl?: string;
   close(): Promise<void>;
 }
 
-/** Serves `Trainer` (plus health and reflection) on `host:port` (loopback and a free port by default). */
+/**
+ * Serves `Trainer` (plus health and reflection) on `host:port` (loopback and a free port by default), and as
+ * HTTP/JSON (Connect protocol) on `httpPort` when given (0 = any free port).
+ */
 export async function serveTrainer(
   o: TrainerServiceOptions & {
     readonly host?: string;
     readonly port?: number;
     readonly logger?: Logger;
     readonly security?: GrpcServerSecurity;
+    readonly httpPort?: number;
   },
 ): Promise<RunningTrainerServer> {
   const logger = o.logger ?? silentLogger;
@@ -133,6 +144,12 @@ export async function serveTrainer(
     port: o.port ?? 0,
     logger,
     ...(o.security ? { security: o.security } : {}),
+    ...(o.httpPort !== undefined ? { httpPort: o.httpPort } : {}),
   });
-  return { address: server.address, port: server.port, close: () => server.close() };
+  return {
+    address: server.address,
+    port: server.port,
+    ...(server.httpUrl ? { httpUrl: server.httpUrl } : {}),
+    close: () => server.close(),
+  };
 }

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rewardmesh/v1/trainer.proto.
  */
 export const file_rewardmesh_v1_trainer: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXdhcmRtZXNoL3YxL3RyYWluZXIucHJvdG8SDXJld2FyZG1lc2gudjEiYQoQUm9sbG91dEFkdmFudGFnZRISCgpyb2xsb3V0X2lkGAEgASgJEg0KBWluZGV4GAIgASgNEhEKCWFkdmFudGFnZRgDIAEoARIXCg93ZWlnaHRlZF9yZXdhcmQYBCABKAEitAEKD0dyb3VwQWR2YW50YWdlcxIQCghncm91cF9pZBgBIAEoCRIxCghyb2xsb3V0cxgCIAMoCzIfLnJld2FyZG1lc2gudjEuUm9sbG91dEFkdmFudGFnZRIMCgRrZXB0GAMgASgIEhIKCmRlZ2VuZXJhdGUYBCABKAgSFAoMc2dycG9fd2VpZ2h0GAUgASgBEhMKC2Rlbm9taW5hdG9yGAYgASgBEg8KB2ltcHV0ZWQYByABKAgi2AEKDkFkdmFudGFnZUJhdGNoEg4KBnJ1bl9pZBgBIAEoCRIMCgRzdGVwGAIgASgNEhEKCWVzdGltYXRvchgDIAEoCRISCgpjb21wb25lbnRzGAQgAygJEg8KB3dlaWdodHMYBSADKAESLgoGZ3JvdXBzGAYgAygLMh4ucmV3YXJkbWVzaC52MS5Hcm91cEFkdmFudGFnZXMSFgoOcG9saWN5X3ZlcnNpb24YByABKA0SKAoHbWV0cmljcxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWwoVVHJhaW5lckV4cGxhaW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRISCgpyb2xsb3V0X2lkGAIgASgJEgwKBHN0ZXAYAyABKA0SEAoIZ3JvdXBfaWQYBCABKAkiiwEKEEV4cGxhaW5lZFJvbGxvdXQSEgoKcm9sbG91dF9pZBgBIAEoCRIOCgZ2YWx1ZXMYAiADKAESFgoObm90X2FwcGxpY2FibGUYAyADKAgSEAoIc3RhdHVzZXMYBCADKAkSFgoOd2VpZ2h0ZWRfdG90YWwYBSABKAESEQoJYWR2YW50YWdlGAYgASgBIpYFChZUcmFpbmVyRXhwbGFpblJlc3BvbnNlEg4KBnJ1bl9pZBgBIAEoCRIMCgRzdGVwGAIgASgNEhAKCGdyb3VwX2lkGAMgASgJEg8KB3Rhc2tfaWQYBCABKAkSDgoGZG9tYWluGAUgASgJEhUKDXJvbGxvdXRfaW5kZXgYBiABKAUSEQoJZXN0aW1hdG9yGAcgASgJEhIKCmNvbXBvbmVudHMYCCADKAkSDwoHd2VpZ2h0cxgJIAMoARIZChFlZmZlY3RpdmVfd2VpZ2h0cxgKIAMoARIxCghyb2xsb3V0cxgLIAMoCzIfLnJld2FyZG1lc2gudjEuRXhwbGFpbmVkUm9sbG91dBITCgtjb3JyZWxhdGlvbhgMIAMoARITCgtncnBvX3NoYXJlcxgNIAMoARIYChBjb3JyX2dycG9fc2hhcmVzGA4gAygBEhcKD2NvZWZmaWNpZW50X3N1bRgPIAEoARIYCgtkZW5vbWluYXRvchgQIAEoAUgAiAEBEhkKDHNncnBvX3dlaWdodBgRIAEoAUgBiAEBEhcKD3NncnBvX3N1Y2Nlc3NlcxgSIAEoDRITCgtzZ3Jwb19nYXRlZBgTIAEoCBIRCgRrZXB0GBQgASgISAKIAQESEgoKZGVnZW5lcmF0ZRgVIAEoCBIPCgdpbXB1dGVkGBYgASgIEhIKCnJlcHJvZHVjZWQYFyABKAgSEAoIdHJhY2VfaWQYGCABKAkSEQoJdHJhY2VfdXJsGBkgASgJEhgKEHJvbGxvdXRfdHJhY2VfaWQYGiABKAkSGQoRcm9sbG91dF90cmFjZV91cmwYGyABKAlCDgoMX2Rlbm9taW5hdG9yQg8KDV9zZ3Jwb193ZWlnaHRCBwoFX2tlcHQyYQoHVHJhaW5lchJWCgdFeHBsYWluEiQucmV3YXJkbWVzaC52MS5UcmFpbmVyRXhwbGFpblJlcXVlc3QaJS5yZXdhcmRtZXNoLnYxLlRyYWluZXJFeHBsYWluUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChtyZXdhcmRtZXNoL3YxL3RyYWluZXIucHJvdG8SDXJld2FyZG1lc2gudjEiYQoQUm9sbG91dEFkdmFudGFnZRISCgpyb2xsb3V0X2lkGAEgASgJEg0KBWluZGV4GAIgASgNEhEKCWFkdmFudGFnZRgDIAEoARIXCg93ZWlnaHRlZF9yZXdhcmQYBCABKAEitAEKD0dyb3VwQWR2YW50YWdlcxIQCghncm91cF9pZBgBIAEoCRIxCghyb2xsb3V0cxgCIAMoCzIfLnJld2FyZG1lc2gudjEuUm9sbG91dEFkdmFudGFnZRIMCgRrZXB0GAMgASgIEhIKCmRlZ2VuZXJhdGUYBCABKAgSFAoMc2dycG9fd2VpZ2h0GAUgASgBEhMKC2Rlbm9taW5hdG9yGAYgASgBEg8KB2ltcHV0ZWQYByABKAgi2AEKDkFkdmFudGFnZUJhdGNoEg4KBnJ1bl9pZBgBIAEoCRIMCgRzdGVwGAIgASgNEhEKCWVzdGltYXRvchgDIAEoCRISCgpjb21wb25lbnRzGAQgAygJEg8KB3dlaWdodHMYBSADKAESLgoGZ3JvdXBzGAYgAygLMh4ucmV3YXJkbWVzaC52MS5Hcm91cEFkdmFudGFnZXMSFgoOcG9saWN5X3ZlcnNpb24YByABKA0SKAoHbWV0cmljcxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiWwoVVHJhaW5lckV4cGxhaW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRISCgpyb2xsb3V0X2lkGAIgASgJEgwKBHN0ZXAYAyABKA0SEAoIZ3JvdXBfaWQYBCABKAkiiwEKEEV4cGxhaW5lZFJvbGxvdXQSEgoKcm9sbG91dF9pZBgBIAEoCRIOCgZ2YWx1ZXMYAiADKAESFgoObm90X2FwcGxpY2FibGUYAyADKAgSEAoIc3RhdHVzZXMYBCADKAkSFgoOd2VpZ2h0ZWRfdG90YWwYBSABKAESEQoJYWR2YW50YWdlGAYgASgBIpYFChZUcmFpbmVyRXhwbGFpblJlc3BvbnNlEg4KBnJ1bl9pZBgBIAEoCRIMCgRzdGVwGAIgASgNEhAKCGdyb3VwX2lkGAMgASgJEg8KB3Rhc2tfaWQYBCABKAkSDgoGZG9tYWluGAUgASgJEhUKDXJvbGxvdXRfaW5kZXgYBiABKAUSEQoJZXN0aW1hdG9yGAcgASgJEhIKCmNvbXBvbmVudHMYCCADKAkSDwoHd2VpZ2h0cxgJIAMoARIZChFlZmZlY3RpdmVfd2VpZ2h0cxgKIAMoARIxCghyb2xsb3V0cxgLIAMoCzIfLnJld2FyZG1lc2gudjEuRXhwbGFpbmVkUm9sbG91dBITCgtjb3JyZWxhdGlvbhgMIAMoARITCgtncnBvX3NoYXJlcxgNIAMoARIYChBjb3JyX2dycG9fc2hhcmVzGA4gAygBEhcKD2NvZWZmaWNpZW50X3N1bRgPIAEoARIYCgtkZW5vbWluYXRvchgQIAEoAUgAiAEBEhkKDHNncnBvX3dlaWdodBgRIAEoAUgBiAEBEhcKD3NncnBvX3N1Y2Nlc3NlcxgSIAEoDRITCgtzZ3Jwb19nYXRlZBgTIAEoCBIRCgRrZXB0GBQgASgISAKIAQESEgoKZGVnZW5lcmF0ZRgVIAEoCBIPCgdpbXB1dGVkGBYgASgIEhIKCnJlcHJvZHVjZWQYFyABKAgSEAoIdHJhY2VfaWQYGCABKAkSEQoJdHJhY2VfdXJsGBkgASgJEhgKEHJvbGxvdXRfdHJhY2VfaWQYGiABKAkSGQoRcm9sbG91dF90cmFjZV91cmwYGyABKAlCDgoMX2Rlbm9taW5hdG9yQg8KDV9zZ3Jwb193ZWlnaHRCBwoFX2tlcHQicwoVQWR2YW50YWdlUm9sbG91dElucHV0EhIKCnJvbGxvdXRfaWQYASABKAkSDgoGdmFsdWVzGAIgAygBEhYKDm5vdF9hcHBsaWNhYmxlGAMgAygIEhMKBmxlbmd0aBgEIAEoAUgAiAEBQgkKB19sZW5ndGgiXwoTQWR2YW50YWdlR3JvdXBJbnB1dBIQCghncm91cF9pZBgBIAEoCRI2Cghyb2xsb3V0cxgCIAMoCzIkLnJld2FyZG1lc2gudjEuQWR2YW50YWdlUm9sbG91dElucHV0IpkDChlBZHZhbnRhZ2VFc3RpbWF0b3JPcHRpb25zEhUKCHN0ZF9tb2RlGAEgASgJSACIAQESFAoHZXBzaWxvbhgCIAEoAUgBiAEBEhIKBXNjYWxlGAMgASgJSAKIAQESFgoJc2luZ2xldG9uGAQgASgJSAOIAQESHgoRZXBzaWxvbl9wbGFjZW1lbnQYBSABKAlIBIgBARIiChVjb2VmZmljaWVudF9zdW1fZmxvb3IYBiABKAFIBYgBARIYCgtub3JtX2J5X3N0ZBgHIAEoCEgGiAEBEhcKCmJhdGNoX25vcm0YCCABKAlIB4gBARIaCg1iYXRjaF9lcHNpbG9uGAkgASgBSAiIAQFCCwoJX3N0ZF9tb2RlQgoKCF9lcHNpbG9uQggKBl9zY2FsZUIMCgpfc2luZ2xldG9uQhQKEl9lcHNpbG9uX3BsYWNlbWVudEIYChZfY29lZmZpY2llbnRfc3VtX2Zsb29yQg4KDF9ub3JtX2J5X3N0ZEINCgtfYmF0Y2hfbm9ybUIQCg5fYmF0Y2hfZXBzaWxvbiLUAQoLU2dycG9Db25maWcSCQoBcBgBIAEoARIUCgd2YXJpYW50GAIgASgJSAGIAQESFAoHZXBzaWxvbhgDIAEoAUgCiAEBEh4KEXN1Y2Nlc3NfdGhyZXNob2xkGAQgASgBSAOIAQESGAoOY29tcG9uZW50X25hbWUYBSABKAlIABIZCg9jb21wb25lbnRfaW5kZXgYBiABKA1IAEILCgljb21wb25lbnRCCgoIX3ZhcmlhbnRCCgoIX2Vwc2lsb25CFAoSX3N1Y2Nlc3NfdGhyZXNob2xkIlkKFUR5bmFtaWNTYW1wbGluZ0NvbmZpZxIYCg5jb21wb25lbnRfbmFtZRgBIAEoCUgAEhkKD2NvbXBvbmVudF9pbmRleBgCIAEoDUgAQgsKCWNvbXBvbmVudCLBAgoYQ29tcHV0ZUFkdmFudGFnZXNSZXF1ZXN0EhEKCWVzdGltYXRvchgBIAEoCRI5CgdvcHRpb25zGAIgASgLMigucmV3YXJkbWVzaC52MS5BZHZhbnRhZ2VFc3RpbWF0b3JPcHRpb25zEhIKCmNvbXBvbmVudHMYAyADKAkSDwoHd2VpZ2h0cxgEIAMoARIyCgZncm91cHMYBSADKAsyIi5yZXdhcmRtZXNoLnYxLkFkdmFudGFnZUdyb3VwSW5wdXQSKQoFc2dycG8YBiABKAsyGi5yZXdhcmRtZXNoLnYxLlNncnBvQ29uZmlnEj4KEGR5bmFtaWNfc2FtcGxpbmcYByABKAsyJC5yZXdhcmRtZXNoLnYxLkR5bmFtaWNTYW1wbGluZ0NvbmZpZxITCgtkaWFnbm9zdGljcxgIIAEoCCJTChdBZHZhbnRhZ2VTaGFyZUJyZWFrZG93bhINCgV0b3RhbBgBIAEoARIWCg5kaWFnb25hbF9zaGFyZRgCIAMoARIRCglyb3dfc2hhcmUYAyADKAEiZQoVU2dycG9Hcm91cERpYWdub3N0aWNzEgkKAXAYASABKAESDwoHdmFyaWFudBgCIAEoCRIRCglzdWNjZXNzZXMYAyABKA0SDgoGd2VpZ2h0GAQgASgBEg0KBWdhdGVkGAUgASgIIoQEChlBZHZhbnRhZ2VHcm91cERpYWdub3N0aWNzEhIKCmdyb3VwX3NpemUYASABKA0SDwoHd2VpZ2h0cxgCIAMoARIbChNjb25zdGFudF9jb21wb25lbnRzGAMgAygIEhYKDmNlbnRlcmVkX3RvdGFsGAQgAygBEhIKCmNvdmFyaWFuY2UYBSADKAESEwoLY29ycmVsYXRpb24YBiADKAESFwoPY29lZmZpY2llbnRfc3VtGAcgASgBEhgKC2Rlbm9taW5hdG9yGAggASgBSACIAQESOwoLZ3Jwb19zaGFyZXMYCSABKAsyJi5yZXdhcmRtZXNoLnYxLkFkdmFudGFnZVNoYXJlQnJlYWtkb3duEkAKEGNvcnJfZ3Jwb19zaGFyZXMYCiABKAsyJi5yZXdhcmRtZXNoLnYxLkFkdmFudGFnZVNoYXJlQnJlYWtkb3duEjMKBXNncnBvGAsgASgLMiQucmV3YXJkbWVzaC52MS5TZ3Jwb0dyb3VwRGlhZ25vc3RpY3MSKQohbm90X2FwcGxpY2FibGVfZHJvcHBlZF9jb21wb25lbnRzGAwgAygJEiUKHW5vdF9hcHBsaWNhYmxlX3BhcnRpYWxfY291bnRzGA0gAygNEhsKE3Vuc2NvcmFibGVfcm9sbG91dHMYDiADKA1CDgoMX2Rlbm9taW5hdG9yIrUBChdDb21wdXRlZEdyb3VwQWR2YW50YWdlcxIQCghncm91cF9pZBgBIAEoCRITCgtyb2xsb3V0X2lkcxgCIAMoCRISCgphZHZhbnRhZ2VzGAMgAygBEhIKCmRlZ2VuZXJhdGUYBCABKAgSDAoEa2VwdBgFIAEoCBI9CgtkaWFnbm9zdGljcxgGIAEoCzIoLnJld2FyZG1lc2gudjEuQWR2YW50YWdlR3JvdXBEaWFnbm9zdGljcyJ6ChlDb21wdXRlQWR2YW50YWdlc1Jlc3BvbnNlEhEKCWVzdGltYXRvchgBIAEoCRISCgpjb21wb25lbnRzGAIgAygJEjYKBmdyb3VwcxgDIAMoCzImLnJld2FyZG1lc2gudjEuQ29tcHV0ZWRHcm91cEFkdmFudGFnZXMyyQEKB1RyYWluZXISVgoHRXhwbGFpbhIkLnJld2FyZG1lc2gudjEuVHJhaW5lckV4cGxhaW5SZXF1ZXN0GiUucmV3YXJkbWVzaC52MS5UcmFpbmVyRXhwbGFpblJlc3BvbnNlEmYKEUNvbXB1dGVBZHZhbnRhZ2VzEicucmV3YXJkbWVzaC52MS5Db21wdXRlQWR2YW50YWdlc1JlcXVlc3QaKC5yZXdhcmRtZXNoLnYxLkNvbXB1dGVBZHZhbnRhZ2VzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * The advantage of one rollout, as the trainer computed it.
@@ -428,7 +428,558 @@ export const TrainerExplainResponseSchema: GenMessage<TrainerExplainResponse> = 
   messageDesc(file_rewardmesh_v1_trainer, 5);
 
 /**
- * The trainer's read side for tools: why a rollout got its advantage.
+ * One rollout: its raw (unweighted) component values in the request's `components` order.
+ *
+ * @generated from message rewardmesh.v1.AdvantageRolloutInput
+ */
+export type AdvantageRolloutInput = Message<"rewardmesh.v1.AdvantageRolloutInput"> & {
+  /**
+   * Echoed in the response; optional (may be empty).
+   *
+   * @generated from field: string rollout_id = 1;
+   */
+  rolloutId: string;
+
+  /**
+   * K raw values (one per component). NaN / ±Infinity are rejected unless flagged not applicable.
+   *
+   * @generated from field: repeated double values = 2;
+   */
+  values: number[];
+
+  /**
+   * Empty (every component applies) or K flags: true where the component is NOT_APPLICABLE to this
+   * rollout (its value is ignored; it counts as 0, and a component N/A for the whole group gets weight 0).
+   *
+   * @generated from field: repeated bool not_applicable = 3;
+   */
+  notApplicable: boolean[];
+
+  /**
+   * Response length in tokens (GDPO `batch_norm: "token"`); within a group, set on every rollout or on none.
+   *
+   * @generated from field: optional double length = 4;
+   */
+  length?: number | undefined;
+};
+
+/**
+ * Describes the message rewardmesh.v1.AdvantageRolloutInput.
+ * Use `create(AdvantageRolloutInputSchema)` to create a new message.
+ */
+export const AdvantageRolloutInputSchema: GenMessage<AdvantageRolloutInput> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 6);
+
+/**
+ * One group (the rollouts of one prompt).
+ *
+ * @generated from message rewardmesh.v1.AdvantageGroupInput
+ */
+export type AdvantageGroupInput = Message<"rewardmesh.v1.AdvantageGroupInput"> & {
+  /**
+   * Echoed in the response; optional.
+   *
+   * @generated from field: string group_id = 1;
+   */
+  groupId: string;
+
+  /**
+   * @generated from field: repeated rewardmesh.v1.AdvantageRolloutInput rollouts = 2;
+   */
+  rollouts: AdvantageRolloutInput[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.AdvantageGroupInput.
+ * Use `create(AdvantageGroupInputSchema)` to create a new message.
+ */
+export const AdvantageGroupInputSchema: GenMessage<AdvantageGroupInput> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 7);
+
+/**
+ * Estimator options; unset = the estimator's default. Setting an option the estimator does not take is
+ * INVALID_ARGUMENT (e.g. `options.scale` with `grpo_covariance_coefficient`).
+ *
+ * @generated from message rewardmesh.v1.AdvantageEstimatorOptions
+ */
+export type AdvantageEstimatorOptions = Message<"rewardmesh.v1.AdvantageEstimatorOptions"> & {
+  /**
+   * "sample" (÷ G−1, default) or "population" (÷ G): grpo, gdpo, gdpo_covariance_coefficient, mo_grpo.
+   *
+   * @generated from field: optional string std_mode = 1;
+   */
+  stdMode?: string | undefined;
+
+  /**
+   * Numerical-stability ε: grpo, grpo_covariance_coefficient, gdpo, gdpo_covariance_coefficient, mo_grpo.
+   *
+   * @generated from field: optional double epsilon = 2;
+   */
+  epsilon?: number | undefined;
+
+  /**
+   * "group" (default), "batch" or "none": grpo.
+   *
+   * @generated from field: optional string scale = 3;
+   */
+  scale?: string | undefined;
+
+  /**
+   * "zero" (default) or "verl": what a one-rollout group gets under grpo.
+   *
+   * @generated from field: optional string singleton = 4;
+   */
+  singleton?: string | undefined;
+
+  /**
+   * "inside" (sqrt(S + ε), default) or "outside" (sqrt(S) + ε): grpo_covariance_coefficient,
+   * gdpo_covariance_coefficient.
+   *
+   * @generated from field: optional string epsilon_placement = 5;
+   */
+  epsilonPlacement?: string | undefined;
+
+  /**
+   * Floor on the coefficient sum S before the square root: grpo_covariance_coefficient,
+   * gdpo_covariance_coefficient.
+   *
+   * @generated from field: optional double coefficient_sum_floor = 6;
+   */
+  coefficientSumFloor?: number | undefined;
+
+  /**
+   * false skips CorrGRPO's denominator: grpo_covariance_coefficient.
+   *
+   * @generated from field: optional bool norm_by_std = 7;
+   */
+  normByStd?: boolean | undefined;
+
+  /**
+   * "sequence" (default), "token" or "none": gdpo's batch stage.
+   *
+   * @generated from field: optional string batch_norm = 8;
+   */
+  batchNorm?: string | undefined;
+
+  /**
+   * ε of gdpo's batch stage.
+   *
+   * @generated from field: optional double batch_epsilon = 9;
+   */
+  batchEpsilon?: number | undefined;
+};
+
+/**
+ * Describes the message rewardmesh.v1.AdvantageEstimatorOptions.
+ * Use `create(AdvantageEstimatorOptionsSchema)` to create a new message.
+ */
+export const AdvantageEstimatorOptionsSchema: GenMessage<AdvantageEstimatorOptions> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 8);
+
+/**
+ * S-GRPO noise-aware group weight on top of the estimator (the message's presence turns it on).
+ *
+ * @generated from message rewardmesh.v1.SgrpoConfig
+ */
+export type SgrpoConfig = Message<"rewardmesh.v1.SgrpoConfig"> & {
+  /**
+   * Symmetric label-flip probability, 0 ≤ p < 0.5.
+   *
+   * @generated from field: double p = 1;
+   */
+  p: number;
+
+  /**
+   * "code" (default: multiply the estimator's advantages) or "dr_grpo".
+   *
+   * @generated from field: optional string variant = 2;
+   */
+  variant?: string | undefined;
+
+  /**
+   * ε inside both square roots of w* (default 1e-8).
+   *
+   * @generated from field: optional double epsilon = 3;
+   */
+  epsilon?: number | undefined;
+
+  /**
+   * A rollout is a success iff its metric is > this (default 0).
+   *
+   * @generated from field: optional double success_threshold = 4;
+   */
+  successThreshold?: number | undefined;
+
+  /**
+   * The metric: the weighted total (unset) or one component's raw value.
+   *
+   * @generated from oneof rewardmesh.v1.SgrpoConfig.component
+   */
+  component: {
+    /**
+     * @generated from field: string component_name = 5;
+     */
+    value: string;
+    case: "componentName";
+  } | {
+    /**
+     * @generated from field: uint32 component_index = 6;
+     */
+    value: number;
+    case: "componentIndex";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message rewardmesh.v1.SgrpoConfig.
+ * Use `create(SgrpoConfigSchema)` to create a new message.
+ */
+export const SgrpoConfigSchema: GenMessage<SgrpoConfig> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 9);
+
+/**
+ * DAPO dynamic sampling (the message's presence turns it on): drop a group whose metric is constant.
+ *
+ * @generated from message rewardmesh.v1.DynamicSamplingConfig
+ */
+export type DynamicSamplingConfig = Message<"rewardmesh.v1.DynamicSamplingConfig"> & {
+  /**
+   * The metric: the weighted total (unset) or one component's raw value.
+   *
+   * @generated from oneof rewardmesh.v1.DynamicSamplingConfig.component
+   */
+  component: {
+    /**
+     * @generated from field: string component_name = 1;
+     */
+    value: string;
+    case: "componentName";
+  } | {
+    /**
+     * @generated from field: uint32 component_index = 2;
+     */
+    value: number;
+    case: "componentIndex";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message rewardmesh.v1.DynamicSamplingConfig.
+ * Use `create(DynamicSamplingConfigSchema)` to create a new message.
+ */
+export const DynamicSamplingConfigSchema: GenMessage<DynamicSamplingConfig> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 10);
+
+/**
+ * A batch of groups sharing one component layout, and the estimator to run over it.
+ *
+ * @generated from message rewardmesh.v1.ComputeAdvantagesRequest
+ */
+export type ComputeAdvantagesRequest = Message<"rewardmesh.v1.ComputeAdvantagesRequest"> & {
+  /**
+   * Canonical name or alias: grpo, dr_grpo, grpo_covariance_coefficient (corr_grpo, corrgrpo), gdpo,
+   * gdpo_covariance_coefficient, mo_grpo.
+   *
+   * @generated from field: string estimator = 1;
+   */
+  estimator: string;
+
+  /**
+   * @generated from field: rewardmesh.v1.AdvantageEstimatorOptions options = 2;
+   */
+  options?: AdvantageEstimatorOptions | undefined;
+
+  /**
+   * K component names (e.g. "<service>/<component>"); empty = "0", "1", ….
+   *
+   * @generated from field: repeated string components = 3;
+   */
+  components: string[];
+
+  /**
+   * K component weights; empty = all 1.
+   *
+   * @generated from field: repeated double weights = 4;
+   */
+  weights: number[];
+
+  /**
+   * @generated from field: repeated rewardmesh.v1.AdvantageGroupInput groups = 5;
+   */
+  groups: AdvantageGroupInput[];
+
+  /**
+   * @generated from field: rewardmesh.v1.SgrpoConfig sgrpo = 6;
+   */
+  sgrpo?: SgrpoConfig | undefined;
+
+  /**
+   * @generated from field: rewardmesh.v1.DynamicSamplingConfig dynamic_sampling = 7;
+   */
+  dynamicSampling?: DynamicSamplingConfig | undefined;
+
+  /**
+   * Add per-group diagnostics (computed only on request).
+   *
+   * @generated from field: bool diagnostics = 8;
+   */
+  diagnostics: boolean;
+};
+
+/**
+ * Describes the message rewardmesh.v1.ComputeAdvantagesRequest.
+ * Use `create(ComputeAdvantagesRequestSchema)` to create a new message.
+ */
+export const ComputeAdvantagesRequestSchema: GenMessage<ComputeAdvantagesRequest> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 11);
+
+/**
+ * Share of a normaliser (the sum of a K×K matrix) per component.
+ *
+ * @generated from message rewardmesh.v1.AdvantageShareBreakdown
+ */
+export type AdvantageShareBreakdown = Message<"rewardmesh.v1.AdvantageShareBreakdown"> & {
+  /**
+   * @generated from field: double total = 1;
+   */
+  total: number;
+
+  /**
+   * @generated from field: repeated double diagonal_share = 2;
+   */
+  diagonalShare: number[];
+
+  /**
+   * @generated from field: repeated double row_share = 3;
+   */
+  rowShare: number[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.AdvantageShareBreakdown.
+ * Use `create(AdvantageShareBreakdownSchema)` to create a new message.
+ */
+export const AdvantageShareBreakdownSchema: GenMessage<AdvantageShareBreakdown> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 12);
+
+/**
+ * S-GRPO diagnostics of one group.
+ *
+ * @generated from message rewardmesh.v1.SgrpoGroupDiagnostics
+ */
+export type SgrpoGroupDiagnostics = Message<"rewardmesh.v1.SgrpoGroupDiagnostics"> & {
+  /**
+   * @generated from field: double p = 1;
+   */
+  p: number;
+
+  /**
+   * @generated from field: string variant = 2;
+   */
+  variant: string;
+
+  /**
+   * @generated from field: uint32 successes = 3;
+   */
+  successes: number;
+
+  /**
+   * @generated from field: double weight = 4;
+   */
+  weight: number;
+
+  /**
+   * w* = 0 silenced a group whose advantages were not all 0.
+   *
+   * @generated from field: bool gated = 5;
+   */
+  gated: boolean;
+};
+
+/**
+ * Describes the message rewardmesh.v1.SgrpoGroupDiagnostics.
+ * Use `create(SgrpoGroupDiagnosticsSchema)` to create a new message.
+ */
+export const SgrpoGroupDiagnosticsSchema: GenMessage<SgrpoGroupDiagnostics> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 13);
+
+/**
+ * Everything about one group (the CLI's `--diagnostics` object). Matrices are K×K, row-major.
+ *
+ * @generated from message rewardmesh.v1.AdvantageGroupDiagnostics
+ */
+export type AdvantageGroupDiagnostics = Message<"rewardmesh.v1.AdvantageGroupDiagnostics"> & {
+  /**
+   * @generated from field: uint32 group_size = 1;
+   */
+  groupSize: number;
+
+  /**
+   * Effective weights in this group (0 for components N/A for every rollout).
+   *
+   * @generated from field: repeated double weights = 2;
+   */
+  weights: number[];
+
+  /**
+   * @generated from field: repeated bool constant_components = 3;
+   */
+  constantComponents: boolean[];
+
+  /**
+   * @generated from field: repeated double centered_total = 4;
+   */
+  centeredTotal: number[];
+
+  /**
+   * @generated from field: repeated double covariance = 5;
+   */
+  covariance: number[];
+
+  /**
+   * @generated from field: repeated double correlation = 6;
+   */
+  correlation: number[];
+
+  /**
+   * @generated from field: double coefficient_sum = 7;
+   */
+  coefficientSum: number;
+
+  /**
+   * The estimator's last divisor for this group; unset for mo_grpo (one divisor per component).
+   *
+   * @generated from field: optional double denominator = 8;
+   */
+  denominator?: number | undefined;
+
+  /**
+   * @generated from field: rewardmesh.v1.AdvantageShareBreakdown grpo_shares = 9;
+   */
+  grpoShares?: AdvantageShareBreakdown | undefined;
+
+  /**
+   * @generated from field: rewardmesh.v1.AdvantageShareBreakdown corr_grpo_shares = 10;
+   */
+  corrGrpoShares?: AdvantageShareBreakdown | undefined;
+
+  /**
+   * Unset when S-GRPO is off.
+   *
+   * @generated from field: rewardmesh.v1.SgrpoGroupDiagnostics sgrpo = 11;
+   */
+  sgrpo?: SgrpoGroupDiagnostics | undefined;
+
+  /**
+   * @generated from field: repeated string not_applicable_dropped_components = 12;
+   */
+  notApplicableDroppedComponents: string[];
+
+  /**
+   * @generated from field: repeated uint32 not_applicable_partial_counts = 13;
+   */
+  notApplicablePartialCounts: number[];
+
+  /**
+   * @generated from field: repeated uint32 unscorable_rollouts = 14;
+   */
+  unscorableRollouts: number[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.AdvantageGroupDiagnostics.
+ * Use `create(AdvantageGroupDiagnosticsSchema)` to create a new message.
+ */
+export const AdvantageGroupDiagnosticsSchema: GenMessage<AdvantageGroupDiagnostics> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 14);
+
+/**
+ * One group's advantages.
+ *
+ * @generated from message rewardmesh.v1.ComputedGroupAdvantages
+ */
+export type ComputedGroupAdvantages = Message<"rewardmesh.v1.ComputedGroupAdvantages"> & {
+  /**
+   * @generated from field: string group_id = 1;
+   */
+  groupId: string;
+
+  /**
+   * @generated from field: repeated string rollout_ids = 2;
+   */
+  rolloutIds: string[];
+
+  /**
+   * One advantage per rollout, input order.
+   *
+   * @generated from field: repeated double advantages = 3;
+   */
+  advantages: number[];
+
+  /**
+   * One-rollout group.
+   *
+   * @generated from field: bool degenerate = 4;
+   */
+  degenerate: boolean;
+
+  /**
+   * False when DAPO dynamic sampling dropped the group (always true when it is off).
+   *
+   * @generated from field: bool kept = 5;
+   */
+  kept: boolean;
+
+  /**
+   * Set when the request asked for diagnostics.
+   *
+   * @generated from field: rewardmesh.v1.AdvantageGroupDiagnostics diagnostics = 6;
+   */
+  diagnostics?: AdvantageGroupDiagnostics | undefined;
+};
+
+/**
+ * Describes the message rewardmesh.v1.ComputedGroupAdvantages.
+ * Use `create(ComputedGroupAdvantagesSchema)` to create a new message.
+ */
+export const ComputedGroupAdvantagesSchema: GenMessage<ComputedGroupAdvantages> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 15);
+
+/**
+ * Advantages of every group, in request order.
+ *
+ * @generated from message rewardmesh.v1.ComputeAdvantagesResponse
+ */
+export type ComputeAdvantagesResponse = Message<"rewardmesh.v1.ComputeAdvantagesResponse"> & {
+  /**
+   * Canonical estimator name.
+   *
+   * @generated from field: string estimator = 1;
+   */
+  estimator: string;
+
+  /**
+   * The component names in effect.
+   *
+   * @generated from field: repeated string components = 2;
+   */
+  components: string[];
+
+  /**
+   * @generated from field: repeated rewardmesh.v1.ComputedGroupAdvantages groups = 3;
+   */
+  groups: ComputedGroupAdvantages[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.ComputeAdvantagesResponse.
+ * Use `create(ComputeAdvantagesResponseSchema)` to create a new message.
+ */
+export const ComputeAdvantagesResponseSchema: GenMessage<ComputeAdvantagesResponse> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_trainer, 16);
+
+/**
+ * The trainer's read side for tools (why a rollout got its advantage) and its advantage engine.
  * buf:lint:ignore SERVICE_SUFFIX
  *
  * @generated from service rewardmesh.v1.Trainer
@@ -443,6 +994,17 @@ export const Trainer: GenService<{
     methodKind: "unary";
     input: typeof TrainerExplainRequestSchema;
     output: typeof TrainerExplainResponseSchema;
+  },
+  /**
+   * Groups of component rewards in, advantages (and diagnostics) out; INVALID_ARGUMENT naming the field
+   * for a bad batch or option. Stateless: any number of concurrent calls.
+   *
+   * @generated from rpc rewardmesh.v1.Trainer.ComputeAdvantages
+   */
+  computeAdvantages: {
+    methodKind: "unary";
+    input: typeof ComputeAdvantagesRequestSchema;
+    output: typeof ComputeAdvantagesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_rewardmesh_v1_trainer, 0);

@@ -1,0 +1,208 @@
+/**
+ * Python adapters vs TypeScript over gRPC: rollouts/s scored through reward_mesh.trl's reward functions
+ * (Python, Debian's grpcio; every component function called per batch as GRPOTrainer does, one
+ * `ScoreStream` per service per batch) against the same batches sent by a TypeScript client (grpc-js, one
+ * `ScoreStream` per service per batch, the services in parallel). Same machine, same services (the length
+ * and math services' real entrypoints, each its own process), same batches (256 rollouts: 128 math, 128
+ * custom), each client in its own process; short windows alternate (so both sides see the same load on a
+ * shared machine), the figure is the median of REPEATS.
+ * Goal: Python ≥ 80 % of TypeScript. Writes `bench/results/adapters.json`.
+ *
+ * Run: `npm run bench:adapters` (≈ 50 s; `BENCH_WINDOW_MS` sets the window).
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import {
+  createGrpcClient,
+  RewardService,
+  type Rollout,
+  RolloutSchema,
+  ScoreRequestSchema,
+  TaskSchema,
+} from "@reward-mesh/proto";
+import { type ServiceProcess, startServiceProcess } from "@reward-mesh/sdk/testing";
+import { machineInfo, writeBenchResult } from "./results.js";
+
+const REPEATS = 8;
+const WINDOW_MS = Number(process.env["BENCH_WINDOW_MS"] ?? 2000);
+const BATCH = 256;
+const COMPONENTS = ["math/correct", "math/format", "length/length", "length/overlong"];
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** 32 prompts × 8 completions: half math tasks (right, wrong, unmarked answers), half custom. */
+function rows() {
+  const out: Array<{ prompt: string; completion: string; task: JsonObject }> = [];
+  for (let p = 0; p < BATCH / 8; p++) {
+    const math = p % 2 === 0;
+    const prompt = math ? `What is ${p} + ${p}?` : `Write a short greeting number ${p}.`;
+    const task: JsonObject = math ? { math: { answers: [String(2 * p)] }, prompt } : { custom: {}, prompt };
+    for (let g = 0; g < 8; g++) {
+      const completion = math
+        ? [`The sum is \\boxed{${2 * p}}.`, `\\boxed{${2 * p + 1}}`, `It is ${2 * p}`][g % 3]!
+        : `Hello there, friend ${g}! `.repeat(1 + (g % 4));
+      out.push({ prompt, completion, task });
+    }
+  }
+  return out;
+}
+
+/** The TypeScript client: one ScoreStream per service per batch (math rollouts → math, custom → length). */
+async function tsWindow(addresses: Record<string, string>, batch: ReturnType<typeof rows>, windowMs: number) {
+  const clients = Object.fromEntries(
+    Object.entries(addresses).map(([n, a]) => [n, createGrpcClient(RewardService, a)]),
+  );
+  const tasks = batch.map((r) => fromJson(TaskSchema, r.task));
+  let n = 0;
+  let b = 0;
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  try {
+    while (performance.now() - t0 < windowMs) {
+      const rollouts: Rollout[] = batch.map((r, i) =>
+        create(RolloutSchema, {
+          id: `ts-${b}-${i}`,
+          runId: "bench",
+          groupId: `g${i >> 3}`,
+          index: i % 8,
+          groupSize: 8,
+          task: tasks[i]!,
+          response: `${r.completion} #${b}`,
+        }),
+      );
+      const byService = {
+        math: rollouts.filter((r) => r.task?.kind.case === "math"),
+        length: rollouts.filter((r) => r.task?.kind.case !== "math"),
+      };
+      await Promise.all(
+        Object.entries(byService).map(async ([name, rs]) => {
+          let got = 0;
+          async function* reqs() {
+            for (const r of rs) yield create(ScoreRequestSchema, { rollout: r });
+          }
+          for await (const _ of clients[name]!.scoreStream(reqs(), { timeoutMs: 120_000 })) got++;
+          if (got !== rs.length) throw new Error(`${name}: ${got} results for ${rs.length} rollouts`);
+        }),
+      );
+      n += rollouts.length;
+      b++;
+    }
+    const cpu = process.cpuUsage(c0);
+    return { perSecond: n / ((performance.now() - t0) / 1000), cpuUsPerRollout: (cpu.user + cpu.system) / n };
+  } finally {
+    for (const c of Object.values(clients)) c.close();
+  }
+}
+
+/** Rollouts/s and the client's CPU time per rollout (µs) of one window. */
+interface Window {
+  readonly perSecond: number;
+  readonly cpuUsPerRollout: number;
+}
+
+function pyWindow(specPath: string, windowMs: number): Promise<Window> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(
+      "/usr/bin/python3",
+      [join(root, "bench", "adapters_trl.py"), specPath, String(windowMs / 1000)],
+      {
+        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", PYTHONDONTWRITEBYTECODE: "1" },
+      },
+    );
+    let out = "";
+    c.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    c.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    c.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`adapters_trl.py exited ${code}:\n${out}`));
+      const r = JSON.parse(out.trim().split("\n").pop()!) as {
+        rollouts: number;
+        seconds: number;
+        cpuSeconds: number;
+      };
+      resolve({ perSecond: r.rollouts / r.seconds, cpuUsPerRollout: (r.cpuSeconds * 1e6) / r.rollouts });
+    });
+  });
+}
+
+const started: ServiceProcess[] = [];
+const dir = mkdtempSync(join(tmpdir(), "bench-adapters-"));
+try {
+  const service = (name: string, prefix: string, env: Record<string, string>) =>
+    startServiceProcess(join(root, "services", name, "src", "main.ts"), {
+      envPrefix: prefix,
+      natsUrl: "nats://127.0.0.1:1", // unused: gRPC only
+      env: { [`${prefix}_WORKER`]: "false", ...env },
+    }).then((s) => {
+      started.push(s);
+      return s;
+    });
+  const [length, math] = await Promise.all([
+    service("length", "LENGTH", { LENGTH_MAX_LENGTH: "64", LENGTH_CACHE_LENGTH: "32" }),
+    service("math", "MATH", {}),
+  ]);
+  const addresses = { length: length.address, math: math.address };
+  const batch = rows();
+  const specPath = join(dir, "spec.json");
+  writeFileSync(specPath, JSON.stringify({ services: addresses, components: COMPONENTS, rows: batch }));
+  // Warm both (JIT, connections, the math service's judging threads).
+  await tsWindow(addresses, batch, 500);
+  await pyWindow(specPath, 500);
+  const ts: Window[] = [];
+  const py: Window[] = [];
+  for (let i = 0; i < REPEATS; i++) {
+    ts.push(await tsWindow(addresses, batch, WINDOW_MS));
+    py.push(await pyWindow(specPath, WINDOW_MS));
+  }
+  const tsMedian = median(ts.map((w) => w.perSecond));
+  const pyMedian = median(py.map((w) => w.perSecond));
+  const tsCpu = median(ts.map((w) => w.cpuUsPerRollout));
+  const pyCpu = median(py.map((w) => w.cpuUsPerRollout));
+  const report = {
+    benchmark: "adapters",
+    date: new Date().toISOString(),
+    machine: machineInfo(),
+    setup: {
+      services:
+        "length (LENGTH_MAX_LENGTH 64, cache 32) and math (defaults), real entrypoints, one process each, gRPC only",
+      batch: `${BATCH} rollouts (32 prompts × 8): 128 math → math, 128 custom → length`,
+      python: `reward_mesh.trl reward functions for ${COMPONENTS.join(", ")}, all called per batch (per-batch cache), /usr/bin/python3 + Debian grpcio`,
+      typescript:
+        "grpc-js client (@reward-mesh/proto), one ScoreStream per service per batch, services in parallel",
+      windowMs: WINDOW_MS,
+      repeats: REPEATS,
+    },
+    typescriptRolloutsPerSecond: { median: tsMedian, samples: ts.map((w) => w.perSecond) },
+    pythonTrlRolloutsPerSecond: { median: pyMedian, samples: py.map((w) => w.perSecond) },
+    ratio: pyMedian / tsMedian,
+    clientCpuMicrosecondsPerRollout: {
+      note: "the client process's own CPU (user + system) per scored rollout; the services run in their own processes",
+      typescript: tsCpu,
+      python: pyCpu,
+      samples: { typescript: ts.map((w) => w.cpuUsPerRollout), python: py.map((w) => w.cpuUsPerRollout) },
+    },
+    goal: "python ≥ 0.8 × typescript",
+    goalMet: pyMedian / tsMedian >= 0.8,
+  };
+  const path = writeBenchResult("adapters", report);
+  const show = (ws: Window[]) => ws.map((w) => w.perSecond.toFixed(0)).join(", ");
+  console.log(
+    `TypeScript gRPC  ${tsMedian.toFixed(0)} rollouts/s (${show(ts)}); client CPU ${tsCpu.toFixed(0)} µs/rollout`,
+  );
+  console.log(
+    `Python TRL funcs ${pyMedian.toFixed(0)} rollouts/s (${show(py)}); client CPU ${pyCpu.toFixed(0)} µs/rollout`,
+  );
+  console.log(`ratio ${(report.ratio * 100).toFixed(1)} % (goal ≥ 80 %) → ${path}`);
+} finally {
+  await Promise.all(started.map((s) => s.stop()));
+  rmSync(dir, { recursive: true, force: true });
+}

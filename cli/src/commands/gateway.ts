@@ -1,0 +1,225 @@
+/**
+ * `reward-mesh gateway`: an OpenRLHF-compatible remote reward endpoint (`--remote_rm_url`) in front of the
+ * mesh's reward services (see `../gateway/openrlhf.ts` for the protocol). The components and weights come from
+ * a run config (`--config`) or `--components`; the services' addresses from `--services` (default: each
+ * service's default port on 127.0.0.1). Every service is asked `Describe` at start, so that a component no
+ * service offers is an error before the first request.
+ * @module
+ */
+import type { Writable } from "node:stream";
+import { createRewardServiceClient, isLoopbackHost } from "@reward-mesh/sdk";
+import { loadRunConfig } from "@reward-mesh/trainer";
+import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import type { CliConfig } from "../config.js";
+import { type GatewayComponent, type GatewayService, startOpenRlhfGateway } from "../gateway/openrlhf.js";
+import { UsageError } from "../io.js";
+import { SERVICES } from "../services.js";
+
+/** The gateway command (parsing and `--help` come from this table). */
+export const GATEWAY_COMMAND: CommandSpec = {
+  name: "gateway",
+  summary: "an OpenRLHF remote reward endpoint (--remote_rm_url) over the mesh's services",
+  description:
+    "Serves POST /get_reward with OpenRLHF's request {query, prompts, labels} and answers {rewards, scores,\n" +
+    "extra_logs}: the weighted total of the configured components per query, and each component's value in\n" +
+    'extra_logs["<service>/<component>"]. Each request is scored with one ScoreStream per service.',
+  options: {
+    config: {
+      type: "string",
+      value: "FILE",
+      description: "take the components and weights of this run config",
+    },
+    components: {
+      type: "string",
+      value: "s/c=w,...",
+      description: "components and weights, e.g. math/correct=1,math/format=0.1 (instead of --config)",
+    },
+    services: {
+      type: "string",
+      value: "name=host:port,...",
+      description: "where each service listens (REWARD_MESH_GRPC_* for TLS/token)",
+      defaultText: "127.0.0.1:<its default port>",
+    },
+    domain: {
+      type: "string",
+      value: "NAME",
+      default: "math",
+      description: "domain of a string label: math (the label is the reference answer) or a custom domain",
+    },
+    host: {
+      type: "string",
+      value: "ADDR",
+      default: "127.0.0.1",
+      description:
+        "address to listen on (a non-loopback address needs --insecure: the endpoint is plaintext HTTP without a token)",
+    },
+    insecure: {
+      type: "boolean",
+      description:
+        "accept a non-loopback --host (e.g. behind a mesh or proxy that encrypts and authenticates)",
+    },
+    port: { type: "string", value: "PORT", default: "5000", description: "HTTP port (0 = any free port)" },
+    "timeout-ms": {
+      type: "string",
+      value: "N",
+      default: "120000",
+      description: "deadline per request and service",
+    },
+    "wait-seconds": {
+      type: "string",
+      value: "N",
+      default: "30",
+      description: "how long to wait at start for every service to answer Describe",
+    },
+  },
+  notes: [
+    "A label that is a JSON object is read as a rewardmesh.v1.Task (proto JSON), so any domain can be scored.\n" +
+      "The response is the query after its prompt (OpenRLHF sends the decoded prompt + response). A component\n" +
+      'that does not apply to a query counts as 0. Bad requests get HTTP 400 with {"error": "..."}.',
+  ],
+  examples: [
+    "reward-mesh gateway --components math/correct=1,math/format=0.1 --services math=127.0.0.1:50067",
+    "reward-mesh gateway --config run.yaml --port 5000   # then: --remote_rm_url http://127.0.0.1:5000/get_reward",
+  ],
+};
+
+/** Usage of the gateway command. */
+export const GATEWAY_USAGE = usageLine(GATEWAY_COMMAND);
+
+/** `math/correct=1,math/format=0.1` → components. */
+export function parseComponentsFlag(raw: string): GatewayComponent[] {
+  return raw.split(",").map((item, i) => {
+    const m = /^\s*([^/=\s]+)\/([^=\s]+)\s*=\s*(\S+)\s*$/.exec(item);
+    const weight = m ? Number(m[3]) : Number.NaN;
+    if (!m || !Number.isFinite(weight))
+      throw new UsageError(
+        `'--components' item ${i + 1} must be <service>/<component>=<weight>, got '${item}'`,
+      );
+    return { service: m[1]!, component: m[2]!, weight };
+  });
+}
+
+/** `math=127.0.0.1:50067,…` → addresses by service. */
+export function parseServicesFlag(raw: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const item of raw.split(",")) {
+    const m = /^\s*([^=\s]+)\s*=\s*(\S+:\d+)\s*$/.exec(item);
+    if (!m) throw new UsageError(`'--services' items must be <name>=<host:port>, got '${item}'`);
+    out.set(m[1]!, m[2]!);
+  }
+  return out;
+}
+
+function portOf(raw: string, flag: string): number {
+  if (!/^\d+$/.test(raw) || Number(raw) > 65_535)
+    throw new UsageError(`'${flag}' must be a port number (0-65535), got '${raw}'`);
+  return Number(raw);
+}
+
+function positive(raw: string, flag: string): number {
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v <= 0)
+    throw new UsageError(`'${flag}' must be a positive number, got '${raw}'`);
+  return v;
+}
+
+/** A service as Describe answered: what the gateway needs, plus its component names (checked at start). */
+interface DescribedService extends GatewayService {
+  readonly components: readonly string[];
+}
+
+/** Describe, retried until `deadline` (a service just started may not listen yet). */
+async function describeWhenUp(
+  name: string,
+  address: string,
+  cli: CliConfig,
+  deadline: number,
+): Promise<DescribedService> {
+  const client = createRewardServiceClient(address, { security: cli.grpc, timeoutMs: 5_000 });
+  for (;;) {
+    try {
+      const d = await client.describe({}, { timeoutMs: 5_000 });
+      if (d.name !== name) {
+        client.close();
+        throw new UsageError(`'--services': ${address} is the service '${d.name}', not '${name}'`);
+      }
+      return { name, client, domains: d.domains, components: d.components.map((c) => c.name) };
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      if (Date.now() > deadline) {
+        client.close();
+        throw new UsageError(
+          `service '${name}' at ${address} did not answer Describe: ${err instanceof Error ? err.message : String(err)} (start it, or point --services at it)`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+/** Runs the gateway until SIGINT/SIGTERM; returns the exit code. */
+export async function runGateway(args: readonly string[], cli: CliConfig, stdout: Writable): Promise<number> {
+  const { values: flags, positionals } = parseCommand(GATEWAY_COMMAND, args);
+  if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}' (${GATEWAY_USAGE})`);
+  const config = typeof flags["config"] === "string" ? flags["config"] : undefined;
+  const compFlag = typeof flags["components"] === "string" ? flags["components"] : undefined;
+  if ((config === undefined) === (compFlag === undefined))
+    throw new UsageError(
+      "give either '--config' (a run config) or '--components' (<service>/<component>=<weight>,...)",
+    );
+  const components = compFlag ? parseComponentsFlag(compFlag) : [...loadRunConfig(config!).components];
+  const addresses = typeof flags["services"] === "string" ? parseServicesFlag(flags["services"]) : new Map();
+  const port = portOf(String(flags["port"]), "--port");
+  if (!isLoopbackHost(String(flags["host"])) && flags["insecure"] !== true)
+    throw new UsageError(
+      `'--host ${String(flags["host"])}' is not a loopback address: the endpoint is plaintext HTTP without a token; add --insecure to accept that (e.g. behind a proxy that encrypts)`,
+    );
+  const timeoutMs = positive(String(flags["timeout-ms"]), "--timeout-ms");
+  const deadline = Date.now() + positive(String(flags["wait-seconds"]), "--wait-seconds") * 1000;
+  const names = [...new Set(components.map((c) => c.service))];
+  for (const n of addresses.keys())
+    if (!names.includes(n))
+      throw new UsageError(`'--services' names '${n}', which no component uses (${names.join(", ")})`);
+  const services = await Promise.all(
+    names.map((name) => {
+      const known = SERVICES.find((s) => s.name === name);
+      const address = addresses.get(name) ?? (known ? `127.0.0.1:${known.defaultPort}` : undefined);
+      if (!address)
+        throw new UsageError(
+          `service '${name}' is not in this build: give its address with --services ${name}=host:port`,
+        );
+      return describeWhenUp(name, address, cli, deadline);
+    }),
+  );
+  try {
+    for (const c of components) {
+      const s = services.find((x) => x.name === c.service)!;
+      if (!s.components.includes(c.component))
+        throw new UsageError(
+          `component '${c.service}/${c.component}' is not offered by '${c.service}' (its components: ${s.components.join(", ")})`,
+        );
+    }
+  } catch (err) {
+    for (const s of services) s.client.close();
+    throw err;
+  }
+  const stopped = new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+  const gw = await startOpenRlhfGateway({
+    components,
+    services,
+    domain: String(flags["domain"]),
+    host: String(flags["host"]),
+    port,
+    timeoutMs,
+  });
+  stdout.write(
+    `OpenRLHF reward endpoint on ${gw.url}/get_reward (${components.map((c) => `${c.service}/${c.component}×${c.weight}`).join(", ")}); Ctrl-C to stop\n`,
+  );
+  await stopped;
+  await gw.close();
+  for (const s of services) s.client.close();
+  return 0;
+}

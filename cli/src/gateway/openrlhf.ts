@@ -1,0 +1,340 @@
+/**
+ * The OpenRLHF-compatible remote reward endpoint behind `reward-mesh gateway`.
+ *
+ * OpenRLHF (`--remote_rm_url http://host:port/get_reward`) POSTs `{"query": [...], "prompts": [...],
+ * "labels": [...]}` — `query[i]` is the decoded prompt + response, `prompts[i]` the prompt, `labels[i]` the
+ * dataset's label — and reads `rewards` (advantages), `scores` (dynamic filtering) and `extra_logs` (logged
+ * per key) from the JSON answer, one entry per query. Older releases send `query` alone.
+ *
+ * Each request becomes one rollout per query (response = the query after its prompt), fanned out to every
+ * configured service over one `ScoreStream` per service; the answer is the weighted total per query and each
+ * component's value under `extra_logs["<service>/<component>"]`. A component that does not apply (its
+ * service does not score the task's domain, or it reported NOT_APPLICABLE) counts as 0, as in the trainer.
+ * @module
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
+import {
+  type Client,
+  ComponentStatus,
+  grpc,
+  type RewardResult,
+  type RewardService,
+  type Rollout,
+  RolloutSchema,
+  type ScoreRequest,
+  ScoreRequestSchema,
+  type Task,
+  TaskSchema,
+} from "@reward-mesh/proto";
+
+/** One weighted component of the reward. */
+export interface GatewayComponent {
+  readonly service: string;
+  readonly component: string;
+  readonly weight: number;
+}
+
+/** What the gateway needs of one service: a client and the domains it scores (from Describe). */
+export interface GatewayService {
+  readonly name: string;
+  readonly client: Client<typeof RewardService>;
+  readonly domains: readonly string[];
+}
+
+/** Options of {@link startOpenRlhfGateway}. */
+export interface OpenRlhfGatewayOptions {
+  readonly components: readonly GatewayComponent[];
+  readonly services: readonly GatewayService[];
+  /** Domain of a task built from a string label: `math` (the label is the reference answer) or any other domain (a `custom` task `{label, prompt}`). */
+  readonly domain: string;
+  readonly host: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  /** Deadline of each ScoreStream call. */
+  readonly timeoutMs: number;
+  /** Largest request body in bytes. @default 64 MiB */
+  readonly maxBodyBytes?: number;
+  /** Run id put on the rollouts. @default "openrlhf" */
+  readonly runId?: string;
+}
+
+/** A running gateway. */
+export interface RunningGateway {
+  /** `http://host:port` — OpenRLHF's `--remote_rm_url` is `<url>/get_reward`. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** A request the gateway refuses (HTTP 400), naming the offending key. */
+export class GatewayRequestError extends Error {
+  override readonly name = "GatewayRequestError";
+}
+
+/** OpenRLHF's request: the fields the gateway reads. */
+interface OpenRlhfRequest {
+  readonly query: readonly string[];
+  readonly prompts: readonly string[] | undefined;
+  readonly labels: readonly unknown[] | undefined;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Checks the request body (keys other than query / prompts / labels are ignored, as OpenRLHF's own servers do). */
+export function parseOpenRlhfRequest(body: unknown): OpenRlhfRequest {
+  if (!isRecord(body))
+    throw new GatewayRequestError(
+      'the body must be a JSON object {"query": [...], "prompts": [...], "labels": [...]}',
+    );
+  const query = body["query"];
+  if (!Array.isArray(query))
+    throw new GatewayRequestError("'query' is required: a list of strings (prompt + response)");
+  query.forEach((q, i) => {
+    if (typeof q !== "string")
+      throw new GatewayRequestError(`'query[${i}]' must be a string, got ${typeof q}`);
+  });
+  const prompts = body["prompts"];
+  if (prompts !== undefined && prompts !== null) {
+    if (!Array.isArray(prompts) || prompts.length !== query.length)
+      throw new GatewayRequestError(`'prompts' must be a list of ${query.length} strings (one per query)`);
+    prompts.forEach((p, i) => {
+      if (typeof p !== "string")
+        throw new GatewayRequestError(`'prompts[${i}]' must be a string, got ${typeof p}`);
+      if (!query[i].startsWith(p))
+        throw new GatewayRequestError(
+          `'query[${i}]' does not start with 'prompts[${i}]': the response is the query after its prompt`,
+        );
+    });
+  }
+  const labels = body["labels"];
+  if (labels !== undefined && labels !== null && (!Array.isArray(labels) || labels.length !== query.length))
+    throw new GatewayRequestError(`'labels' must be a list of ${query.length} entries (one per query)`);
+  return {
+    query: query as string[],
+    prompts: (prompts ?? undefined) as string[] | undefined,
+    labels: (labels ?? undefined) as unknown[] | undefined,
+  };
+}
+
+/** The task of query `i`: a label object is a proto-JSON Task; a string label is read per `domain`. */
+function taskOf(label: unknown, prompt: string, domain: string, i: number): Task {
+  if (isRecord(label)) {
+    try {
+      return fromJson(TaskSchema, label as JsonValue);
+    } catch (err) {
+      throw new GatewayRequestError(
+        `'labels[${i}]' is an object but not a rewardmesh.v1.Task in proto JSON: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+  }
+  if (label !== undefined && label !== null && typeof label !== "string" && typeof label !== "number")
+    throw new GatewayRequestError(
+      `'labels[${i}]' must be a string, a number or a Task object, got ${typeof label}`,
+    );
+  const text = label === undefined || label === null ? "" : String(label);
+  if (domain === "math") {
+    if (text === "")
+      throw new GatewayRequestError(`'labels[${i}]' is required for math: the reference answer`);
+    return create(TaskSchema, {
+      id: `label-${i}`,
+      prompt,
+      kind: { case: "math", value: { problem: prompt, answers: [text] } },
+    });
+  }
+  return create(TaskSchema, {
+    id: `label-${i}`,
+    prompt,
+    domain,
+    kind: { case: "custom", value: { fields: { label: { kind: { case: "stringValue", value: text } } } } },
+  });
+}
+
+let requestCounter = 0;
+
+/** One rollout per query. */
+function rolloutsOf(req: OpenRlhfRequest, o: OpenRlhfGatewayOptions): Rollout[] {
+  const batch = `b${++requestCounter}`;
+  return req.query.map((q, i) => {
+    const prompt = req.prompts?.[i] ?? "";
+    const id = `${batch}-${i}`;
+    return create(RolloutSchema, {
+      id,
+      runId: o.runId ?? "openrlhf",
+      groupId: id,
+      index: 0,
+      groupSize: 1,
+      task: taskOf(req.labels?.[i], prompt, o.domain, i),
+      response: q.slice(prompt.length),
+    });
+  });
+}
+
+/** The domain a rollout is routed by (its task's, else its kind's name). */
+function domainOf(r: Rollout): string {
+  if (r.task?.domain) return r.task.domain;
+  const kind = r.task?.kind.case;
+  return kind === "toolCall" ? "tool_call" : (kind ?? "custom");
+}
+
+/** Scores `rollouts` with one service over one ScoreStream; results in input order. */
+async function scoreStream(
+  s: GatewayService,
+  rollouts: readonly Rollout[],
+  timeoutMs: number,
+): Promise<RewardResult[]> {
+  async function* requests(): AsyncIterable<ScoreRequest> {
+    for (const rollout of rollouts) yield create(ScoreRequestSchema, { rollout });
+  }
+  const out: RewardResult[] = [];
+  for await (const r of s.client.scoreStream(requests(), { timeoutMs })) out.push(r);
+  if (out.length !== rollouts.length)
+    throw new Error(`service '${s.name}' answered ${out.length} results for ${rollouts.length} rollouts`);
+  return out;
+}
+
+/** OpenRLHF's answer: weighted totals and the per-component values. */
+export interface OpenRlhfResponse {
+  readonly rewards: number[];
+  readonly scores: number[];
+  readonly extra_logs: Record<string, number[]>;
+}
+
+/** Scores one OpenRLHF request with the configured services. */
+export async function scoreOpenRlhfRequest(
+  body: unknown,
+  o: OpenRlhfGatewayOptions,
+): Promise<OpenRlhfResponse> {
+  const req = parseOpenRlhfRequest(body);
+  const rollouts = rolloutsOf(req, o);
+  const byService = new Map<string, RewardResult[]>();
+  await Promise.all(
+    o.services.map(async (s) => {
+      const picked = rollouts.map((r, i) => ({ r, i })).filter(({ r }) => s.domains.includes(domainOf(r)));
+      let results: RewardResult[] = [];
+      try {
+        if (picked.length)
+          results = await scoreStream(
+            s,
+            picked.map((p) => p.r),
+            o.timeoutMs,
+          );
+      } catch (err) {
+        // The stream names its j-th request; the caller knows it as query[i].
+        const e = err as Partial<grpc.ServiceError>;
+        if (e.code === grpc.status.INVALID_ARGUMENT && typeof e.details === "string") {
+          const at = (j: string) => `query[${picked[Number(j)]?.i ?? j}]`;
+          const details = e.details
+            .replace(/^'requests\[(\d+)\]\.([^']*)'/, (_, j: string, field: string) => `${at(j)}: '${field}'`)
+            .replace(/requests\[(\d+)\]\./, (_, j: string) => `${at(j)}: `);
+          throw Object.assign(new Error(details), { code: e.code, details: `${s.name}: ${details}` });
+        }
+        throw err;
+      }
+      const full: RewardResult[] = new Array(rollouts.length);
+      picked.forEach((p, j) => {
+        full[p.i] = results[j]!;
+      });
+      byService.set(s.name, full);
+    }),
+  );
+  const rewards = rollouts.map(() => 0);
+  const extra: Record<string, number[]> = {};
+  for (const c of o.components) {
+    const key = `${c.service}/${c.component}`;
+    const results = byService.get(c.service)!;
+    extra[key] = rollouts.map((_, i) => {
+      const comp = results[i]?.components.find((x) => x.name === c.component);
+      if (!comp || comp.status === ComponentStatus.NOT_APPLICABLE) return 0;
+      rewards[i] = rewards[i]! + c.weight * comp.value;
+      return comp.value;
+    });
+  }
+  return { rewards, scores: [...rewards], extra_logs: extra };
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = `${JSON.stringify(body)}\n`;
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readBody(req: IncomingMessage, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new GatewayRequestError(`the body is larger than ${max} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The HTTP status and error body of a failure while scoring. */
+function failure(err: unknown): { status: number; body: { error: string } } {
+  if (err instanceof GatewayRequestError) return { status: 400, body: { error: err.message } };
+  const e = err as Partial<grpc.ServiceError>;
+  if (typeof e.code === "number") {
+    const status =
+      e.code === grpc.status.INVALID_ARGUMENT
+        ? 400
+        : e.code === grpc.status.UNAVAILABLE
+          ? 503
+          : e.code === grpc.status.DEADLINE_EXCEEDED
+            ? 504
+            : 502;
+    return { status, body: { error: `reward service: ${grpc.status[e.code]}: ${e.details ?? e.message}` } };
+  }
+  return {
+    status: 500,
+    body: { error: `internal error: ${err instanceof Error ? err.message : String(err)}` },
+  };
+}
+
+/**
+ * Serves the OpenRLHF remote reward protocol: `POST /get_reward` (and `POST /`) as described above;
+ * `GET /healthz` answers 200.
+ */
+export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<RunningGateway> {
+  const max = o.maxBodyBytes ?? 64 * 1024 * 1024;
+  const server: Server = createServer(async (req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" && path === "/healthz") return send(res, 200, { status: "SERVING" });
+    if (path !== "/get_reward" && path !== "/")
+      return send(res, 404, { error: `no route ${path}: POST /get_reward (OpenRLHF --remote_rm_url)` });
+    if (req.method !== "POST") return send(res, 405, { error: `${req.method} ${path}: use POST` });
+    try {
+      const text = await readBody(req, max);
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch (err) {
+        throw new GatewayRequestError(`the body is not valid JSON: ${(err as Error).message}`);
+      }
+      send(res, 200, await scoreOpenRlhfRequest(body, o));
+    } catch (err) {
+      const f = failure(err);
+      send(res, f.status, f.body);
+    }
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.host, () => {
+      server.off("error", reject);
+      const a = server.address();
+      resolve(typeof a === "object" && a ? a.port : o.port);
+    });
+  });
+  const host = o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,346 @@
+"""gRPC clients: one reward service (`RewardClient`), a set of them scored together (`Mesh`), and the
+trainer's advantage engine (`AdvantagesClient`, `Trainer.ComputeAdvantages`).
+
+Every call has a deadline (the client's `timeout`, or the call's); failures raise MeshRpcError
+subclasses naming the service, its address and the method.
+"""
+
+import copy
+import queue
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+from google.protobuf import json_format
+
+from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, trainer_pb2, trainer_pb2_grpc
+from .builder import domain_of
+from .config import from_env
+from .errors import InvalidInputError, MeshError, rpc_error
+
+DEFAULT_TIMEOUT = 60.0
+# The mesh accepts rollouts up to 16 MiB (the bus's limit); results are small.
+_MAX_BYTES = 17 * 1024 * 1024
+_CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", _MAX_BYTES),
+    ("grpc.max_receive_message_length", _MAX_BYTES),
+]
+
+OK = reward_pb2.COMPONENT_STATUS_OK
+NOT_APPLICABLE = reward_pb2.COMPONENT_STATUS_NOT_APPLICABLE
+
+
+def _channel(address, credentials):
+    if not isinstance(address, str) or ":" not in address:
+        raise InvalidInputError(f"the address must be host:port, got {address!r}")
+    if credentials is None:
+        return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+    return grpc.secure_channel(address, credentials, options=_CHANNEL_OPTIONS)
+
+
+class RewardClient:
+    """A client of one `rewardmesh.v1.RewardService`.
+
+        with RewardClient("127.0.0.1:50061") as c:
+            print(c.describe().components)
+            result = c.score(rollout(custom_task(), "hello"))
+    """
+
+    def __init__(self, address, *, timeout=DEFAULT_TIMEOUT, credentials=None, name=None):
+        self.address = address
+        self.timeout = timeout
+        self._name = name
+        self._channel = _channel(address, credentials)
+        self._stub = reward_service_pb2_grpc.RewardServiceStub(self._channel)
+        self._info = None
+
+    @property
+    def target(self):
+        return f"reward service {self._name!r} at {self.address}" if self._name else f"reward service at {self.address}"
+
+    def _call(self, method, fn):
+        try:
+            return fn()
+        except grpc.RpcError as e:
+            raise rpc_error(self.target, method, e) from None
+
+    def describe(self, timeout=None):
+        """The service's DescribeResponse (name, version, domains, components); cached after the first call."""
+        if self._info is None:
+            self._info = self._call("Describe", lambda: self._stub.Describe(
+                reward_service_pb2.DescribeRequest(), timeout=timeout or self.timeout))
+            self._name = self._name or self._info.name
+        return self._info
+
+    def score(self, rollout, timeout=None):
+        """The RewardResult of one rollout (`Score`)."""
+        return self._call("Score", lambda: self._stub.Score(
+            reward_service_pb2.ScoreRequest(rollout=rollout), timeout=timeout or self.timeout))
+
+    def score_stream(self, rollouts, timeout=None):
+        """The RewardResults of `rollouts`, in order, over one `ScoreStream` call (the deadline covers the
+        whole stream)."""
+        rollouts = list(rollouts)
+        if not rollouts:
+            return []
+        requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
+        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=timeout or self.timeout)))
+        if len(results) != len(rollouts):
+            raise MeshError(f"{self.target}: ScoreStream returned {len(results)} results for {len(rollouts)} rollouts")
+        for i, (r, res) in enumerate(zip(rollouts, results)):
+            if res.rollout_id != r.id:
+                raise MeshError(f"{self.target}: ScoreStream result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
+        return results
+
+    def _stream_queue(self, q, timeout=None):
+        """ScoreStream over the ScoreRequests put on `q` until a None; the results, in order."""
+        return self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(q.get, None), timeout=timeout or self.timeout)))
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Mesh:
+    """Several reward services scored together: every rollout goes to each service that scores its
+    domain (one `ScoreStream` per service per batch, the services in parallel); a component of a service
+    that does not score the rollout's domain is not applicable, as in the trainer.
+
+        mesh = Mesh({"length": "127.0.0.1:50061", "math": "127.0.0.1:50062"})
+        rows = mesh.score([rollout(...), ...])   # [{"math/correct": ComponentReward | None, ...}, ...]
+
+    `service_domains` adds or replaces the domains a service scores (the run's `services:` key);
+    otherwise each service's Describe says.
+    """
+
+    def __init__(self, services, *, timeout=DEFAULT_TIMEOUT, service_domains=None, credentials=None):
+        if isinstance(services, (list, tuple)):
+            services = {f"#{i}": a for i, a in enumerate(services)}
+        if not isinstance(services, dict) or not services:
+            raise InvalidInputError("'services' must be a non-empty {name: host:port} dict or list of addresses")
+        self.timeout = timeout
+        self.clients = {}
+        for key, address in services.items():
+            c = RewardClient(address, timeout=timeout, credentials=credentials, name=None if key.startswith("#") else key)
+            info = c.describe()
+            if not key.startswith("#") and info.name != key:
+                c.close()
+                raise MeshError(f"the service at {address} is {info.name!r}, not {key!r}")
+            if info.name in self.clients:
+                raise MeshError(f"two addresses serve {info.name!r}")
+            self.clients[info.name] = c
+        overrides = service_domains or {}
+        self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
+        self._keys = {n: {s.name: f"{n}/{s.name}" for s in c.describe().components} for n, c in self.clients.items()}
+        self.components = [k for keys in self._keys.values() for k in keys.values()]
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)), thread_name_prefix="reward-mesh")
+
+    @classmethod
+    def from_env(cls, environ=None, **kwargs):
+        """The mesh named by `REWARD_MESH_SERVICES` (`name=host:port,...`), with `REWARD_MESH_TIMEOUT`."""
+        s = from_env(environ)
+        if "services" not in s:
+            raise InvalidInputError("REWARD_MESH_SERVICES is not set: name=host:port,... (e.g. math=127.0.0.1:50067)")
+        return cls(s["services"], timeout=s.get("timeout", DEFAULT_TIMEOUT), **kwargs)
+
+    def with_domains(self, service_domains):
+        """This mesh (the same connections) with the domains of some services replaced, as a run's
+        `services:` key does."""
+        m = copy.copy(self)
+        m.domains = {n: set(service_domains.get(n, d)) for n, d in self.domains.items()}
+        return m
+
+    def check_components(self, names):
+        """Raises naming the first of `names` (`service/component`) that no service of the mesh emits."""
+        known = set(self.components)
+        for n in names:
+            if n not in known:
+                service = n.split("/", 1)[0]
+                where = (f"{service} emits {', '.join(c for c in self.components if c.startswith(service + '/'))}"
+                         if service in self.clients else f"the mesh has {', '.join(sorted(self.clients)) or 'no services'}")
+                raise InvalidInputError(f"component {n!r} is not in the mesh ({where})")
+
+    def score(self, rollouts, timeout=None):
+        """Per rollout, `{"<service>/<component>": ComponentReward, or None where not applicable}`, over
+        every component of the mesh. `rollouts` may be a generator: each rollout is sent on its services'
+        streams as soon as it is built, so building the batch overlaps with scoring it."""
+        streams = {}  # service -> (its rollout indices, request queue, future of its results)
+        sent = []
+        try:
+            for i, r in enumerate(rollouts):
+                sent.append(r)
+                domain = domain_of(r.task)
+                for name, client in self.clients.items():
+                    if domain not in self.domains[name]:
+                        continue
+                    if name not in streams:
+                        q = queue.SimpleQueue()
+                        streams[name] = ([], q, self._pool.submit(client._stream_queue, q, timeout))
+                    streams[name][0].append(i)
+                    streams[name][1].put(reward_service_pb2.ScoreRequest(rollout=r))
+        finally:
+            for _, q, _ in streams.values():
+                q.put(None)
+        rows = [dict.fromkeys(self.components) for _ in sent]
+        for name, (picked, _, future) in streams.items():
+            results = future.result()
+            client = self.clients[name]
+            keys = self._keys[name]
+            if len(results) != len(picked):
+                raise MeshError(f"{client.target}: ScoreStream returned {len(results)} results for {len(picked)} rollouts")
+            for i, res in zip(picked, results):
+                if res.rollout_id != sent[i].id:
+                    raise MeshError(f"{client.target}: ScoreStream result for rollout {res.rollout_id!r}, expected {sent[i].id!r}")
+                row = rows[i]
+                for comp in res.components:
+                    key = keys.get(comp.name)
+                    if key is None:
+                        raise MeshError(f"service {name!r} returned component {comp.name!r}, which its Describe does not list")
+                    row[key] = None if comp.status == NOT_APPLICABLE else comp
+        return rows
+
+    def close(self):
+        self._pool.shutdown(wait=False)
+        for c in self.clients.values():
+            c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def weighted(row, components, weights):
+    """The weighted total of one scored row (`Mesh.score`); not-applicable components count as 0, as in
+    the trainer."""
+    total = 0.0
+    for name, w in zip(components, weights):
+        c = row.get(name)
+        if c is not None:
+            total += w * c.value
+    return total
+
+
+def _rollout_input(g, i, r):
+    where = f"groups[{g}].rollouts[{i}]"
+    out = trainer_pb2.AdvantageRolloutInput()
+    if isinstance(r, dict):
+        out.rollout_id = str(r.get("rollout_id", ""))
+        values = r.get("values")
+        if r.get("length") is not None:
+            out.length = float(r["length"])
+        na = list(r.get("not_applicable", []))
+    else:
+        values, na = r, []
+    if not isinstance(values, (list, tuple)):
+        raise InvalidInputError(f"'{where}' must be a list of component values (None = not applicable) or a dict with 'values'")
+    flags = []
+    for k, v in enumerate(values):
+        missing = v is None
+        if not missing and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise InvalidInputError(f"'{where}.values[{k}]' must be a number or None, got {v!r}")
+        flags.append(missing or (k < len(na) and bool(na[k])))
+        out.values.append(0.0 if missing else float(v))
+    if any(flags):
+        out.not_applicable.extend(flags)
+    return out
+
+
+def _component_ref(msg, value, where):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InvalidInputError(f"'{where}' must be a component name or index, got {value!r}")
+    if isinstance(value, str):
+        msg.component_name = value
+    else:
+        msg.component_index = value
+
+
+def advantages_request(groups, *, estimator="grpo_covariance_coefficient", components=(), weights=(),
+                       options=None, sgrpo=None, dynamic_sampling=None, diagnostics=False):
+    """A ComputeAdvantagesRequest. `groups`: a list of groups; a group is a list of rollouts (or
+    `{"group_id", "rollouts"}`); a rollout is its K component values, None where not applicable (or
+    `{"values", "not_applicable"?, "rollout_id"?, "length"?}`). `options`: the estimator's options
+    (`{"std_mode": "population"}` or camelCase); `sgrpo`: `{"p", "variant"?, "epsilon"?,
+    "success_threshold"?, "component"?}` (run-config spelling accepted); `dynamic_sampling`: True or
+    `{"component"?}`."""
+    req = trainer_pb2.ComputeAdvantagesRequest(estimator=estimator, diagnostics=bool(diagnostics))
+    req.components.extend(components)
+    req.weights.extend(float(w) for w in weights)
+    if options:
+        try:
+            json_format.ParseDict(options, req.options)
+        except json_format.ParseError as e:
+            raise InvalidInputError(f"'options' is not AdvantageEstimatorOptions: {e}") from None
+    for g, group in enumerate(groups):
+        gi = req.groups.add()
+        rollouts = group
+        if isinstance(group, dict):
+            gi.group_id = str(group.get("group_id", ""))
+            rollouts = group.get("rollouts", [])
+        for i, r in enumerate(rollouts):
+            gi.rollouts.append(_rollout_input(g, i, r))
+    if sgrpo:
+        s = req.sgrpo
+        s.p = float(sgrpo["p"])
+        if sgrpo.get("variant") is not None:
+            s.variant = sgrpo["variant"]
+        if sgrpo.get("epsilon") is not None:
+            s.epsilon = float(sgrpo["epsilon"])
+        threshold = sgrpo.get("success_threshold", sgrpo.get("successThreshold"))
+        if threshold is not None:
+            s.success_threshold = float(threshold)
+        _component_ref(s, sgrpo.get("component"), "sgrpo.component")
+    if dynamic_sampling is not None and dynamic_sampling is not False:
+        req.dynamic_sampling.SetInParent()
+        if isinstance(dynamic_sampling, dict):
+            _component_ref(req.dynamic_sampling, dynamic_sampling.get("component"), "dynamic_sampling.component")
+    return req
+
+
+class AdvantagesClient:
+    """A client of the trainer's advantage engine (`rewardmesh.v1.Trainer/ComputeAdvantages`): the same
+    estimators, options and numbers as `reward-mesh advantages`.
+
+        with AdvantagesClient("127.0.0.1:50070") as a:
+            res = a.compute([[[1, 0], [0, 1], [1, 1]]], estimator="corr_grpo", weights=[1, 0.5])
+            res.groups[0].advantages
+    """
+
+    def __init__(self, address, *, timeout=DEFAULT_TIMEOUT, credentials=None):
+        self.address = address
+        self.timeout = timeout
+        self._channel = _channel(address, credentials)
+        self._stub = trainer_pb2_grpc.TrainerStub(self._channel)
+
+    @classmethod
+    def from_env(cls, environ=None, **kwargs):
+        """The trainer at `REWARD_MESH_TRAINER` (host:port), with `REWARD_MESH_TIMEOUT`."""
+        s = from_env(environ)
+        if "trainer" not in s:
+            raise InvalidInputError("REWARD_MESH_TRAINER is not set: host:port of the trainer (reward-mesh advantages serve)")
+        return cls(s["trainer"], timeout=s.get("timeout", DEFAULT_TIMEOUT), **kwargs)
+
+    def compute(self, groups, *, timeout=None, **kwargs):
+        """The ComputeAdvantagesResponse for `groups` (see `advantages_request` for the arguments), or a
+        ready ComputeAdvantagesRequest."""
+        req = groups if isinstance(groups, trainer_pb2.ComputeAdvantagesRequest) else advantages_request(groups, **kwargs)
+        try:
+            return self._stub.ComputeAdvantages(req, timeout=timeout or self.timeout)
+        except grpc.RpcError as e:
+            raise rpc_error(f"trainer at {self.address}", "ComputeAdvantages", e) from None
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,143 @@
+"""OpenRLHF adapter: the remote reward model's request and response (`--remote_rm_url`), a client of the
+mesh's endpoint that answers them (`reward-mesh gateway`), and `reward_func` for OpenRLHF's other
+remote-RM form, a Python file (`--remote_rm_url reward.py` with `reward_func(queries, prompts, labels)`).
+
+OpenRLHF POSTs `{"query": [prompt + response, ...], "prompts": [...], "labels": [...]}` (labels from
+`--label_key`) and reads `rewards` (one float per query), plus `scores` and `extra_logs` when present.
+"""
+
+import json
+import math
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+from .builder import math_task, rollout, task_from_json
+from .errors import InvalidInputError, MeshError
+
+
+def _strings(name, value, n=None):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInputError(f"'{name}' must be a list of strings")
+    if n is not None and len(value) != n:
+        raise InvalidInputError(f"'{name}' has {len(value)} entries, 'query' {n}")
+    return value
+
+
+@dataclass
+class RemoteRMRequest:
+    """What OpenRLHF sends: `query` (prompt + response, templated), `prompts`, `labels` (may be None)."""
+
+    query: list
+    prompts: list = None
+    labels: list = None
+
+    def to_json(self):
+        out = {"query": _strings("query", self.query)}
+        if self.prompts is not None:
+            out["prompts"] = _strings("prompts", self.prompts, len(self.query))
+        if self.labels is not None:
+            if len(self.labels) != len(self.query):
+                raise InvalidInputError(f"'labels' has {len(self.labels)} entries, 'query' {len(self.query)}")
+            out["labels"] = list(self.labels)
+        return out
+
+    @classmethod
+    def from_json(cls, obj):
+        if not isinstance(obj, dict) or "query" not in obj:
+            raise InvalidInputError("a remote-RM request is an object with 'query' (and 'prompts', 'labels')")
+        r = cls(obj["query"], obj.get("prompts"), obj.get("labels"))
+        r.to_json()  # validates
+        return r
+
+
+@dataclass
+class RemoteRMResponse:
+    """What OpenRLHF reads: `rewards` (the weighted totals), `scores` (here the same), `extra_logs`
+    (per component, `<service>/<component>` -> one value per query)."""
+
+    rewards: list
+    scores: list = None
+    extra_logs: dict = field(default_factory=dict)
+
+    def to_json(self):
+        return {"rewards": list(self.rewards), "scores": list(self.scores if self.scores is not None else self.rewards),
+                "extra_logs": {k: list(v) for k, v in self.extra_logs.items()}}
+
+    @classmethod
+    def from_json(cls, obj):
+        if not isinstance(obj, dict) or not isinstance(obj.get("rewards"), list):
+            raise MeshError(f"not a remote-RM response (no 'rewards' list): {json.dumps(obj)[:200]}")
+        return cls(obj["rewards"], obj.get("scores"), obj.get("extra_logs") or {})
+
+
+def post(url, request, timeout=60.0):
+    """POSTs a RemoteRMRequest (or its JSON dict) to `url` as OpenRLHF does; the RemoteRMResponse.
+    An HTTP error raises MeshError with the server's message."""
+    body = (request.to_json() if isinstance(request, RemoteRMRequest) else RemoteRMRequest.from_json(request).to_json())
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as res:
+            return RemoteRMResponse.from_json(json.loads(res.read()))
+    except urllib.error.HTTPError as e:
+        detail = e.read().decode("utf-8", "replace")
+        try:
+            body = json.loads(detail)
+            detail = body.get("error") or body.get("message") or detail
+        except (ValueError, AttributeError):
+            pass
+        raise MeshError(f"remote RM at {url}: HTTP {e.code}: {detail}") from None
+    except urllib.error.URLError as e:
+        raise MeshError(f"remote RM at {url}: {e.reason}") from None
+
+
+def response_text(query, prompt, i=0):
+    """The response part of an OpenRLHF query (prompt + response): the query after its prompt (as
+    `reward-mesh gateway` reads it; a query that does not start with its prompt is refused)."""
+    if not prompt:
+        return query
+    if not query.startswith(prompt):
+        raise InvalidInputError(f"'query[{i}]' does not start with 'prompts[{i}]': the response is the query after its prompt")
+    return query[len(prompt):]
+
+
+def task_of_label(label, prompt=None, where="labels"):
+    """The task of a sample from its label: a `rewardmesh.v1.Task` as proto JSON (an object, as the gateway
+    reads it, or here also its JSON text), or else a reference answer (a math task)."""
+    if isinstance(label, dict):
+        return task_from_json(label, name=where)
+    if isinstance(label, str) and label.lstrip().startswith("{"):
+        return task_from_json(label, name=where)
+    if label is None or label == "":
+        raise InvalidInputError(f"'{where}' is empty: give a reference answer or a Task as proto JSON")
+    return math_task([label], prompt=prompt)
+
+
+def reward_func(queries, prompts, labels, **kwargs):
+    """OpenRLHF's custom remote reward function (`--remote_rm_url path/to/this_or_a_wrapper.py`): scores
+    over the mesh configured for `reward_mesh.verl` (REWARD_MESH_SERVICES, REWARD_MESH_RUN_CONFIG, or
+    `configure`), returns `{"rewards", "scores", "extra_logs"}` (torch tensors when torch is there); as
+    the gateway, a component that does not apply counts as 0 in the total and in `extra_logs`."""
+    from . import verl  # shares the mesh settings and connections
+
+    n = len(queries)
+    labels = list(labels) if labels is not None else [None] * n
+    mesh, _, names, weights = verl._mesh_and_config(kwargs)
+    if prompts is not None and len(prompts) != n:
+        raise InvalidInputError(f"'prompts' has {len(prompts)} entries, 'queries' {n}")
+    rollouts = [rollout(task_of_label(labels[i], prompts[i] if prompts else None, f"labels[{i}]"),
+                        response_text(queries[i], prompts[i] if prompts else "", i), run_id="openrlhf")
+                for i in range(n)]
+    rows = mesh.score(rollouts)
+    res = RemoteRMResponse([0.0] * n, None, {k: [] for k in names})
+    for i, row in enumerate(rows):
+        out, _ = verl._result(row, names, weights)
+        res.rewards[i] = out["score"]
+        for k in names:
+            res.extra_logs[k].append(0.0 if math.isnan(out[k]) else out[k])
+    try:
+        import torch
+    except ImportError:
+        return res.to_json()
+    return {"rewards": torch.tensor(res.rewards), "scores": torch.tensor(res.rewards),
+            "extra_logs": {k: torch.tensor(v) for k, v in res.extra_logs.items()}}

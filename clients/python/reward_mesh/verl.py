@@ -1,0 +1,290 @@
+"""verl adapter: a custom reward function (`compute_score`, and `compute_score_batch` for verl's batch
+reward manager) and advantage estimators (`corr_grpo`, `s_grpo`, `reward_mesh`) that call the trainer's
+`ComputeAdvantages`.
+
+Settings, in order: `configure(...)`; the reward function's keyword arguments (verl's
+`custom_reward_function.reward_kwargs`: `services`, `run_config`, `trainer`, `timeout`); the environment
+(`REWARD_MESH_SERVICES=name=host:port,...`, `REWARD_MESH_RUN_CONFIG`, `REWARD_MESH_TRAINER`,
+`REWARD_MESH_TIMEOUT`).
+
+The task of a sample: `extra_info["task"]` (a `rewardmesh.v1.Task` as proto JSON), a ground truth that
+is itself such a dict, or else a math task whose reference answer is `ground_truth` (verl's math
+datasets), with `extra_info["question"]` (or `"prompt"`) as prompt.
+
+Advantages: verl hands an estimator only `token_level_rewards`, `response_mask`, `index` (the group
+uid) and `config`, not the components; so `compute_score` records each sample's component values in this
+process, and the estimator takes the last `batch size` records, checks that their weighted totals are the
+batch's rewards (else it raises: reward computed in another process, a KL penalty in the reward, ...)
+and sends the groups to `ComputeAdvantages`. Importing this module (e.g. `VERL_USE_EXTERNAL_MODULES=
+reward_mesh.verl`) registers the estimators when verl is importable; `register()` does it explicitly.
+"""
+
+import math
+import os
+import threading
+import warnings
+from collections import deque
+
+from .builder import math_task, rollout, task_from_json
+from .client import AdvantagesClient, Mesh, advantages_request, weighted
+from .config import from_env, parse_services, run_config
+from .errors import InvalidInputError, MeshError
+
+_lock = threading.RLock()
+_settings = {}
+_meshes = {}
+_trainers = {}
+# (component names, weighted score, values with None where not applicable), in scoring order.
+_ledger = deque(maxlen=1 << 20)
+
+
+def configure(*, services=None, run_config=None, trainer=None, timeout=None):
+    """Sets the mesh (`services`: {name: host:port} or `name=host:port,...`), the run configuration (its
+    components, weights, estimator, S-GRPO, dynamic sampling), the trainer address (ComputeAdvantages)
+    and the timeout (seconds) for this process; unset arguments keep their value."""
+    with _lock:
+        for k, v in (("services", services), ("run_config", run_config), ("trainer", trainer), ("timeout", timeout)):
+            if v is not None:
+                _settings[k] = v
+
+
+def reset():
+    """Forgets the configuration, the recorded scores and the open connections."""
+    with _lock:
+        _settings.clear()
+        _ledger.clear()
+        _configs.clear()
+        for m in _meshes.values():
+            m.close()
+        for t in _trainers.values():
+            t.close()
+        _meshes.clear()
+        _trainers.clear()
+
+
+def _resolve(kwargs):
+    s = dict(from_env())
+    s.update({k: v for k, v in kwargs.items() if k in ("services", "run_config", "trainer", "timeout") and v is not None})
+    s.update(_settings)
+    return s
+
+
+_configs = {}
+
+
+def _run_config(source):
+    """The RunConfig of `source`; a file is read once per path and modification time (compute_score runs
+    once per sample)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return run_config(source)
+    path = os.fspath(source)
+    try:
+        key = (path, os.stat(path).st_mtime_ns)
+    except OSError:
+        return run_config(path)  # raises naming the file
+    with _lock:
+        cfg = _configs.get(key)
+        if cfg is None:
+            cfg = _configs[key] = run_config(path)
+    return cfg
+
+
+def _mesh_and_config(kwargs):
+    s = _resolve(kwargs)
+    if "services" not in s:
+        raise InvalidInputError("reward_mesh.verl: no services: set REWARD_MESH_SERVICES=name=host:port,... "
+                                "(or custom_reward_function.reward_kwargs.services, or configure(services=...))")
+    cfg = _run_config(s["run_config"]) if "run_config" in s else None
+    services = parse_services(s["services"])
+    key = (tuple(sorted(services.items())), repr(cfg.service_domains if cfg else None))
+    with _lock:
+        mesh = _meshes.get(key)
+        if mesh is None:
+            mesh = Mesh(services, timeout=float(s.get("timeout", 60.0)), service_domains=cfg.service_domains if cfg else None)
+            _meshes[key] = mesh
+    names = cfg.names if cfg else list(mesh.components)
+    weights = cfg.weights if cfg else [1.0] * len(names)
+    mesh.check_components(names)
+    return mesh, cfg, names, weights
+
+
+def _task(ground_truth, extra_info, i=None):
+    where = "" if i is None else f"[{i}]"
+    info = extra_info if isinstance(extra_info, dict) else {}
+    if hasattr(ground_truth, "tolist"):  # verl's non-tensor batch holds numpy arrays
+        ground_truth = ground_truth.tolist()
+    if info.get("task") is not None:
+        return task_from_json(info["task"], name=f"extra_info{where}['task']")
+    if isinstance(ground_truth, dict):
+        return task_from_json(ground_truth, name=f"ground_truth{where}")
+    if ground_truth is None or (isinstance(ground_truth, (list, tuple)) and len(ground_truth) == 0):
+        raise InvalidInputError(f"ground_truth{where} is empty and extra_info{where} has no 'task'")
+    answers = list(ground_truth) if isinstance(ground_truth, (list, tuple)) else [ground_truth]
+    prompt = info.get("question") or info.get("prompt")
+    return math_task(answers, prompt=prompt if isinstance(prompt, (str, list)) else None)
+
+
+def _result(row, names, weights):
+    values = [None if row[n] is None else row[n].value for n in names]
+    score = weighted(row, names, weights)
+    out = {"score": score}
+    for n, v in zip(names, values):
+        out[n] = math.nan if v is None else v
+    return out, (tuple(names), score, values)
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    """verl's custom reward function: `{"score": weighted total, "<service>/<component>": value, ...}`
+    (NaN where a component does not apply: verl needs the same keys for every sample)."""
+    return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
+
+
+def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, **kwargs):
+    """verl's batch reward manager's function (called with keyword arguments, numpy arrays from its
+    non-tensor batch; `data_sources` may be None): one result dict per sample, the batch scored over one
+    `ScoreStream` per service."""
+    n = len(solution_strs)
+    if len(ground_truths) != n or (data_sources is not None and len(data_sources) != n):
+        raise InvalidInputError(f"solution_strs and ground_truths (and data_sources) differ in length ({n}, {len(ground_truths)})")
+    extra_infos = list(extra_infos) if extra_infos is not None else [None] * n
+    mesh, _, names, weights = _mesh_and_config(kwargs)
+    rollouts = []
+    for i in range(n):
+        info = extra_infos[i] if isinstance(extra_infos[i], dict) else {}
+        meta = info.get("metadata") if isinstance(info.get("metadata"), dict) else None
+        rollouts.append(rollout(_task(ground_truths[i], info, i if n > 1 else None), solution_strs[i], metadata=meta))
+    rows = mesh.score(rollouts)
+    out = []
+    with _lock:
+        for row in rows:
+            res, record = _result(row, names, weights)
+            _ledger.append(record)
+            out.append(res)
+    return out
+
+
+def _take(n):
+    with _lock:
+        if len(_ledger) < n:
+            raise MeshError(f"reward_mesh.verl: the batch has {n} samples but this process scored {len(_ledger)} since the "
+                            "last advantage computation: compute the reward with reward_mesh.verl.compute_score in the "
+                            "process that computes advantages (verl's default reward manager, "
+                            "reward_model.launch_reward_fn_async=False)")
+        records = list(_ledger)[-n:]
+        _ledger.clear()
+    return records
+
+
+def _trainer(settings):
+    if "trainer" not in settings:
+        raise InvalidInputError("reward_mesh.verl: no trainer: set REWARD_MESH_TRAINER=host:port (the trainer serving "
+                                "ComputeAdvantages), or configure(trainer=...)")
+    addr = settings["trainer"]
+    with _lock:
+        t = _trainers.get(addr)
+        if t is None:
+            t = _trainers[addr] = AdvantagesClient(addr, timeout=float(settings.get("timeout", 60.0)))
+    return t
+
+
+def _canonical(estimator):
+    return "grpo_covariance_coefficient" if estimator in ("corr_grpo", "corrgrpo") else estimator
+
+
+ESTIMATORS = {
+    # name in verl's config -> (estimator, whether S-GRPO must be configured)
+    "reward_mesh": (None, False),
+    "corr_grpo": ("grpo_covariance_coefficient", False),
+    "s_grpo": ("grpo", True),
+}
+
+
+def estimator_fn(name):
+    """The verl advantage estimator registered as `name` (one of ESTIMATORS):
+    `fn(token_level_rewards, response_mask, index, epsilon, norm_adv_by_std_in_grpo, config, **kwargs)
+    -> (advantages, returns)`, both `[batch, response_length]` tensors (the advantage on every response
+    token, 0 on padding; returns = advantages, as verl's GRPO)."""
+    if name not in ESTIMATORS:
+        raise InvalidInputError(f"unknown reward-mesh estimator {name!r} (known: {', '.join(ESTIMATORS)})")
+    fixed, needs_sgrpo = ESTIMATORS[name]
+
+    def compute_advantage(token_level_rewards, response_mask, index=None, epsilon=1e-6,
+                          norm_adv_by_std_in_grpo=True, config=None, **kwargs):
+        import torch
+
+        if index is None:
+            raise InvalidInputError(f"{name}: verl passes the group uids as 'index'; none given")
+        n = token_level_rewards.shape[0]
+        if len(index) != n:
+            raise InvalidInputError(f"{name}: 'index' has {len(index)} entries for {n} samples")
+        settings = _resolve({})
+        cfg = _run_config(settings["run_config"]) if "run_config" in settings else None
+        if needs_sgrpo and (cfg is None or cfg.sgrpo is None):
+            raise InvalidInputError(f"{name}: S-GRPO needs 'sgrpo: {{p: ...}}' in the run configuration (REWARD_MESH_RUN_CONFIG)")
+        estimator = fixed or (cfg.estimator if cfg else "grpo_covariance_coefficient")
+        same = cfg is not None and _canonical(cfg.estimator) == _canonical(estimator)
+        records = _take(n)
+        rewards = (token_level_rewards * response_mask).sum(dim=-1).tolist()
+        for i, ((_, score, _), r) in enumerate(zip(records, rewards)):
+            if abs(score - r) > 1e-4 * max(1.0, abs(score)):
+                raise MeshError(f"{name}: sample {i}'s reward is {r} but reward_mesh.verl scored {score} for it: the "
+                                "recorded scores are not this batch's (a KL penalty in the reward, a reward manager that "
+                                "reorders samples, or a reward computed elsewhere)")
+        names = records[0][0]
+        members = {}
+        for i, uid in enumerate(index):
+            members.setdefault(uid, []).append(i)
+        groups = [{"group_id": str(uid), "rollouts": [records[i][2] for i in idx]} for uid, idx in members.items()]
+        req = advantages_request(
+            groups,
+            estimator=estimator,
+            components=names,
+            weights=cfg.weights if cfg else [1.0] * len(names),
+            options=cfg.estimator_options if same else None,
+            sgrpo=cfg.sgrpo if cfg else None,
+            dynamic_sampling=cfg.dynamic_sampling if cfg else None,
+        )
+        res = _trainer(settings).compute(req)
+        scores = torch.zeros(n, dtype=torch.float64)
+        for g, idx in zip(res.groups, members.values()):
+            if g.kept:
+                scores[idx] = torch.tensor(list(g.advantages), dtype=torch.float64)
+        advantages = scores.to(token_level_rewards.dtype).unsqueeze(-1) * response_mask.to(token_level_rewards.dtype)
+        compute_advantage.last_response = res
+        return advantages, advantages
+
+    compute_advantage.__name__ = f"compute_{name}_outcome_advantage"
+    compute_advantage.last_response = None
+    return compute_advantage
+
+
+def register(register_adv_est=None, names=tuple(ESTIMATORS), *, skip_taken=False):
+    """Registers the estimators in verl's registry (`verl.trainer.ppo.core_algos.register_adv_est`, or the
+    given decorator factory), so `algorithm.adv_estimator=corr_grpo` selects one. `names`: the estimators
+    to register, or {name in verl: one of ESTIMATORS} to register them under other names (e.g. when a verl
+    fork already has a `corr_grpo`). A name verl already gives another function raises verl's ValueError,
+    or is skipped with a warning when `skip_taken`. Returns {name: fn}."""
+    if register_adv_est is None:
+        from verl.trainer.ppo.core_algos import register_adv_est
+    pairs = names.items() if isinstance(names, dict) else ((n, n) for n in names)
+    out = {}
+    for as_name, kind in pairs:
+        fn = _registered.setdefault(kind, estimator_fn(kind))
+        try:
+            out[as_name] = register_adv_est(as_name)(fn)
+        except ValueError as e:
+            if not skip_taken:
+                raise
+            warnings.warn(f"reward_mesh.verl: not registering {as_name!r}: {e} (register(names={{'mesh_{as_name}': "
+                          f"{kind!r}}}) registers it under another name)", stacklevel=2)
+    return out
+
+
+_registered = {}
+
+try:  # loaded by verl (VERL_USE_EXTERNAL_MODULES=reward_mesh.verl, or as the reward function's module)
+    import verl.trainer.ppo.core_algos  # noqa: F401
+except ImportError:
+    pass
+else:
+    register(skip_taken=True)

@@ -1,0 +1,153 @@
+"""The clients against the real length and math services and the trainer's ComputeAdvantages."""
+
+import math
+import unittest
+
+from tests.mesh import SERVICES, TRAINER
+
+import grpc
+import reward_mesh as rm
+from reward_mesh import builder
+
+
+class RewardClientTest(unittest.TestCase):
+    def setUp(self):
+        self.math = rm.RewardClient(SERVICES["math"], timeout=30)
+        self.length = rm.RewardClient(SERVICES["length"], timeout=30)
+
+    def tearDown(self):
+        self.math.close()
+        self.length.close()
+
+    def test_describe(self):
+        info = self.math.describe()
+        self.assertEqual(info.name, "math")
+        self.assertEqual(list(info.domains), ["math"])
+        self.assertEqual([c.name for c in info.components], ["correct", "format"])
+
+    def test_score_and_stream(self):
+        task = rm.math_task(["\\frac{1}{2}"], prompt="Half of one?")
+        right = self.math.score(rm.rollout(task, "It is \\boxed{0.5}."))
+        self.assertEqual({c.name: c.value for c in right.components}, {"correct": 1.0, "format": 1.0})
+        self.assertEqual(right.service, "math")
+        rs = [rm.rollout(task, f"\\boxed{{{a}}}") for a in ("1/2", "2", "0.5", "x")]
+        out = self.math.score_stream(rs)
+        self.assertEqual([r.rollout_id for r in out], [r.id for r in rs])
+        self.assertEqual([next(c.value for c in r.components if c.name == "correct") for r in out], [1.0, 0.0, 1.0, 0.0])
+
+    def test_service_error_names_the_field(self):
+        bad = rm.rollout(rm.custom_task(prompt="p"), "x", metadata={"overlong.max_length": "abc"})
+        with self.assertRaises(rm.MeshRpcError) as e:
+            self.length.score(bad)
+        self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("overlong.max_length", str(e.exception))
+        self.assertIn(SERVICES["length"], str(e.exception))
+        self.assertIn("Score", str(e.exception))
+
+    def test_timeout_and_unreachable(self):
+        with self.assertRaises(rm.MeshTimeoutError):
+            self.math.score(rm.rollout(rm.math_task(["1"]), "\\boxed{1}"), timeout=1e-6)
+        with rm.RewardClient("127.0.0.1:1", timeout=2) as dead:
+            with self.assertRaises(rm.MeshUnavailableError) as e:
+                dead.describe()
+        self.assertIn("127.0.0.1:1", str(e.exception))
+
+    def test_builder_errors_name_the_argument(self):
+        with self.assertRaisesRegex(rm.InvalidInputError, "'answers'"):
+            rm.math_task([])
+        with self.assertRaisesRegex(rm.InvalidInputError, "'entry_point'"):
+            rm.code_task(test="def check(c): pass")
+        with self.assertRaisesRegex(rm.InvalidInputError, "'ground_truth\\[0\\]'"):
+            rm.tool_call_task([], [{"args": {}}])
+        with self.assertRaisesRegex(rm.InvalidInputError, "not a rewardmesh.v1.Task"):
+            rm.task_from_json({"maths": {}})
+        with self.assertRaisesRegex(rm.InvalidInputError, "'index' must be < 'group_size'"):
+            rm.rollout(rm.custom_task(), "x", index=2, group_size=2)
+
+    def test_builder_kinds(self):
+        self.assertEqual(builder.domain_of(rm.code_task(io_tests=[("1\n", "1\n")])), "code")
+        t = rm.tool_call_task([{"name": "f"}], [{"name": "f", "arguments": {"a": 1}}], prompt=[{"role": "user", "content": "call f"}])
+        self.assertEqual(t.tool_call.ground_truth[0].arguments_json, '{"a": 1}')
+        self.assertEqual(t.messages[0].role, "user")
+        self.assertEqual(builder.domain_of(rm.agent_task("banking", "user_task_0")), "agent")
+        self.assertEqual(builder.domain_of(rm.custom_task({"k": "v"}, domain="chat")), "chat")
+        self.assertEqual(rm.task_from_json('{"math": {"answers": ["2"]}}').math.answers, ["2"])
+
+
+class MeshTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.mesh = rm.Mesh(SERVICES, timeout=30)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.mesh.close()
+
+    def test_components_and_domains(self):
+        self.assertEqual(sorted(self.mesh.components), ["length/length", "length/overlong", "math/correct", "math/format"])
+        with self.assertRaisesRegex(rm.InvalidInputError, "'math/correctness' is not in the mesh \\(math emits math/correct, math/format\\)"):
+            self.mesh.check_components(["math/correctness"])
+
+    def test_each_rollout_goes_to_the_services_of_its_domain(self):
+        rows = self.mesh.score([
+            rm.rollout(rm.math_task(["4"]), "\\boxed{4}"),
+            rm.rollout(rm.custom_task(prompt="hi"), "é" * 48),
+        ])
+        self.assertIsNone(rows[0]["length/length"])  # length does not score math
+        self.assertEqual(rows[0]["math/correct"].value, 1.0)
+        self.assertIsNone(rows[1]["math/correct"])
+        self.assertEqual(rows[1]["length/length"].value, 48.0)  # code points
+        # DAPO: 0 up to 64 - 32, then linear to -1 at 64.
+        self.assertAlmostEqual(rows[1]["length/overlong"].value, -0.5)
+        self.assertEqual(rm.weighted(rows[1], ["length/overlong", "math/correct"], [2.0, 1.0]), -1.0)
+
+    def test_wrong_name_for_an_address(self):
+        with self.assertRaisesRegex(rm.MeshError, "is 'math', not 'length'"):
+            rm.Mesh({"length": SERVICES["math"]})
+
+
+class AdvantagesClientTest(unittest.TestCase):
+    def setUp(self):
+        self.client = rm.AdvantagesClient(TRAINER, timeout=30)
+
+    def tearDown(self):
+        self.client.close()
+
+    def test_grpo_numbers(self):
+        res = self.client.compute([[[1.0], [0.0], [0.0], [1.0]]], estimator="grpo")
+        self.assertEqual(res.estimator, "grpo")
+        std = math.sqrt(sum((x - 0.5) ** 2 for x in (1, 0, 0, 1)) / 3)
+        for got, r in zip(res.groups[0].advantages, (1, 0, 0, 1)):
+            self.assertAlmostEqual(got, (r - 0.5) / (std + 1e-6), places=5)
+
+    def test_corr_grpo_with_not_applicable_and_diagnostics(self):
+        groups = [{"group_id": "g", "rollouts": [[1.0, None], [0.0, 0.2], [1.0, 0.9], [0.0, 0.4]]}]
+        res = self.client.compute(groups, estimator="corr_grpo", components=["math/correct", "length/overlong"],
+                                  weights=[1.0, 0.5], diagnostics=True)
+        self.assertEqual(res.estimator, "grpo_covariance_coefficient")
+        self.assertEqual(list(res.components), ["math/correct", "length/overlong"])
+        g = res.groups[0]
+        self.assertEqual(g.group_id, "g")
+        self.assertEqual(len(g.advantages), 4)
+        self.assertAlmostEqual(sum(g.advantages), 0.0, places=9)
+        self.assertEqual(g.diagnostics.group_size, 4)
+        self.assertGreater(g.advantages[2], g.advantages[1])
+
+    def test_sgrpo_and_dynamic_sampling(self):
+        groups = [[[1.0], [0.0], [1.0]], [[1.0], [1.0], [1.0]]]
+        res = self.client.compute(groups, estimator="grpo", sgrpo={"p": 0.1}, dynamic_sampling=True, diagnostics=True)
+        self.assertTrue(res.groups[0].kept)
+        self.assertFalse(res.groups[1].kept)
+        self.assertAlmostEqual(res.groups[0].diagnostics.sgrpo.p, 0.1)
+
+    def test_invalid_batch_names_the_field(self):
+        with self.assertRaises(rm.MeshRpcError) as e:
+            self.client.compute([[[1.0], [float("nan")]]], estimator="grpo")
+        self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("groups[0].rollouts[1].values[0]", e.exception.details)
+        with self.assertRaisesRegex(rm.InvalidInputError, "'groups\\[0\\].rollouts\\[0\\].values\\[0\\]' must be a number"):
+            self.client.compute([[["x"]]])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,184 @@
+/**
+ * The Python package (clients/python: the client, the TRL / verl / OpenRLHF adapters) against a real
+ * mesh: the length and math reward services and the trainer's ComputeAdvantages, on gRPC servers on free
+ * ports, and `reward-mesh gateway` (the OpenRLHF endpoint, the real CLI process) in front of them; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
+ * frameworks would call the adapters, and so does every ```python block of docs/frameworks/*.md and of
+ * clients/python/README.md (each page must have one; ```py blocks need the framework and are not run).
+ * Also checks that the Python copy of the trainer's component presets matches the trainer's.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
+import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
+import { createLimiter, type RunningGrpcServer, silentLogger, startGrpcServer } from "@reward-mesh/sdk";
+import { COMPONENT_PRESETS, type RunningTrainerServer, serveTrainer } from "@reward-mesh/trainer";
+
+const PYTHON = "/usr/bin/python3";
+const root = fileURLToPath(new URL("..", import.meta.url));
+const docs = join(root, "docs", "frameworks");
+const pkg = join(root, "clients", "python");
+const noGrpc = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf, torch"]).status !== 0;
+
+/** Runs /usr/bin/python3 with `args` in clients/python; its exit code and output. */
+export function python(args: string[], env: Record<string, string>, timeoutMs = 240_000) {
+  return new Promise<{ code: number | null; out: string }>((resolve) => {
+    const c = spawn(PYTHON, args, {
+      cwd: pkg,
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", PYTHONDONTWRITEBYTECODE: "1", ...env },
+    });
+    let out = "";
+    c.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    c.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => c.kill("SIGKILL"), timeoutMs);
+    c.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+const cli = join(root, "cli", "bin", "reward-mesh.mjs");
+
+/** Starts `reward-mesh gateway` on a free port; resolves with its URL once it prints it. */
+function startGateway(args: string[]): Promise<{ url: string; child: ChildProcess }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, "gateway", ...args, "--port", "0"], {
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", REWARD_MESH_TELEMETRY: "off" },
+    });
+    let out = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGTERM");
+      reject(new Error(`reward-mesh gateway printed no address within 60 s:\n${out}`));
+    }, 60_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /OpenRLHF reward endpoint on (\S+\/get_reward)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ url: m[1]!, child });
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`reward-mesh gateway exited ${code}:\n${out}`));
+    });
+  });
+}
+
+describe("the Python package against a running mesh", {
+  skip: noGrpc && "/usr/bin/python3 lacks grpcio, protobuf or torch (scripts/bootstrap.sh --with-torch)",
+}, () => {
+  let length: RunningGrpcServer;
+  let math: RunningGrpcServer;
+  let mathDef: MathService;
+  let trainer: RunningTrainerServer;
+  let gateway: { url: string; child: ChildProcess } | undefined;
+  let runs: string;
+  let env: Record<string, string>;
+
+  before(async () => {
+    const lengthConfig = loadLengthConfig({ LENGTH_MAX_LENGTH: "64", LENGTH_CACHE_LENGTH: "32" });
+    length = await startGrpcServer(createLengthService(lengthConfig), {
+      port: 0,
+      limiter: createLimiter(8),
+      logger: silentLogger,
+    });
+    mathDef = createMathService(loadMathConfig({}));
+    math = await startGrpcServer(mathDef, { port: 0, limiter: createLimiter(8), logger: silentLogger });
+    runs = mkdtempSync(join(tmpdir(), "py-client-"));
+    trainer = await serveTrainer({ outputDir: runs });
+    const services = `length=${length.address},math=${math.address}`;
+    gateway = await startGateway([
+      "--components",
+      "math/correct=1,length/length=0.01",
+      "--services",
+      services,
+    ]);
+    env = {
+      REWARD_MESH_TEST_SERVICES: services,
+      REWARD_MESH_TEST_TRAINER: trainer.address,
+      REWARD_MESH_TEST_GATEWAY: gateway.url,
+    };
+  });
+
+  after(async () => {
+    if (gateway && gateway.child.exitCode === null) {
+      const exited = new Promise((r) => gateway!.child.once("exit", r));
+      gateway.child.kill("SIGTERM");
+      await exited;
+    }
+    await Promise.all([length?.close(), math?.close(), trainer?.close()]);
+    await mathDef?.pool.close();
+    if (runs) rmSync(runs, { recursive: true, force: true });
+  });
+
+  it("passes the package's unittest suite (client, TRL, verl, OpenRLHF)", async () => {
+    const r = await python(["-m", "unittest", "discover", "-s", "tests", "-t", ".", "-v"], env);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /^OK/m, r.out);
+  });
+
+  const pages = [
+    ...readdirSync(docs)
+      .filter((f) => f.endsWith(".md"))
+      .map((f) => join("docs", "frameworks", f)),
+    join("clients", "python", "README.md"),
+  ];
+  for (const page of pages) {
+    it(`runs the Python snippet of ${page}`, async () => {
+      const md = readFileSync(join(root, page), "utf8");
+      const snippets = [...md.matchAll(/^```python\n([\s\S]*?)^```\s*$/gm)].map((m) => m[1]!);
+      assert.ok(snippets.length > 0, `${page} has no \`\`\`python block`);
+      for (const [i, code] of snippets.entries()) {
+        const file = join(runs, `${page.replaceAll("/", "_")}.${i}.py`);
+        writeFileSync(file, code);
+        const r = await python([file], {
+          PYTHONPATH: pkg,
+          REWARD_MESH_SERVICES: env["REWARD_MESH_TEST_SERVICES"]!,
+          REWARD_MESH_TRAINER: env["REWARD_MESH_TEST_TRAINER"]!,
+          REWARD_MESH_GATEWAY: env["REWARD_MESH_TEST_GATEWAY"]!,
+        });
+        assert.equal(r.code, 0, `${page} block ${i + 1}:\n${r.out}`);
+      }
+    });
+  }
+
+  it("imports with grpcio and protobuf alone (torch, numpy, PyYAML refused)", async () => {
+    const code = [
+      "import sys",
+      "class Refuse:",
+      "    def find_spec(self, name, path=None, target=None):",
+      "        if name.split('.')[0] in ('torch', 'numpy', 'yaml'): raise ImportError('refused: ' + name)",
+      "sys.meta_path.insert(0, Refuse())",
+      "import reward_mesh, reward_mesh.trl, reward_mesh.verl, reward_mesh.openrlhf",
+      "r = reward_mesh.rollout(reward_mesh.math_task(['1']), 'x')",
+      "print('ok', r.task.math.answers[0])",
+    ].join("\n");
+    const r = await python(["-c", code], {});
+    assert.equal(r.code, 0, r.out);
+    assert.equal(r.out.trim(), "ok 1");
+  });
+
+  it("keeps the trainer's component presets", async () => {
+    const r = await python(
+      ["-c", "import json; from reward_mesh.config import COMPONENT_PRESETS as P; print(json.dumps(P))"],
+      {},
+    );
+    assert.equal(r.code, 0, r.out);
+    const py = JSON.parse(r.out) as Record<string, Array<[string, string, number]>>;
+    const ts = Object.fromEntries(
+      Object.entries(COMPONENT_PRESETS).map(([k, v]) => [
+        k,
+        v.map((c) => [c.service, c.component, c.weight]),
+      ]),
+    );
+    assert.deepEqual(py, ts);
+  });
+});
