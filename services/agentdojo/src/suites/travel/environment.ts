@@ -12,7 +12,7 @@
  * @module
  */
 import { BenchmarkDataError, injectEnvironment, type SuiteData } from "../../benchmark-data.js";
-import { parseDataDatetime } from "./pydatetime.js";
+import { parseDataDatetime } from "../../py/pydatetime.js";
 
 /** `travel_booking_client.User`. */
 export interface User {

@@ -10,8 +10,8 @@
 import { type Dumpable, pyRepr, pyYamlDump } from "../../render.js";
 import { type Tool, ToolError } from "../../suite.js";
 import { type CalendarEvent, type Email, type Inbox, nextId, type TravelEnvironment } from "./environment.js";
-import { checkEmailStr } from "./email-address.js";
-import { nowIso, parseDataDatetime, temporal } from "./pydatetime.js";
+import { checkEmailStr } from "../../py/email-address.js";
+import { nowIso, parseDataDatetime, temporal } from "../../py/pydatetime.js";
 
 /** One pydantic error line pair: `loc` and `  msg [type=…, input_value=…, input_type=…]`. */
 function errorLine(loc: string, msg: string, type: string, input: unknown): string {
