@@ -1,7 +1,7 @@
 /**
  * The inbox side of the travel suite: AgentDojo's `Inbox.send_email` and the `send_email` tool
  * (`default_suites/v1/tools/email_client.py`), the only email tool the travel suite exposes, plus the
- * `search_emails` lookup its checkers use. Addresses are pydantic `EmailStr`s (`email-address.ts`:
+ * `search_emails` lookup its checkers use. Addresses are pydantic `EmailStr`s (`../../py/email-address.ts`:
  * the domain is lower-cased, the local part kept); the recipients, cc and bcc are validated together,
  * as the `Email` model does, so one ValidationError lists every bad address. The timestamp is the wall
  * clock, as upstream.

@@ -7,6 +7,7 @@
  */
 import { checkEmailStr } from "../../py/email-address.js";
 import { type Dumpable, PyTemporal, pyRepr } from "../../render.js";
+import { coerce } from "../../runtime.js";
 import { ToolError } from "../../suite.js";
 import {
   type CalendarEvent,
@@ -225,14 +226,13 @@ export function calendarEventFromDict(details: unknown): CalendarEvent {
         input: partRaw,
       });
   }
-  const all_day = d.all_day === undefined ? false : d.all_day;
-  if (typeof all_day !== "boolean")
-    problems.push({
-      loc: "all_day",
-      msg: "Input should be a valid boolean",
-      type: "bool_type",
-      input: all_day,
-    });
+  // pydantic's lax bool: true/false, 0/1 and "yes"/"off"/… are accepted.
+  let all_day = false;
+  if (d.all_day !== undefined) {
+    const b = coerce({ name: "all_day", type: "boolean", description: "", required: true }, d.all_day);
+    if (b.ok) all_day = b.value as boolean;
+    else problems.push({ ...b.error, input: d.all_day });
+  }
   const status = d.status === undefined ? "confirmed" : d.status;
   if (status !== "confirmed" && status !== "canceled")
     problems.push({
@@ -250,7 +250,7 @@ export function calendarEventFromDict(details: unknown): CalendarEvent {
     end_time,
     location: (locRaw as string | null) ?? null,
     participants,
-    all_day: all_day as boolean,
+    all_day,
     status: status as CalendarEvent["status"],
   };
 }

@@ -115,7 +115,7 @@ describe("workspace tools: validation, errors, effects, rendering", () => {
     assert.equal(env.inbox.emails.size, 31, "failed calls change nothing");
   });
 
-  it("EmailStr and strptime are the shared ports of email-validator and _strptime", { skip }, () => {
+  it("EmailStr, strptime (shared ports of email-validator, _strptime) and a lax all_day", { skip }, () => {
     const env = fresh();
     const send = (recipients: string[]) => run(env, "send_email", { recipients, subject: "s", body: "b" });
     // email-validator checks the local part and the domain, not only the @-sign.
@@ -150,6 +150,34 @@ describe("workspace tools: validation, errors, effects, rendering", () => {
     const event = [...env.calendar.events.values()].at(-1)!;
     assert.equal(event.start_time, "2024-05-06T09:05:00");
     assert.ok(event.participants.includes("support@example.com"));
+    // CalendarEvent(**event_details): `all_day` is a lax pydantic bool.
+    const details = (all_day: unknown) => ({
+      id_: "x",
+      title: "t",
+      description: "d",
+      start_time: "2024-05-06 10:00",
+      end_time: "2024-05-06T11:00:00",
+      location: null,
+      participants: [],
+      all_day,
+    });
+    const attach = (all_day: unknown) =>
+      run(env, "send_email", {
+        recipients: [EMMA],
+        subject: "s",
+        body: "b",
+        attachments: [{ type: "event", event_details: details(all_day) }],
+      });
+    assert.equal(attach("yes").error, "");
+    assert.deepEqual(
+      [...env.inbox.emails.values()].at(-1)?.attachments.map((a) => typeof a !== "string" && a.all_day),
+      [true],
+    );
+    assert.equal(attach(0).error, "");
+    assert.equal(
+      attach("maybe").error,
+      "ValidationError: 1 validation error for CalendarEvent\nall_day\n  Input should be a valid boolean, unable to interpret input [type=bool_parsing, input_value='maybe', input_type=str]",
+    );
     assert.equal(
       run(env, "get_day_calendar_events", { day: "0000-01-01" }).error,
       "ValueError: year 0 is out of range",
