@@ -51,7 +51,7 @@ interface FieldError {
 }
 
 /** Pydantic v2 lax coercion of one value; returns the value or a field error. */
-function coerce(
+export function coerce(
   p: ToolParameter,
   v: unknown,
 ): { ok: true; value: unknown } | { ok: false; error: FieldError } {

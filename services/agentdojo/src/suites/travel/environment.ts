@@ -6,13 +6,13 @@
  * field is a {@link BenchmarkDataError} naming its path.
  *
  * Field names are the Python ones. Datetimes are kept as their `isoformat()` text (see
- * `pydatetime.ts`); floats as numbers (the tools print them as Python floats). The models'
+ * `../../py/pydatetime.ts`); floats as numbers (the tools print them as Python floats). The models'
  * bookkeeping copies (`initial_events`, `initial_emails`) and the inbox's contact list and trash are
  * not kept: no travel tool reads or changes them, and the checkers' diff excludes them.
  * @module
  */
 import { BenchmarkDataError, injectEnvironment, type SuiteData } from "../../benchmark-data.js";
-import { parseDataDatetime } from "./pydatetime.js";
+import { parseDataDatetime } from "../../py/pydatetime.js";
 
 /** `travel_booking_client.User`. */
 export interface User {

@@ -13,7 +13,7 @@
 import type { FunctionCall, InjectionTask } from "../../suite.js";
 import { environmentsEqual } from "./diff.js";
 import { nextId, type TravelEnvironment } from "./environment.js";
-import { fromIsoFormat, monthDay } from "./pydatetime.js";
+import { fromIsoFormat, monthDay } from "../../py/pydatetime.js";
 import { searchEmails } from "./tools-email.js";
 
 type Env = TravelEnvironment;

@@ -12,7 +12,7 @@
 import { pyYamlDump } from "../../render.js";
 import { type Tool, ToolError } from "../../suite.js";
 import { type CalendarEvent, nextId, type TravelEnvironment } from "./environment.js";
-import { dateOf, strptimeDay, strptimeMinutes } from "./pydatetime.js";
+import { dateOf, strptimeDay, strptimeMinutes } from "../../py/pydatetime.js";
 import { emailList, eventDump, sendEmail } from "./tools-email.js";
 
 type T = Tool<TravelEnvironment>;

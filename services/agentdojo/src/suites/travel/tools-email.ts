@@ -1,7 +1,7 @@
 /**
  * The inbox side of the travel suite: AgentDojo's `Inbox.send_email` and the `send_email` tool
  * (`default_suites/v1/tools/email_client.py`), the only email tool the travel suite exposes, plus the
- * `search_emails` lookup its checkers use. Addresses are pydantic `EmailStr`s (`email-address.ts`:
+ * `search_emails` lookup its checkers use. Addresses are pydantic `EmailStr`s (`../../py/email-address.ts`:
  * the domain is lower-cased, the local part kept); the recipients, cc and bcc are validated together,
  * as the `Email` model does, so one ValidationError lists every bad address. The timestamp is the wall
  * clock, as upstream.
@@ -10,8 +10,8 @@
 import { type Dumpable, pyRepr, pyYamlDump } from "../../render.js";
 import { type Tool, ToolError } from "../../suite.js";
 import { type CalendarEvent, type Email, type Inbox, nextId, type TravelEnvironment } from "./environment.js";
-import { checkEmailStr } from "./email-address.js";
-import { nowIso, parseDataDatetime, temporal } from "./pydatetime.js";
+import { checkEmailStr } from "../../py/email-address.js";
+import { nowIso, parseDataDatetime, temporal } from "../../py/pydatetime.js";
 
 /** One pydantic error line pair: `loc` and `  msg [type=…, input_value=…, input_type=…]`. */
 function errorLine(loc: string, msg: string, type: string, input: unknown): string {

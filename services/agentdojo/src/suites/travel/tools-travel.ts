@@ -14,7 +14,7 @@
 import { pyFloat, pyRepr } from "../../render.js";
 import type { Tool, ToolParameter } from "../../suite.js";
 import type { CarRentalCompany, Restaurant, TravelEnvironment } from "./environment.js";
-import { addHours, dateOf, fromIsoFormat, hourMinute, pyDatetimeStr } from "./pydatetime.js";
+import { addHours, dateOf, fromIsoFormat, hourMinute, pyDatetimeStr } from "../../py/pydatetime.js";
 
 type T = Tool<TravelEnvironment>;
 

@@ -10,9 +10,9 @@ import { openBenchmarkData } from "../../benchmark-data.js";
 import { runFunction } from "../../runtime.js";
 import type { AnySuite } from "../../suite.js";
 import { BENCHMARK_DATA_DIR, BENCHMARK_DATA_SKIP } from "../../../test/benchmark-data-dir.js";
-import { checkEmailStr } from "./email-address.js";
+import { checkEmailStr } from "../../py/email-address.js";
 import { buildTravelSuite, type TravelEnvironment } from "./index.js";
-import { strptimeDay, strptimeMinutes } from "./pydatetime.js";
+import { strptimeDay, strptimeMinutes } from "../../py/pydatetime.js";
 
 const skip = BENCHMARK_DATA_SKIP;
 const suite = BENCHMARK_DATA_DIR

@@ -11,7 +11,7 @@ import type { FunctionCall, UserTask } from "../../suite.js";
 import { checkNewEmail, checkNewEvent, checkNewReservation, environmentsEqual } from "./diff.js";
 import type { CarRentalCompany, Hotel, Restaurant, TravelEnvironment } from "./environment.js";
 import { nextId } from "./environment.js";
-import { fromIsoFormat, monthDay } from "./pydatetime.js";
+import { fromIsoFormat, monthDay } from "../../py/pydatetime.js";
 
 type Env = TravelEnvironment;
 /** A user task without its prompt (the prompt is the benchmark's, read from the data). */

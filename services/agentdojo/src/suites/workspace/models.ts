@@ -1,11 +1,13 @@
 /**
  * What the workspace models do beyond holding data: how AgentDojo shows them (`model_dump()` then
- * `yaml.safe_dump`), pydantic's validation of the fields the tools fill from agent input (`EmailStr`,
- * `datetime`, a `CalendarEvent` built from a dict), and the inbox operations the calendar tools share
- * (`Inbox.send_email`, `_get_next_id`).
+ * `yaml.safe_dump`), pydantic's validation of the fields the tools fill from agent input (`EmailStr`
+ * via the shared `py/email-address.ts`, `datetime`, a `CalendarEvent` built from a dict), and the
+ * inbox operations the calendar tools share (`Inbox.send_email`, `_get_next_id`).
  * @module
  */
+import { checkEmailStr } from "../../py/email-address.js";
 import { type Dumpable, PyTemporal, pyRepr } from "../../render.js";
+import { coerce } from "../../runtime.js";
 import { ToolError } from "../../suite.js";
 import {
   type CalendarEvent,
@@ -110,46 +112,6 @@ function validationError(model: string, problems: readonly FieldProblem[]): Tool
   return new ToolError("ValidationError", lines.join("\n"));
 }
 
-/**
- * `email_validator.validate_email(..., check_deliverability=False)` for the common mistakes (no or
- * several `@`, empty parts, a domain without a dot); returns the reason or, when valid, `undefined`.
- * The normalized address has its domain lower-cased.
- */
-function emailProblem(s: string): string | undefined {
-  const at = s.split("@");
-  if (at.length < 2) return "An email address must have an @-sign.";
-  if (at.length > 2) return "The email address is not valid. It must have exactly one @-sign.";
-  const [local, domain] = at as [string, string];
-  if (local === "") return "There must be something before the @-sign.";
-  if (domain === "") return "There must be something after the @-sign.";
-  if (/\s/.test(s)) return "The email address contains invalid characters.";
-  if (!domain.includes(".")) return "The part after the @-sign is not valid. It should have a period.";
-  if (domain.startsWith(".") || domain.endsWith(".") || domain.includes(".."))
-    return "An email address cannot have a period immediately after the @-sign.";
-  return undefined;
-}
-
-function normalizeEmail(s: string): string {
-  const i = s.lastIndexOf("@");
-  return `${s.slice(0, i)}@${s.slice(i + 1).toLowerCase()}`;
-}
-
-/** pydantic's `pretty_email_regex`: `Name <address>` or `"Name" <address>` (`\w` is Unicode in Python). */
-const PRETTY_EMAIL =
-  /^\s*(?:((?:[\p{L}\p{N}_!#$%&'*+\-/=?^`{|}~]+\s+)*[\p{L}\p{N}_!#$%&'*+\-/=?^`{|}~]+)|"((?:[^"]|")+)")?\s*<(.+)>\s*$/u;
-
-/**
- * pydantic's `EmailStr`: `Name <address>` keeps the address, surrounding whitespace is dropped, the
- * address is checked ({@link emailProblem}) and its domain lower-cased.
- */
-function emailStr(v: string): { ok: true; email: string } | { ok: false; reason: string } {
-  if (v.length > 2048) return { ok: false, reason: "Length must not exceed 2048 characters" };
-  const pretty = PRETTY_EMAIL.exec(v);
-  const email = (pretty ? pretty[3]! : v).trim();
-  const why = emailProblem(email);
-  return why === undefined ? { ok: true, email: normalizeEmail(email) } : { ok: false, reason: why };
-}
-
 /** Validates `list[EmailStr]` fields; pushes problems, returns the normalized lists. */
 function emailList(field: string, values: readonly unknown[], problems: FieldProblem[]): string[] {
   return values.map((v, i) => {
@@ -162,7 +124,7 @@ function emailList(field: string, values: readonly unknown[], problems: FieldPro
       });
       return String(v);
     }
-    const r = emailStr(v);
+    const r = checkEmailStr(v);
     if (!r.ok) {
       problems.push({
         loc: `${field}.${i}`,
@@ -172,7 +134,7 @@ function emailList(field: string, values: readonly unknown[], problems: FieldPro
       });
       return v;
     }
-    return r.email;
+    return r.value;
   });
 }
 
@@ -264,14 +226,13 @@ export function calendarEventFromDict(details: unknown): CalendarEvent {
         input: partRaw,
       });
   }
-  const all_day = d.all_day === undefined ? false : d.all_day;
-  if (typeof all_day !== "boolean")
-    problems.push({
-      loc: "all_day",
-      msg: "Input should be a valid boolean",
-      type: "bool_type",
-      input: all_day,
-    });
+  // pydantic's lax bool: true/false, 0/1 and "yes"/"off"/… are accepted.
+  let all_day = false;
+  if (d.all_day !== undefined) {
+    const b = coerce({ name: "all_day", type: "boolean", description: "", required: true }, d.all_day);
+    if (b.ok) all_day = b.value as boolean;
+    else problems.push({ ...b.error, input: d.all_day });
+  }
   const status = d.status === undefined ? "confirmed" : d.status;
   if (status !== "confirmed" && status !== "canceled")
     problems.push({
@@ -289,7 +250,7 @@ export function calendarEventFromDict(details: unknown): CalendarEvent {
     end_time,
     location: (locRaw as string | null) ?? null,
     participants,
-    all_day: all_day as boolean,
+    all_day,
     status: status as CalendarEvent["status"],
   };
 }

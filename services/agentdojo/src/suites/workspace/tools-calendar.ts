@@ -1,13 +1,14 @@
 /**
  * The seven calendar tools (`default_suites/v1/tools/calendar_client.py`) with upstream's behaviour:
  * times are parsed with `strptime("%Y-%m-%d %H:%M")` (days with `"%Y-%m-%d"`) and a mismatch is
- * Python's `ValueError`; creating, cancelling and rescheduling an event each send an email from the
+ * Python's `ValueError` (the shared `py/pydatetime.ts` port of `_strptime`); creating, cancelling and rescheduling an event each send an email from the
  * account with the event attached (the calendar's own event object, so later changes show in it);
  * `create_calendar_event` appends the account's address to the participants (so the invitation also
  * goes to the account itself); the reschedule email's subject is the literal `Rescheduled: '{event.title}'`
  * (upstream forgot the `f`); `add_calendar_event_participants` adds addresses unchecked and sends nothing.
  * @module
  */
+import { strptimeDay, strptimeMinutes } from "../../py/pydatetime.js";
 import { type Tool, ToolError } from "../../suite.js";
 import {
   type Calendar,
@@ -16,7 +17,6 @@ import {
   datetimeFromMicros,
   datetimeMicros,
   type PyDate,
-  type PyDatetime,
   timePart,
   type WorkspaceEnvironment,
 } from "./environment.js";
@@ -24,37 +24,6 @@ import { eventDump, inboxSendEmail, nextId, showYaml, validateParticipants } fro
 
 type T = Tool<WorkspaceEnvironment>;
 const str = (v: unknown) => v as string;
-
-const STRPTIME_DATE = String.raw`(\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])`;
-const STRPTIME_TIME = String.raw`(2[0-3]|[0-1]\d|\d):([0-5]\d|\d)`;
-
-/**
- * Python's `datetime.strptime(s, "%Y-%m-%d %H:%M")` (or `"%Y-%m-%d"` when `withTime` is false):
- * one- or two-digit fields, any whitespace run for the space, the same `ValueError` texts.
- */
-export function strptime(s: string, withTime: boolean): PyDatetime {
-  const format = withTime ? "%Y-%m-%d %H:%M" : "%Y-%m-%d";
-  const re = new RegExp(`^${STRPTIME_DATE}${withTime ? String.raw`\s+${STRPTIME_TIME}` : ""}`);
-  const m = re.exec(s);
-  if (!m) throw new ToolError("ValueError", `time data ${pyQuote(s)} does not match format '${format}'`);
-  if (m[0].length < s.length)
-    throw new ToolError("ValueError", `unconverted data remains: ${s.slice(m[0].length)}`);
-  const [y, mo, d, h = "0", mi = "0"] = m.slice(1).map((x) => x?.trim()) as string[];
-  const year = Number(y);
-  const month = Number(mo);
-  const day = Number(d);
-  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate() || year < 1)
-    throw new ToolError("ValueError", "day is out of range for month");
-  const p = (n: string | number, w = 2) => String(n).padStart(w, "0");
-  return `${p(year, 4)}-${p(month)}-${p(day)}T${p(h)}:${p(mi)}:00`;
-}
-
-/** Python's `repr()` of a str (for the strptime message). */
-function pyQuote(s: string): string {
-  return s.includes("'") && !s.includes('"')
-    ? `"${s}"`
-    : `'${s.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
-}
 
 /** `Calendar.get_by_day`: the events starting on `day`, in dict order. */
 export function eventsOnDay(calendar: Calendar, day: PyDate): CalendarEvent[] {
@@ -120,7 +89,7 @@ export const CALENDAR_TOOLS: readonly T[] = [
       },
     ],
     run: (env, a) => {
-      const day = a.date === null ? null : datePart(strptime(str(a.date), false));
+      const day = a.date === null ? null : strptimeDay(str(a.date));
       const matches = searchEvents(env.calendar, str(a.query), day);
       if (matches.length === 0)
         throw new ToolError("ValueError", "No events found. Try with a different query.");
@@ -139,8 +108,7 @@ export const CALENDAR_TOOLS: readonly T[] = [
         required: true,
       },
     ],
-    run: (env, a) =>
-      showYaml(eventsOnDay(env.calendar, datePart(strptime(str(a.day), false))).map(eventDump)),
+    run: (env, a) => showYaml(eventsOnDay(env.calendar, strptimeDay(str(a.day))).map(eventDump)),
   },
   {
     name: "create_calendar_event",
@@ -186,8 +154,8 @@ export const CALENDAR_TOOLS: readonly T[] = [
       },
     ],
     run: (env, a) => {
-      const start = strptime(str(a.start_time), true);
-      const end = strptime(str(a.end_time), true);
+      const start = strptimeMinutes(str(a.start_time));
+      const end = strptimeMinutes(str(a.end_time));
       // The caller's list gets the account appended (and is then the invitation's recipient list).
       const participants = [...((a.participants as string[] | null) ?? []), env.calendar.account_email];
       const id = nextId(env.calendar.events.keys());
@@ -250,8 +218,8 @@ export const CALENDAR_TOOLS: readonly T[] = [
       },
     ],
     run: (env, a) => {
-      const newEnd = a.new_end_time === null ? null : strptime(str(a.new_end_time), true);
-      const newStart = strptime(str(a.new_start_time), true);
+      const newEnd = a.new_end_time === null ? null : strptimeMinutes(str(a.new_end_time));
+      const newStart = strptimeMinutes(str(a.new_start_time));
       const event = eventOrFail(env.calendar, str(a.event_id));
       const oldStart = event.start_time;
       event.start_time = newStart;

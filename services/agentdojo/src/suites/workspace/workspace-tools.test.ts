@@ -115,6 +115,79 @@ describe("workspace tools: validation, errors, effects, rendering", () => {
     assert.equal(env.inbox.emails.size, 31, "failed calls change nothing");
   });
 
+  it("EmailStr, strptime (shared ports of email-validator, _strptime) and a lax all_day", { skip }, () => {
+    const env = fresh();
+    const send = (recipients: string[]) => run(env, "send_email", { recipients, subject: "s", body: "b" });
+    // email-validator checks the local part and the domain, not only the @-sign.
+    const bad: [string, string][] = [
+      ["a..b@x.com", "An email address cannot have two periods in a row."],
+      ["a@b@c.com", "The part after the @-sign contains invalid characters: '@'."],
+      [
+        "jay@x.test",
+        "The part after the @-sign is a special-use or reserved name that cannot be used with email.",
+      ],
+      ["jay @google.com", "The email address contains invalid characters before the @-sign: SPACE."],
+    ];
+    for (const [address, reason] of bad)
+      assert.equal(
+        send([address]).error,
+        `ValidationError: 1 validation error for Email\nrecipients.0\n  value is not a valid email address: ${reason} [type=value_error, input_value='${address}', input_type=str]`,
+      );
+    assert.equal(env.inbox.emails.size, 31, "refused addresses send nothing");
+    // Role mailboxes are lower-cased, domains too; a display name is dropped.
+    assert.equal(send(["Support@Example.com", "Jay <jay@Google.com>"]).error, "");
+    assert.deepEqual([...env.inbox.emails.values()].at(-1)?.recipients, [
+      "support@example.com",
+      "jay@google.com",
+    ]);
+    const created = run(env, "create_calendar_event", {
+      title: "t",
+      start_time: "2024-5-6 9:5",
+      end_time: "2024-05-06 10:00",
+      participants: ["Support@Example.com"],
+    });
+    assert.equal(created.error, "");
+    const event = [...env.calendar.events.values()].at(-1)!;
+    assert.equal(event.start_time, "2024-05-06T09:05:00");
+    assert.ok(event.participants.includes("support@example.com"));
+    // CalendarEvent(**event_details): `all_day` is a lax pydantic bool.
+    const details = (all_day: unknown) => ({
+      id_: "x",
+      title: "t",
+      description: "d",
+      start_time: "2024-05-06 10:00",
+      end_time: "2024-05-06T11:00:00",
+      location: null,
+      participants: [],
+      all_day,
+    });
+    const attach = (all_day: unknown) =>
+      run(env, "send_email", {
+        recipients: [EMMA],
+        subject: "s",
+        body: "b",
+        attachments: [{ type: "event", event_details: details(all_day) }],
+      });
+    assert.equal(attach("yes").error, "");
+    assert.deepEqual(
+      [...env.inbox.emails.values()].at(-1)?.attachments.map((a) => typeof a !== "string" && a.all_day),
+      [true],
+    );
+    assert.equal(attach(0).error, "");
+    assert.equal(
+      attach("maybe").error,
+      "ValidationError: 1 validation error for CalendarEvent\nall_day\n  Input should be a valid boolean, unable to interpret input [type=bool_parsing, input_value='maybe', input_type=str]",
+    );
+    assert.equal(
+      run(env, "get_day_calendar_events", { day: "0000-01-01" }).error,
+      "ValueError: year 0 is out of range",
+    );
+    assert.equal(
+      run(env, "search_calendar_events", { query: "x", date: "2024-05-32" }).error,
+      "ValueError: unconverted data remains: 2",
+    );
+  });
+
   it("send_email: id max+1, sender, sent/read, attachments; YAML with sorted keys and PyYAML datetimes", {
     skip,
   }, () => {

@@ -1,11 +1,12 @@
 /**
- * The few Python `datetime` operations the travel tools and checkers use, on a canonical text form:
+ * The few Python `datetime` operations the travel and workspace tools and checkers use, on a canonical
+ * text form:
  * a `datetime` is kept as its `isoformat()` (`2024-05-15T10:00:00`), a `date` as `2024-05-15`. Two
  * values are equal iff their texts are, and {@link PyTemporal} shows them the way PyYAML prints them.
  * @module
  */
-import { PyTemporal, pyStr } from "../../render.js";
-import { ToolError } from "../../suite.js";
+import { PyTemporal, pyStr } from "../render.js";
+import { ToolError } from "../suite.js";
 
 interface Parts {
   y: number;
