@@ -297,6 +297,8 @@ export {
   EpisodeError,
   episodeContextKey,
   episodeSample,
+  episodeTaskOf,
+  isEpisodeTask,
   episodeVocabulary,
   parseToolCalls,
   runEpisode,

@@ -36,7 +36,7 @@ import {
   type LearnerInfo,
   type Sample,
 } from "../learner/index.js";
-import { mixSeed } from "./tasks.js";
+import { mixSeed, type TaskDefinition } from "./tasks.js";
 
 /** The AgentEnvironment calls an episode makes (a `createGrpcClient(AgentEnvironment, …)` client). */
 export type AgentEnvironmentSessions = Pick<Client<typeof AgentEnvironment>, "reset" | "call" | "close">;
@@ -173,6 +173,50 @@ export function episodeVocabulary(task: EpisodeTask, maxTurns: number): string[]
     ...task.fragments,
     ...Array.from({ length: maxTurns }, (_, k) => toolResponsesFragment(k + 1)),
   ];
+}
+
+/** True for a task that is played as an episode when episodes are on (an AgentDojo task). */
+export const isEpisodeTask = (t: TaskDefinition) => t.task.kind?.case === "agent";
+
+/**
+ * The episode task of an agent task definition (built-in sets, task files; later the environment's
+ * own task list). A fragment task's steps (`{"function", "args"}` fragments) become `<tool_call>`
+ * fragments and its rendered final answer an answer fragment; a text task has no fragments (text
+ * policies only).
+ */
+export function episodeTaskOf(t: TaskDefinition): EpisodeTask {
+  const kind = t.task.kind;
+  if (kind?.case !== "agent" || !kind.value)
+    throw new EpisodeConfigError(
+      `task '${t.id}' is not an agent task: only agent tasks are played as episodes`,
+    );
+  const agent = kind.value as MessageInitShape<typeof AgentTaskSchema>;
+  if (!t.vocabulary || !t.render) return { id: t.id, agent };
+  const fragments: string[] = [];
+  t.vocabulary.forEach((f, i) => {
+    if (i === t.stopToken) return;
+    let step: unknown;
+    try {
+      step = JSON.parse(f);
+    } catch {
+      step = undefined;
+    }
+    const o = typeof step === "object" && step !== null ? (step as Record<string, unknown>) : undefined;
+    const name = o?.["function"] ?? o?.["name"];
+    fragments.push(
+      typeof name === "string"
+        ? `<tool_call>${JSON.stringify({ name, arguments: o?.["args"] ?? o?.["arguments"] ?? {} })}</tool_call>`
+        : f,
+    );
+  });
+  let answer: unknown;
+  try {
+    answer = (JSON.parse(t.render([])) as { final_answer?: unknown }).final_answer;
+  } catch {
+    answer = undefined;
+  }
+  if (typeof answer === "string" && answer !== "" && !fragments.includes(answer)) fragments.push(answer);
+  return { id: t.id, agent, fragments, fragmentsPerTurn: Math.max(1, t.maxTokens - 1) };
 }
 
 // ── the Hermes / Qwen layout ────────────────────────────────────────────────────────────────

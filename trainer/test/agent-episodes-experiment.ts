@@ -1,0 +1,219 @@
+/**
+ * The multi-turn agent-episode experiment: the embedded learner trained by `runTraining` on AgentDojo
+ * banking tasks played as episodes against a real AgentEnvironment server (the agentdojo package's
+ * session manager on a free port), scored through the mesh (real nats-server, the agentdojo reward
+ * service's JetStream worker). Utility and security are measured on every task before and after
+ * training (fresh episodes, scored by the agentdojo service's own scorer), per seed.
+ *
+ * Used by `train-episodes.test.ts` (one seed, asserted) and `bench/agent-episodes.ts` (several seeds,
+ * JSON). Tasks: the built-in `agent` set (three tasks under an `important_instructions` injection, one
+ * clean) plus the clean variant of each injected one.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  agentEnvironmentService,
+  createAgentDojoService,
+  createSessionManager,
+} from "@reward-mesh/agentdojo";
+import { AgentEnvironment, createGrpcClient } from "@reward-mesh/proto";
+import { openBus, silentLogger, startGrpcServices, startRewardService } from "@reward-mesh/sdk";
+import { makeRollout, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
+import {
+  builtinTasks,
+  createEmbeddedLearner,
+  type EpisodeSettings,
+  episodeTaskOf,
+  type Learner,
+  readMetrics,
+  resolveRunConfig,
+  runEpisodes,
+  runTraining,
+  type TaskDefinition,
+} from "../src/index.js";
+
+/** Options of {@link runAgentEpisodesExperiment}. */
+export interface AgentEpisodesExperimentOptions {
+  readonly seeds: readonly number[];
+  readonly steps: number;
+  /** Episodes per task for the before/after measurement. @default 32 */
+  readonly evalEpisodes?: number;
+  readonly groupSize?: number;
+  readonly promptsPerStep?: number;
+  readonly episodes?: Partial<EpisodeSettings>;
+  readonly lr?: number;
+}
+
+/** Utility (all tasks) and security (injected tasks) of the policy, measured on fresh episodes. */
+export interface Measure {
+  readonly utility: number;
+  readonly security: number;
+  readonly perTask: Readonly<Record<string, { utility: number; security: number | null }>>;
+  readonly meanTurns: number;
+}
+
+/** One seed's figures. */
+export interface SeedResult {
+  readonly seed: number;
+  readonly before: Measure;
+  readonly after: Measure;
+  /** Mean of the training steps' component means: the first and the last quarter of the steps. */
+  readonly trainingFirst: { utility: number; security: number };
+  readonly trainingLast: { utility: number; security: number };
+  readonly seconds: number;
+}
+
+/** The experiment's tasks: the built-in agent set plus the clean variant of each injected task. */
+export function experimentTasks(): TaskDefinition[] {
+  const agent = builtinTasks(["agent"]);
+  const clean = agent.flatMap((t): TaskDefinition[] => {
+    const k = t.task.kind;
+    if (k?.case !== "agent" || !k.value?.injectionTaskId) return [];
+    const id = `${t.id}-clean`;
+    return [
+      {
+        ...t,
+        id,
+        task: {
+          ...t.task,
+          id,
+          kind: {
+            case: "agent",
+            value: {
+              suite: k.value.suite ?? "",
+              userTaskId: k.value.userTaskId ?? "",
+              injectionTaskId: "",
+              attack: "",
+            },
+          },
+        } as TaskDefinition["task"],
+      },
+    ];
+  });
+  return [...agent, ...clean];
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN);
+
+/** Plays `n` fresh episodes of every task and scores them with the agentdojo service's scorer. */
+async function measure(
+  learner: Learner,
+  env: Parameters<typeof runEpisodes>[1]["env"],
+  tasks: readonly TaskDefinition[],
+  settings: EpisodeSettings,
+  n: number,
+  seed: number,
+): Promise<Measure> {
+  const scorer = createAgentDojoService();
+  const list = tasks.flatMap((t) => Array.from({ length: n }, () => ({ t, e: episodeTaskOf(t) })));
+  const results = await runEpisodes(
+    list.map((x) => x.e),
+    { env, learner, settings, sampling: { maxNewTokens: 64 }, seed },
+  );
+  const perTask: Record<string, { u: number[]; s: number[] }> = {};
+  for (const [i, r] of results.entries()) {
+    const t = list[i]!.t;
+    const scored = await scorer.scoreRollout(
+      makeRollout({ response: r.trajectoryJson, task: t.task as never }),
+    );
+    const v = (name: string) => scored.components.find((c) => c.name === name);
+    const p = (perTask[t.id] ??= { u: [], s: [] });
+    p.u.push(v("utility")?.value ?? 0);
+    const k = t.task.kind;
+    if (k?.case === "agent" && k.value?.injectionTaskId) p.s.push(v("security")?.value ?? 0);
+  }
+  const rows = Object.entries(perTask);
+  return {
+    utility: mean(rows.map(([, p]) => mean(p.u))),
+    security: mean(rows.filter(([, p]) => p.s.length).map(([, p]) => mean(p.s))),
+    perTask: Object.fromEntries(
+      rows.map(([id, p]) => [id, { utility: mean(p.u), security: p.s.length ? mean(p.s) : null }]),
+    ),
+    meanTurns: mean(results.map((r) => r.turns)),
+  };
+}
+
+/** Runs the experiment for each seed (sequentially: one mesh, one environment server). */
+export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptions): Promise<SeedResult[]> {
+  const nats = await startTestNats();
+  const bus = await openBus(testBusOptions(nats.url), "agent-episodes-experiment");
+  const reward = await startRewardService(
+    createAgentDojoService(),
+    testRuntimeOptions(nats.url),
+    silentLogger,
+  );
+  const manager = createSessionManager({
+    maxSessions: 256,
+    idleTimeoutMs: 60_000,
+    maxCalls: 32,
+    attackModelName: "Qwen",
+    defaultAttack: "important_instructions",
+  });
+  const server = await startGrpcServices([agentEnvironmentService(manager)], { logger: silentLogger });
+  const env = createGrpcClient(AgentEnvironment, server.address);
+  const dir = mkdtempSync(join(tmpdir(), "rm-agent-episodes-"));
+  const tasks = experimentTasks();
+  const settings: EpisodeSettings = { maxTurns: 4, maxTokens: 48, concurrency: 16, ...o.episodes };
+  const out: SeedResult[] = [];
+  try {
+    for (const seed of o.seeds) {
+      const t0 = performance.now();
+      const config = resolveRunConfig({
+        run: { id: `agent-episodes-${seed}`, seed, outputDir: dir },
+        tasks: { sets: ["agent"] },
+        groupSize: o.groupSize ?? 8,
+        promptsPerStep: o.promptsPerStep ?? 4,
+        steps: o.steps,
+        components: "agentdojo",
+        estimator: { name: "corr_grpo", options: { coefficientSumFloor: 1 } },
+        loss: { type: "dapo", klBeta: 0 },
+        optim: { lr: o.lr ?? 0.1 },
+        groups: { deadlineMs: 30_000 },
+        episodes: { environment: server.address, ...settings },
+      });
+      const learner = createEmbeddedLearner({ seed });
+      try {
+        const before = await measure(learner, env, tasks, settings, o.evalEpisodes ?? 32, seed + 1000);
+        await runTraining({ config, tasks, bus, learner, environment: env });
+        const after = await measure(learner, env, tasks, settings, o.evalEpisodes ?? 32, seed + 1000);
+        const lines = readMetrics(join(dir, config.runId, "metrics.jsonl"));
+        const q = Math.max(1, Math.floor(lines.length / 4));
+        const comp = (ls: typeof lines, id: string) =>
+          mean(
+            ls
+              .map(
+                (l) =>
+                  (l as unknown as { components: Record<string, { mean: number | null }> }).components[id]
+                    ?.mean,
+              )
+              .filter((x): x is number => typeof x === "number"),
+          );
+        const part = (ls: typeof lines) => ({
+          utility: comp(ls, "agentdojo/utility"),
+          security: comp(ls, "agentdojo/security"),
+        });
+        out.push({
+          seed,
+          before,
+          after,
+          trainingFirst: part(lines.slice(0, q)),
+          trainingLast: part(lines.slice(-q)),
+          seconds: (performance.now() - t0) / 1000,
+        });
+      } finally {
+        await learner.close();
+      }
+      if (manager.size !== 0) throw new Error(`${manager.size} environment sessions left open`);
+    }
+  } finally {
+    env.raw.close();
+    await server.close(0);
+    manager.stop();
+    await reward.close(1000);
+    await bus.close();
+    await nats.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
+}
