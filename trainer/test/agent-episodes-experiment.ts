@@ -118,7 +118,8 @@ async function measure(
       makeRollout({ response: r.trajectoryJson, task: t.task as never }),
     );
     const v = (name: string) => scored.components.find((c) => c.name === name);
-    const p = (perTask[t.id] ??= { u: [], s: [] });
+    const p = perTask[t.id] ?? { u: [], s: [] };
+    perTask[t.id] = p;
     p.u.push(v("utility")?.value ?? 0);
     const k = t.task.kind;
     if (k?.case === "agent" && k.value?.injectionTaskId) p.s.push(v("security")?.value ?? 0);
