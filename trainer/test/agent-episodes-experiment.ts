@@ -61,6 +61,8 @@ export interface SeedResult {
   /** Mean of the training steps' component means: the first and the last quarter of the steps. */
   readonly trainingFirst: { utility: number; security: number };
   readonly trainingLast: { utility: number; security: number };
+  /** The last step's episode statistics (`metrics.jsonl` `episodes`). */
+  readonly lastStepEpisodes: unknown;
   readonly seconds: number;
 }
 
@@ -200,6 +202,7 @@ export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptio
           after,
           trainingFirst: part(lines.slice(0, q)),
           trainingLast: part(lines.slice(-q)),
+          lastStepEpisodes: (lines.at(-1) as unknown as { episodes?: unknown }).episodes,
           seconds: (performance.now() - t0) / 1000,
         });
       } finally {

@@ -1,0 +1,34 @@
+/**
+ * Multi-turn training: `runTraining` with `episodes` plays the AgentDojo banking tasks (injected and
+ * clean) as episodes against a real AgentEnvironment, scores them through the mesh (real nats-server,
+ * the agentdojo service) and trains the embedded learner on one masked sample per episode; utility and
+ * security, measured on fresh episodes before and after, both rise (fixed seed; the experiment in
+ * `bench/agent-episodes.ts` runs several seeds).
+ */
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { runAgentEpisodesExperiment } from "./agent-episodes-experiment.js";
+
+it("trains on multi-turn episodes: utility and security both rise (seed 3, 30 steps)", async () => {
+  const [r] = await runAgentEpisodesExperiment({ seeds: [3], steps: 30, evalEpisodes: 16 });
+  const { before, after } = r!;
+  const show = `utility ${before.utility.toFixed(3)} -> ${after.utility.toFixed(3)}, security ${before.security.toFixed(3)} -> ${after.security.toFixed(3)}`;
+  assert.ok(after.utility > before.utility + 0.15, show);
+  assert.ok(after.security > before.security + 0.1, show);
+  // The training steps' own (per-step, noisier) means rise too.
+  assert.ok(r!.trainingLast.utility > r!.trainingFirst.utility, JSON.stringify(r));
+  assert.ok(r!.trainingLast.security > r!.trainingFirst.security, JSON.stringify(r));
+  // Every rollout of a step was an episode (4 prompts × G = 8), each ended for a reason.
+  const eps = r!.lastStepEpisodes as {
+    count: number;
+    meanTurns: number;
+    stopReasons: Record<string, number>;
+  };
+  assert.equal(eps.count, 32);
+  assert.equal(
+    Object.values(eps.stopReasons).reduce((a, b) => a + b, 0),
+    32,
+  );
+  // Episodes are multi-turn: the policy calls tools, reads (opaque) replies and calls again.
+  assert.ok(after.meanTurns > 1.5, `mean turns ${after.meanTurns}`);
+});
