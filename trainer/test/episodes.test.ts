@@ -13,11 +13,13 @@ import { type RunningGrpcServer, silentLogger, startGrpcServices } from "@reward
 import {
   answerOf,
   createEmbeddedLearner,
+  createRemoteLearner,
   type EpisodeTask,
   episodeSample,
   episodeVocabulary,
   parseToolCalls,
   runEpisodes,
+  serveLearner,
   toolResponsesFragment,
 } from "../src/index.js";
 
@@ -184,6 +186,27 @@ describe("episode runner (embedded learner, real AgentEnvironment)", () => {
     r!.lossMask.forEach((m, i) => {
       if (m === 1) assert.ok(Math.abs(lp![i]! - r!.logprobs[i]!) < 1e-12, `token ${i}`);
     });
+  });
+
+  it("drives a learner over gRPC the same way (the remote client of the embedded learner)", async () => {
+    const served = await serveLearner(createEmbeddedLearner({ seed: 4, initialScale: 1 }));
+    const remote = createRemoteLearner(served.address);
+    const local = createEmbeddedLearner({ seed: 4, initialScale: 1 });
+    try {
+      const tasks = Array.from({ length: 6 }, () => billTask);
+      const o = { env, settings, sampling: { maxNewTokens: 16 }, seed: 21 };
+      const viaWire = await runEpisodes(tasks, { ...o, learner: remote });
+      const inProcess = await runEpisodes(tasks, { ...o, learner: local });
+      const view = (rs: typeof viaWire) =>
+        rs.map((r) => [r.tokenIds, r.lossMask, r.logprobs, r.trajectoryJson, r.stopReason]);
+      assert.deepEqual(view(viaWire), view(inProcess));
+      assert.ok(viaWire.some((r) => r.turns >= 2));
+    } finally {
+      await remote.close();
+      await served.close();
+      await local.close();
+    }
+    assert.equal(manager.size, 0);
   });
 
   it("stops at the turn budget and at the token budget", async () => {

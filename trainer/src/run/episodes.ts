@@ -449,7 +449,9 @@ export async function runEpisode(
               seed,
               ...(ctx.sampling.temperature !== undefined ? { temperature: ctx.sampling.temperature } : {}),
               ...(ctx.sampling.topP !== undefined ? { topP: ctx.sampling.topP } : {}),
-              ...(ctx.sampling.stop?.length ? { stop: ctx.sampling.stop } : {}),
+              // The turn ends at the chat end marker as text too (a tokenizer whose end-of-turn token is
+              // not `<|im_end|>`, such as the built-in byte-level one, then still re-renders the turn).
+              stop: [...new Set([...(ctx.sampling.stop ?? []), IM_END])],
             },
       );
       if (!c) throw new EpisodeError(`the learner returned no completion for turn ${t}`);
