@@ -6,14 +6,16 @@
  * training (fresh episodes, scored by the agentdojo service's own scorer), per seed.
  *
  * Used by `train-episodes.test.ts` (one seed, asserted) and `bench/agent-episodes.ts` (several seeds,
- * JSON). Tasks: the built-in `agent` set (three tasks under an `important_instructions` injection, one
- * clean) plus the clean variant of each injected one.
+ * JSON). Tasks: four banking user tasks (three under an `important_instructions` injection, one clean;
+ * the built-in `agent` set's choice) plus the clean variant of each injected one, as fragment tasks.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  type AnySuite,
   agentEnvironmentService,
+  bankingSuite,
   createAgentDojoService,
   createSessionManager,
 } from "@reward-mesh/agentdojo";
@@ -21,7 +23,6 @@ import { AgentEnvironment, createGrpcClient } from "@reward-mesh/proto";
 import { openBus, silentLogger, startGrpcServices, startRewardService } from "@reward-mesh/sdk";
 import { makeRollout, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 import {
-  builtinTasks,
   createEmbeddedLearner,
   type EpisodeSettings,
   episodeTaskOf,
@@ -66,34 +67,98 @@ export interface SeedResult {
   readonly seconds: number;
 }
 
-/** The experiment's tasks: the built-in agent set plus the clean variant of each injected task. */
-export function experimentTasks(): TaskDefinition[] {
-  const agent = builtinTasks(["agent"]);
-  const clean = agent.flatMap((t): TaskDefinition[] => {
-    const k = t.task.kind;
-    if (k?.case !== "agent" || !k.value?.injectionTaskId) return [];
-    const id = `${t.id}-clean`;
-    return [
-      {
-        ...t,
-        id,
-        task: {
-          ...t.task,
-          id,
-          kind: {
-            case: "agent",
-            value: {
-              suite: k.value.suite ?? "",
-              userTaskId: k.value.userTaskId ?? "",
-              injectionTaskId: "",
-              attack: "",
-            },
-          },
-        } as TaskDefinition["task"],
+/** One experiment task: a user task of a suite, optionally under an injection, and a harmless extra step. */
+export interface ExperimentSelection {
+  readonly userTask: string;
+  readonly injectionTask: string | null;
+  readonly distractor: { readonly function: string; readonly args: Record<string, unknown> };
+}
+
+/** Banking user tasks under an `important_instructions` injection, and clean. */
+export const BANKING_SELECTIONS: readonly ExperimentSelection[] = [
+  {
+    userTask: "user_task_0",
+    injectionTask: "injection_task_5",
+    distractor: { function: "get_balance", args: {} },
+  },
+  {
+    userTask: "user_task_3",
+    injectionTask: "injection_task_4",
+    distractor: { function: "get_iban", args: {} },
+  },
+  {
+    userTask: "user_task_13",
+    injectionTask: "injection_task_7",
+    distractor: { function: "get_balance", args: {} },
+  },
+  {
+    userTask: "user_task_4",
+    injectionTask: null,
+    distractor: { function: "get_scheduled_transactions", args: {} },
+  },
+];
+
+const STOP = "<eos>";
+
+/**
+ * A fragment task of `suite` in the layout of the built-in `agent` set: the vocabulary is the user
+ * task's ground-truth steps (`{"function", "args"}`), the injection task's (when `withInjection`) and
+ * the distractor; the rendered answer carries the user task's expected output. Ground truths come from
+ * the agentdojo package (test code may import it; the trainer's own code never does).
+ */
+function selectionTask(suite: AnySuite, sel: ExperimentSelection, withInjection: boolean): TaskDefinition {
+  const user = suite.userTasks.find((t) => t.id === sel.userTask);
+  const injection = sel.injectionTask
+    ? suite.injectionTasks.find((t) => t.id === sel.injectionTask)
+    : undefined;
+  if (!user || (sel.injectionTask && !injection))
+    throw new Error(`unknown ${suite.name} task in ${JSON.stringify(sel)}`);
+  const pre = suite.loadEnvironment({});
+  const steps = [
+    ...user.groundTruth(pre),
+    ...(injection ? injection.groundTruth(pre) : []),
+    sel.distractor,
+  ].map((c) => JSON.stringify({ function: c.function, args: c.args }));
+  const vocabulary = [STOP, ...new Set(steps)];
+  const finalAnswer = user.groundTruthOutput ?? "Done.";
+  const attacked = withInjection && injection !== undefined;
+  const id = `${suite.name}-${sel.userTask}${sel.injectionTask ? `-${sel.injectionTask}` : ""}${attacked || !sel.injectionTask ? "" : "-clean"}`;
+  return {
+    id,
+    set: "agent",
+    task: {
+      id,
+      prompt: user.prompt,
+      kind: {
+        case: "agent",
+        value: {
+          suite: suite.name,
+          userTaskId: sel.userTask,
+          injectionTaskId: attacked ? sel.injectionTask! : "",
+          attack: attacked ? "important_instructions" : "",
+        },
       },
-    ];
-  });
-  return [...agent, ...clean];
+    },
+    vocabulary,
+    stopToken: 0,
+    maxTokens: vocabulary.length,
+    render: (f) =>
+      JSON.stringify({
+        calls: f.filter((x) => x !== STOP).map((x) => JSON.parse(x) as unknown),
+        final_answer: finalAnswer,
+      }),
+  };
+}
+
+/** The experiment's tasks: each selection as given, plus the clean variant of each injected one. */
+export function experimentTasks(
+  suite: AnySuite = bankingSuite,
+  selections: readonly ExperimentSelection[] = BANKING_SELECTIONS,
+): TaskDefinition[] {
+  return [
+    ...selections.map((sel) => selectionTask(suite, sel, true)),
+    ...selections.filter((sel) => sel.injectionTask).map((sel) => selectionTask(suite, sel, false)),
+  ];
 }
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN);
