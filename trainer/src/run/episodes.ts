@@ -32,6 +32,7 @@ import {
   type ChatMessage,
   type Completion,
   FRAGMENT_TOKENIZER,
+  type GenerateRequest,
   type Learner,
   type LearnerInfo,
   type Sample,
@@ -350,6 +351,59 @@ function appendInserted(seq: Sequence, ids: readonly number[]): void {
 const isStartsWith = (a: readonly number[], prefix: readonly number[]) =>
   prefix.length <= a.length && prefix.every((x, i) => a[i] === x);
 
+/** Where an episode stands when its next turn is asked for. */
+interface TurnState {
+  readonly index: number;
+  readonly turn: number;
+  readonly contextKey: string;
+  readonly vocabulary: readonly string[];
+  readonly seq: Sequence;
+  /** The conversation so far as ChatML text (text policies). */
+  readonly text: string;
+  /** Tokens left in the episode's budget. */
+  readonly remaining: number;
+}
+
+/** The Generate request of one turn: the episode so far continued (fragments) or the conversation (text). */
+function turnRequest(ctx: EpisodeContext, task: EpisodeTask, s: TurnState): GenerateRequest {
+  const promptId = `${task.id}/${s.index}/${s.turn}`;
+  const seed = mixSeed(ctx.seed, s.index, s.turn);
+  if (ctx.policy === "fragments") {
+    const perTurn = (task.fragmentsPerTurn ?? task.fragments!.length) + 1;
+    return {
+      prompts: [
+        {
+          promptId,
+          contextKey: s.contextKey,
+          vocabulary: s.vocabulary,
+          maxTokens: Math.min(perTurn, s.remaining),
+          stopToken: 0,
+          prefixTokenIds: s.seq.tokenIds,
+        },
+      ],
+      n: 1,
+      seed,
+    };
+  }
+  return {
+    prompts: [
+      {
+        promptId,
+        contextKey: s.contextKey,
+        text: s.text,
+        maxTokens: Math.min(ctx.sampling.maxNewTokens, s.remaining),
+      },
+    ],
+    n: 1,
+    seed,
+    ...(ctx.sampling.temperature !== undefined ? { temperature: ctx.sampling.temperature } : {}),
+    ...(ctx.sampling.topP !== undefined ? { topP: ctx.sampling.topP } : {}),
+    // The turn ends at the chat end marker as text too (a tokenizer whose end-of-turn token is not
+    // `<|im_end|>`, such as the built-in byte-level one, then still re-renders the turn).
+    stop: [...new Set([...(ctx.sampling.stop ?? []), IM_END])],
+  };
+}
+
 /** The environment's output for one parsed call (an error is the response the policy sees). */
 async function callTool(
   ctx: EpisodeContext,
@@ -415,44 +469,8 @@ export async function runEpisode(
         break;
       }
       // 1. The policy's turn.
-      const perTurn =
-        ctx.policy === "fragments"
-          ? (task.fragmentsPerTurn ?? task.fragments!.length) + 1
-          : ctx.sampling.maxNewTokens;
-      const seed = mixSeed(ctx.seed, index, t);
       const [c] = await learner.generate(
-        ctx.policy === "fragments"
-          ? {
-              prompts: [
-                {
-                  promptId: `${task.id}/${index}/${t}`,
-                  contextKey,
-                  vocabulary,
-                  maxTokens: Math.min(perTurn, remaining),
-                  stopToken: 0,
-                  prefixTokenIds: seq.tokenIds,
-                },
-              ],
-              n: 1,
-              seed,
-            }
-          : {
-              prompts: [
-                {
-                  promptId: `${task.id}/${index}/${t}`,
-                  contextKey,
-                  text,
-                  maxTokens: Math.min(perTurn, remaining),
-                },
-              ],
-              n: 1,
-              seed,
-              ...(ctx.sampling.temperature !== undefined ? { temperature: ctx.sampling.temperature } : {}),
-              ...(ctx.sampling.topP !== undefined ? { topP: ctx.sampling.topP } : {}),
-              // The turn ends at the chat end marker as text too (a tokenizer whose end-of-turn token is
-              // not `<|im_end|>`, such as the built-in byte-level one, then still re-renders the turn).
-              stop: [...new Set([...(ctx.sampling.stop ?? []), IM_END])],
-            },
+        turnRequest(ctx, task, { index, turn: t, contextKey, vocabulary, seq, text, remaining }),
       );
       if (!c) throw new EpisodeError(`the learner returned no completion for turn ${t}`);
       if (ctx.policy === "text") {
