@@ -18,6 +18,7 @@ import {
   bankingSuite,
   createAgentDojoService,
   createSessionManager,
+  DEFAULT_AGENTDOJO_OPTIONS,
 } from "@reward-mesh/agentdojo";
 import { AgentEnvironment, createGrpcClient } from "@reward-mesh/proto";
 import { openBus, silentLogger, startGrpcServices, startRewardService } from "@reward-mesh/sdk";
@@ -44,6 +45,12 @@ export interface AgentEpisodesExperimentOptions {
   readonly promptsPerStep?: number;
   readonly episodes?: Partial<EpisodeSettings>;
   readonly lr?: number;
+  /**
+   * Also train on the benchmark's other suites (workspace, travel, slack) when `AGENTDOJO_DATA_DIR`
+   * holds them and this build's agentdojo package loads them (`loadSuites`): two user tasks of each,
+   * under an injection and clean. @default false
+   */
+  readonly benchmarkSuites?: boolean;
 }
 
 /** Utility (all tasks) and security (injected tasks) of the policy, measured on fresh episodes. */
@@ -71,7 +78,7 @@ export interface SeedResult {
 export interface ExperimentSelection {
   readonly userTask: string;
   readonly injectionTask: string | null;
-  readonly distractor: { readonly function: string; readonly args: Record<string, unknown> };
+  readonly distractor?: { readonly function: string; readonly args: Record<string, unknown> };
 }
 
 /** Banking user tasks under an `important_instructions` injection, and clean. */
@@ -117,7 +124,7 @@ function selectionTask(suite: AnySuite, sel: ExperimentSelection, withInjection:
   const steps = [
     ...user.groundTruth(pre),
     ...(injection ? injection.groundTruth(pre) : []),
-    sel.distractor,
+    ...(sel.distractor ? [sel.distractor] : []),
   ].map((c) => JSON.stringify({ function: c.function, args: c.args }));
   const vocabulary = [STOP, ...new Set(steps)];
   const finalAnswer = user.groundTruthOutput ?? "Done.";
@@ -171,8 +178,8 @@ async function measure(
   settings: EpisodeSettings,
   n: number,
   seed: number,
+  scorer: ReturnType<typeof createAgentDojoService>,
 ): Promise<Measure> {
-  const scorer = createAgentDojoService();
   const list = tasks.flatMap((t) => Array.from({ length: n }, () => ({ t, e: episodeTaskOf(t) })));
   const results = await runEpisodes(
     list.map((x) => x.e),
@@ -202,12 +209,42 @@ async function measure(
   };
 }
 
+/** The suites a build's agentdojo package loads from the benchmark data (absent: none beyond banking). */
+interface SuiteLoader {
+  readonly loadSuites?: (dataDir?: string) => ReadonlyMap<string, AnySuite>;
+}
+
+/**
+ * The suites of `AGENTDOJO_DATA_DIR`, when set and this build's agentdojo package can load them, and
+ * the option that hands them to its session manager and scorer (`suites`; empty otherwise).
+ */
+async function benchmarkSuites(): Promise<{ suites: AnySuite[]; option: object }> {
+  const dir = process.env["AGENTDOJO_DATA_DIR"];
+  const loader = (await import("@reward-mesh/agentdojo")) as unknown as SuiteLoader;
+  if (!dir || !loader.loadSuites) return { suites: [], option: {} };
+  const all = loader.loadSuites(dir);
+  return { suites: [...all.values()].filter((x) => x.name !== "banking"), option: { suites: all } };
+}
+
+/** Two user tasks of a suite with ground truths, each under one of the suite's injection tasks. */
+function suiteSelections(suite: AnySuite): ExperimentSelection[] {
+  const pre = suite.loadEnvironment({});
+  const users = suite.userTasks.filter((t) => t.groundTruth(pre).length > 0).slice(0, 2);
+  return users.map((u, i) => ({
+    userTask: u.id,
+    injectionTask: suite.injectionTasks[i % suite.injectionTasks.length]?.id ?? null,
+  }));
+}
+
 /** Runs the experiment for each seed (sequentially: one mesh, one environment server). */
 export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptions): Promise<SeedResult[]> {
+  const extra = o.benchmarkSuites ? await benchmarkSuites() : { suites: [], option: {} };
+  const suitesOption = extra.option;
+  const scorer = createAgentDojoService({ ...DEFAULT_AGENTDOJO_OPTIONS, ...suitesOption });
   const nats = await startTestNats();
   const bus = await openBus(testBusOptions(nats.url), "agent-episodes-experiment");
   const reward = await startRewardService(
-    createAgentDojoService(),
+    createAgentDojoService({ ...DEFAULT_AGENTDOJO_OPTIONS, ...suitesOption }),
     testRuntimeOptions(nats.url),
     silentLogger,
   );
@@ -217,11 +254,15 @@ export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptio
     maxCalls: 32,
     attackModelName: "Qwen",
     defaultAttack: "important_instructions",
+    ...suitesOption,
   });
   const server = await startGrpcServices([agentEnvironmentService(manager)], { logger: silentLogger });
   const env = createGrpcClient(AgentEnvironment, server.address);
   const dir = mkdtempSync(join(tmpdir(), "rm-agent-episodes-"));
-  const tasks = experimentTasks();
+  const tasks = [
+    ...experimentTasks(),
+    ...extra.suites.flatMap((suite) => experimentTasks(suite, suiteSelections(suite))),
+  ];
   const settings: EpisodeSettings = { maxTurns: 4, maxTokens: 48, concurrency: 16, ...o.episodes };
   const out: SeedResult[] = [];
   try {
@@ -242,9 +283,17 @@ export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptio
       });
       const learner = createEmbeddedLearner({ seed });
       try {
-        const before = await measure(learner, env, tasks, settings, o.evalEpisodes ?? 32, seed + 1000);
+        const before = await measure(
+          learner,
+          env,
+          tasks,
+          settings,
+          o.evalEpisodes ?? 32,
+          seed + 1000,
+          scorer,
+        );
         await runTraining({ config, tasks, bus, learner, environment: env });
-        const after = await measure(learner, env, tasks, settings, o.evalEpisodes ?? 32, seed + 1000);
+        const after = await measure(learner, env, tasks, settings, o.evalEpisodes ?? 32, seed + 1000, scorer);
         const lines = readMetrics(join(dir, config.runId, "metrics.jsonl"));
         const q = Math.max(1, Math.floor(lines.length / 4));
         const comp = (ls: typeof lines, id: string) =>
