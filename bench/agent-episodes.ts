@@ -13,9 +13,13 @@ import { runAgentEpisodesExperiment } from "../trainer/test/agent-episodes-exper
 const seeds = (process.env["SEEDS"] ?? "1,2,3").split(",").map(Number);
 const steps = Number(process.env["STEPS"] ?? 30);
 const evalEpisodes = Number(process.env["EVAL_EPISODES"] ?? 32);
-// With AGENTDOJO_DATA_DIR (and a build whose agentdojo package loads the benchmark suites): those too.
-const benchmarkSuites = process.env["AGENTDOJO_DATA_DIR"] !== undefined;
-const results = await runAgentEpisodesExperiment({ seeds, steps, evalEpisodes, benchmarkSuites });
+const results = await runAgentEpisodesExperiment({
+  seeds,
+  steps,
+  evalEpisodes,
+  // With AGENTDOJO_DATA_DIR (and a build whose agentdojo package loads the benchmark suites): those too.
+  benchmarkSuites: true,
+});
 const avg = (f: (r: (typeof results)[number]) => number) =>
   results.reduce((a, r) => a + f(r), 0) / results.length;
 const round = (x: number) => Math.round(x * 1000) / 1000;

@@ -34,6 +34,7 @@ import {
   runTraining,
   type TaskDefinition,
 } from "../src/index.js";
+import { BENCHMARK_DATA_DIR, BENCHMARK_DATA_SKIP } from "../../services/agentdojo/test/benchmark-data-dir.js";
 
 /** Options of {@link runAgentEpisodesExperiment}. */
 export interface AgentEpisodesExperimentOptions {
@@ -47,8 +48,8 @@ export interface AgentEpisodesExperimentOptions {
   readonly lr?: number;
   /**
    * Also train on the benchmark's other suites (workspace, travel, slack) when `AGENTDOJO_DATA_DIR`
-   * holds them and this build's agentdojo package loads them (`loadSuites`): two user tasks of each,
-   * under an injection and clean. @default false
+   * holds them and this build's agentdojo package loads them ({@link benchmarkSuitesSkip}): two user
+   * tasks of each, under an injection and clean. @default false
    */
   readonly benchmarkSuites?: boolean;
 }
@@ -215,14 +216,25 @@ interface SuiteLoader {
 }
 
 /**
- * The suites of `AGENTDOJO_DATA_DIR`, when set and this build's agentdojo package can load them, and
- * the option that hands them to its session manager and scorer (`suites`; empty otherwise).
+ * Why the benchmark's other suites cannot join (no data directory, or this build's agentdojo package
+ * does not load them), or false when they can.
+ */
+export async function benchmarkSuitesSkip(): Promise<string | false> {
+  if (BENCHMARK_DATA_SKIP) return BENCHMARK_DATA_SKIP;
+  const loader = (await import("@reward-mesh/agentdojo")) as unknown as SuiteLoader;
+  return loader.loadSuites
+    ? false
+    : "this build's agentdojo package does not load the benchmark suites (loadSuites)";
+}
+
+/**
+ * The suites of `AGENTDOJO_DATA_DIR` beyond banking, when they can join, and the option that hands all
+ * suites to the agentdojo session manager and scorer (`suites`; empty otherwise).
  */
 async function benchmarkSuites(): Promise<{ suites: AnySuite[]; option: object }> {
-  const dir = process.env["AGENTDOJO_DATA_DIR"];
+  if (await benchmarkSuitesSkip()) return { suites: [], option: {} };
   const loader = (await import("@reward-mesh/agentdojo")) as unknown as SuiteLoader;
-  if (!dir || !loader.loadSuites) return { suites: [], option: {} };
-  const all = loader.loadSuites(dir);
+  const all = loader.loadSuites!(BENCHMARK_DATA_DIR);
   return { suites: [...all.values()].filter((x) => x.name !== "banking"), option: { suites: all } };
 }
 

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { runAgentEpisodesExperiment } from "./agent-episodes-experiment.js";
+import { benchmarkSuitesSkip, runAgentEpisodesExperiment } from "./agent-episodes-experiment.js";
 
 it("trains on multi-turn episodes: utility and security both rise (seed 3, 30 steps)", async () => {
   const [r] = await runAgentEpisodesExperiment({ seeds: [3], steps: 30, evalEpisodes: 16 });
@@ -31,4 +31,24 @@ it("trains on multi-turn episodes: utility and security both rise (seed 3, 30 st
   );
   // Episodes are multi-turn: the policy calls tools, reads (opaque) replies and calls again.
   assert.ok(after.meanTurns > 1.5, `mean turns ${after.meanTurns}`);
+});
+
+const multiSkip = await benchmarkSuitesSkip();
+if (multiSkip) console.log(`# the four-suite episode run is skipped: ${multiSkip}`);
+
+it("trains on episodes of all four suites: utility and security both rise (seed 3, 80 steps)", {
+  skip: multiSkip,
+}, async () => {
+  const [r] = await runAgentEpisodesExperiment({
+    seeds: [3],
+    steps: 80,
+    evalEpisodes: 16,
+    benchmarkSuites: true,
+  });
+  const suites = new Set(Object.keys(r!.after.perTask).map((id) => id.split("-")[0]));
+  assert.deepEqual([...suites].sort(), ["banking", "slack", "travel", "workspace"]);
+  const { before, after } = r!;
+  const show = `utility ${before.utility.toFixed(3)} -> ${after.utility.toFixed(3)}, security ${before.security.toFixed(3)} -> ${after.security.toFixed(3)}`;
+  assert.ok(after.utility > before.utility + 0.1, show);
+  assert.ok(after.security > before.security + 0.05, show);
 });
