@@ -377,6 +377,8 @@ const REQUIRED: Readonly<Record<string, string>> = {
   "learner.address": "is required (host:port)",
   "learner.warmup.file": "is required (JSONL of {prompt, response})",
   "tasks.path": "is required with source 'jsonl' (a file of rewardmesh.v1.Task lines)",
+  "episodes.environment":
+    "is required with episodes (host:port of the AgentEnvironment server, e.g. the agentdojo service's port)",
 };
 
 /** The message of one schema error, in the words the trainer has always used for that key. */
@@ -729,7 +731,7 @@ export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfi
       logIntervalMs: n(validation, "logIntervalMs", 10_000),
     },
     episodes:
-      ep["environment"] === undefined
+      doc["episodes"] === undefined
         ? null
         : {
             environment: ep["environment"] as string,
