@@ -19,9 +19,10 @@ import {
   createAgentDojoService,
   createSessionManager,
   DEFAULT_AGENTDOJO_OPTIONS,
+  type SessionManager,
 } from "@reward-mesh/agentdojo";
 import { AgentEnvironment, createGrpcClient } from "@reward-mesh/proto";
-import { openBus, silentLogger, startGrpcServices, startRewardService } from "@reward-mesh/sdk";
+import { type MeshBus, openBus, silentLogger, startGrpcServices, startRewardService } from "@reward-mesh/sdk";
 import { makeRollout, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 import {
   createEmbeddedLearner,
@@ -29,6 +30,7 @@ import {
   episodeTaskOf,
   type Learner,
   readMetrics,
+  type RunConfig,
   resolveRunConfig,
   runEpisodes,
   runTraining,
@@ -248,13 +250,28 @@ function suiteSelections(suite: AnySuite): ExperimentSelection[] {
   }));
 }
 
-/** Runs the experiment for each seed (sequentially: one mesh, one environment server). */
-export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptions): Promise<SeedResult[]> {
-  const extra = o.benchmarkSuites ? await benchmarkSuites() : { suites: [], option: {} };
-  const suitesOption = extra.option;
+/** A running agent mesh: nats-server, the agentdojo reward service, an AgentEnvironment server. */
+export interface AgentMesh {
+  readonly bus: MeshBus;
+  readonly env: AgentEnvironmentClient;
+  /** `host:port` of the AgentEnvironment server. */
+  readonly address: string;
+  /** The environment's sessions (to check that none is left open). */
+  readonly manager: SessionManager;
+  /** The agentdojo scorer (the reward service's own definition). */
+  readonly scorer: ReturnType<typeof createAgentDojoService>;
+  /** A fresh directory for run outputs (removed by `close`). */
+  readonly dir: string;
+  close(): Promise<void>;
+}
+
+type AgentEnvironmentClient = ReturnType<typeof createGrpcClient<typeof AgentEnvironment>>;
+
+/** Starts an {@link AgentMesh}; `suitesOption` hands the agentdojo package extra suites (`suites`). */
+export async function startAgentMesh(suitesOption: object = {}): Promise<AgentMesh> {
   const scorer = createAgentDojoService({ ...DEFAULT_AGENTDOJO_OPTIONS, ...suitesOption });
   const nats = await startTestNats();
-  const bus = await openBus(testBusOptions(nats.url), "agent-episodes-experiment");
+  const bus = await openBus(testBusOptions(nats.url), "agent-episodes");
   const reward = await startRewardService(
     createAgentDojoService({ ...DEFAULT_AGENTDOJO_OPTIONS, ...suitesOption }),
     testRuntimeOptions(nats.url),
@@ -271,42 +288,73 @@ export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptio
   const server = await startGrpcServices([agentEnvironmentService(manager)], { logger: silentLogger });
   const env = createGrpcClient(AgentEnvironment, server.address);
   const dir = mkdtempSync(join(tmpdir(), "rm-agent-episodes-"));
+  return {
+    bus,
+    env,
+    address: server.address,
+    manager,
+    scorer,
+    dir,
+    async close() {
+      env.raw.close();
+      await server.close(0);
+      manager.stop();
+      await reward.close(1000);
+      await bus.close();
+      await nats.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The experiment's run configuration for one seed (CorrGRPO over utility and security, episodes on). */
+export function experimentConfig(
+  mesh: AgentMesh,
+  seed: number,
+  steps: number,
+  settings: EpisodeSettings,
+  o: Pick<AgentEpisodesExperimentOptions, "groupSize" | "promptsPerStep" | "lr"> = {},
+): RunConfig {
+  return resolveRunConfig({
+    run: { id: `agent-episodes-${seed}`, seed, outputDir: mesh.dir },
+    tasks: { sets: ["agent"] },
+    groupSize: o.groupSize ?? 8,
+    promptsPerStep: o.promptsPerStep ?? 4,
+    steps,
+    components: "agentdojo",
+    estimator: { name: "corr_grpo", options: { coefficientSumFloor: 1 } },
+    loss: { type: "dapo", klBeta: 0 },
+    optim: { lr: o.lr ?? 0.1 },
+    groups: { deadlineMs: 30_000 },
+    episodes: { environment: mesh.address, ...settings },
+  });
+}
+
+/** The experiment's episode settings. */
+export const EXPERIMENT_EPISODES: EpisodeSettings = { maxTurns: 4, maxTokens: 48, concurrency: 16 };
+
+/** Runs the experiment for each seed (sequentially: one mesh, one environment server). */
+export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptions): Promise<SeedResult[]> {
+  const extra = o.benchmarkSuites ? await benchmarkSuites() : { suites: [], option: {} };
+  const mesh = await startAgentMesh(extra.option);
+  const { env, scorer } = mesh;
   const tasks = [
     ...experimentTasks(),
     ...extra.suites.flatMap((suite) => experimentTasks(suite, suiteSelections(suite))),
   ];
-  const settings: EpisodeSettings = { maxTurns: 4, maxTokens: 48, concurrency: 16, ...o.episodes };
+  const settings: EpisodeSettings = { ...EXPERIMENT_EPISODES, ...o.episodes };
+  const n = o.evalEpisodes ?? 32;
   const out: SeedResult[] = [];
   try {
     for (const seed of o.seeds) {
       const t0 = performance.now();
-      const config = resolveRunConfig({
-        run: { id: `agent-episodes-${seed}`, seed, outputDir: dir },
-        tasks: { sets: ["agent"] },
-        groupSize: o.groupSize ?? 8,
-        promptsPerStep: o.promptsPerStep ?? 4,
-        steps: o.steps,
-        components: "agentdojo",
-        estimator: { name: "corr_grpo", options: { coefficientSumFloor: 1 } },
-        loss: { type: "dapo", klBeta: 0 },
-        optim: { lr: o.lr ?? 0.1 },
-        groups: { deadlineMs: 30_000 },
-        episodes: { environment: server.address, ...settings },
-      });
+      const config = experimentConfig(mesh, seed, o.steps, settings, o);
       const learner = createEmbeddedLearner({ seed });
       try {
-        const before = await measure(
-          learner,
-          env,
-          tasks,
-          settings,
-          o.evalEpisodes ?? 32,
-          seed + 1000,
-          scorer,
-        );
-        await runTraining({ config, tasks, bus, learner, environment: env });
-        const after = await measure(learner, env, tasks, settings, o.evalEpisodes ?? 32, seed + 1000, scorer);
-        const lines = readMetrics(join(dir, config.runId, "metrics.jsonl"));
+        const before = await measure(learner, env, tasks, settings, n, seed + 1000, scorer);
+        await runTraining({ config, tasks, bus: mesh.bus, learner, environment: env });
+        const after = await measure(learner, env, tasks, settings, n, seed + 1000, scorer);
+        const lines = readMetrics(join(mesh.dir, config.runId, "metrics.jsonl"));
         const q = Math.max(1, Math.floor(lines.length / 4));
         const comp = (ls: typeof lines, id: string) =>
           mean(
@@ -334,16 +382,10 @@ export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptio
       } finally {
         await learner.close();
       }
-      if (manager.size !== 0) throw new Error(`${manager.size} environment sessions left open`);
+      if (mesh.manager.size !== 0) throw new Error(`${mesh.manager.size} environment sessions left open`);
     }
   } finally {
-    env.raw.close();
-    await server.close(0);
-    manager.stop();
-    await reward.close(1000);
-    await bus.close();
-    await nats.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await mesh.close();
   }
   return out;
 }

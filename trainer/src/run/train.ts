@@ -28,6 +28,7 @@ import {
   type Completion,
   FRAGMENT_TOKENIZER,
   type Learner,
+  type LearnerInfo,
   type Sample,
   type TrainStepResult,
 } from "../learner/index.js";
@@ -355,41 +356,13 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         const episodeList = prompts.flatMap((_, j) =>
           played[j] ? Array.from({ length: config.groupSize }, () => ({ j, task: played[j]! })) : [],
         );
-        let episodes: EpisodeResult[] = [];
-        if (episodeList.length > 0) {
-          const ep = config.episodes!;
-          try {
-            episodes = await stepTrace.child(
-              "trainer/episodes",
-              { "reward.step": step, "reward.episodes": episodeList.length },
-              [],
-              () =>
-                runEpisodes(
-                  episodeList.map((e) => e.task),
-                  {
-                    env: environment!,
-                    learner,
-                    info,
-                    settings: { maxTurns: ep.maxTurns, maxTokens: ep.maxTokens, concurrency: ep.concurrency },
-                    sampling: {
-                      temperature: g.temperature,
-                      topP: g.topP,
-                      maxNewTokens: g.maxNewTokens,
-                      stop: g.stop,
-                    },
-                    seed: mixSeed(config.seed, step),
-                    callTimeoutMs: ep.callTimeoutMs,
-                    ...(o.signal ? { signal: o.signal } : {}),
-                  },
-                ),
-            );
-          } catch (err) {
-            if (o.signal?.aborted) {
-              stopped = true;
-              break;
-            }
-            throw err;
-          }
+        const episodes =
+          episodeList.length === 0
+            ? []
+            : await playStepEpisodes(o, environment!, info, step, stepTrace, episodeList);
+        if (!episodes) {
+          stopped = true; // stopped while playing: nothing journalled, the step is played again on resume
+          break;
         }
         pending = {
           step,
@@ -636,6 +609,51 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     resumedFrom,
     stopped,
   };
+}
+
+/**
+ * The step's episodes (`list`: a played prompt's task, G times each), in one pool bounded by
+ * `episodes.concurrency`; undefined when the run was stopped meanwhile (every session is closed).
+ */
+async function playStepEpisodes(
+  o: TrainingOptions,
+  env: AgentEnvironmentSessions,
+  info: LearnerInfo,
+  step: number,
+  stepTrace: StepTrace,
+  list: ReadonlyArray<{ readonly task: EpisodeTask }>,
+): Promise<EpisodeResult[] | undefined> {
+  const ep = o.config.episodes!;
+  const g = o.config.generation;
+  try {
+    return await stepTrace.child(
+      "trainer/episodes",
+      { "reward.step": step, "reward.episodes": list.length },
+      [],
+      () =>
+        runEpisodes(
+          list.map((e) => e.task),
+          {
+            env,
+            learner: o.learner,
+            info,
+            settings: { maxTurns: ep.maxTurns, maxTokens: ep.maxTokens, concurrency: ep.concurrency },
+            sampling: {
+              temperature: g.temperature,
+              topP: g.topP,
+              maxNewTokens: g.maxNewTokens,
+              stop: g.stop,
+            },
+            seed: mixSeed(o.config.seed, step),
+            callTimeoutMs: ep.callTimeoutMs,
+            ...(o.signal ? { signal: o.signal } : {}),
+          },
+        ),
+    );
+  } catch (err) {
+    if (o.signal?.aborted) return undefined;
+    throw err;
+  }
 }
 
 async function skippedUpdate(learner: Learner, logger: Logger, step: number): Promise<TrainStepResult> {
