@@ -305,3 +305,31 @@ export {
 
 /** @private Kernel parameters and scratch memory, for custom estimators built on the registry types. */
 export type { EstimatorParams, Workspace } from "./advantage/kernels.js";
+export type {
+  AgentEnvironmentSessions,
+  EpisodeContext,
+  EpisodeResult,
+  EpisodeSampling,
+  EpisodeSettings,
+  EpisodeStopReason,
+  EpisodeTask,
+  ParsedCall,
+  RunEpisodesOptions,
+} from "./run/episodes.js";
+export {
+  answerOf,
+  checkEpisodeSettings,
+  EPISODE_STOP_FRAGMENT,
+  EpisodeConfigError,
+  EpisodeError,
+  episodeContextKey,
+  episodeSample,
+  episodeTaskOf,
+  isEpisodeTask,
+  episodeVocabulary,
+  parseToolCalls,
+  runEpisode,
+  runEpisodes,
+  systemWithTools,
+  toolResponsesFragment,
+} from "./run/episodes.js";

@@ -280,6 +280,7 @@ async function trainInDirectory(
         logger,
         startWaitSeconds: o.cli.startWaitSeconds,
         learnerWhere: handle.where,
+        environmentSecurity: o.cli.grpc, // the AgentEnvironment of `episodes`, when the run plays episodes
         ...(o.onStep ? { onStep: o.onStep } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
       });

@@ -48,6 +48,9 @@ class PromptSpec:
     stop_token: Optional[int] = None
     vocabulary: Sequence[str] = ()
     separator: Optional[str] = None
+    #: Fragment policies' continuation of a sequence; refused by this text policy (it continues a
+    #: conversation through `text`).
+    prefix_token_ids: Sequence[int] = ()
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,12 @@ def validate_generate_request(req: GenerateRequest) -> ResolvedGenerate:
                 f"has {len(p.vocabulary)} fragments, but this learner is a text policy: "
                 f"send the prompt as text or messages{sfx}",
             )
+        if len(p.prefix_token_ids) > 0:
+            fail(
+                f"{f}.prefixTokenIds",
+                f"has {len(p.prefix_token_ids)} tokens, but this learner is a text policy: continue a "
+                f"conversation by sending all of it as text{sfx}",
+            )
         if len(p.messages) == 0 and not p.text:
             fail(f"{f}.text", f"is empty and the prompt has no messages; a text policy needs text or messages{sfx}")
         for k, m in enumerate(p.messages):

@@ -51,6 +51,7 @@ def decode_generate_request(req) -> GenerateRequest:
             stop_token=_opt(p, "stop_token"),
             vocabulary=tuple(p.vocabulary),
             separator=_opt(p, "separator"),
+            prefix_token_ids=tuple(p.prefix_token_ids),
         )
         for p in req.prompts
     ]

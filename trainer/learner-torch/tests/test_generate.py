@@ -141,6 +141,8 @@ class InputErrors(unittest.TestCase):
         frag = PromptSpec("bandit", text="", vocabulary=("a", "b"))
         self.expect("prompts[0].vocabulary", GenerateRequest([frag], 1), "text policy", "bandit")
         self.expect("prompts[1].text", GenerateRequest([helpers.PROMPT, PromptSpec("empty")], 1), "empty")
+        cont = PromptSpec("cont", text="x", prefix_token_ids=(1, 2))
+        self.expect("prompts[0].prefixTokenIds", GenerateRequest([cont], 1), "text policy", "as text", "cont")
         self.expect("prompts[0]", GenerateRequest([PromptSpec("big", text="x" * 600)], 1), "601", "512")
         self.expect("prompts[0]", GenerateRequest([PromptSpec("full", text="x" * 511)], 1), "512")
         self.expect("n", GenerateRequest([helpers.PROMPT], 0), "0")

@@ -122,6 +122,8 @@ class Server(unittest.TestCase):
         self.invalid(lambda: self.stub.TrainStep(iter([header(idempotency_key="pt"), sample(c, prompt_token_ids=[])])), r"^'samples\[0\].promptTokenIds' is empty")
         frag = pb.LearnerPrompt(prompt_id="b", context_key="k", vocabulary=["a", "b"], max_tokens=1)
         self.invalid(lambda: self.stub.Generate(pb.LearnerGenerateRequest(prompts=[frag], n=1)), r"^'prompts\[0\].vocabulary' .*text policy")
+        cont = pb.LearnerPrompt(prompt_id="c", text="x", prefix_token_ids=[1])
+        self.invalid(lambda: self.stub.Generate(pb.LearnerGenerateRequest(prompts=[cont], n=1)), r"^'prompts\[0\].prefixTokenIds' .*text policy")
 
 
 class _Context:

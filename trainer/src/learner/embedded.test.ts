@@ -109,6 +109,42 @@ describe("generate", () => {
       assert.equal(c.text.split("+").length, 3);
     }
   });
+  it("continues a sequence (prefixTokenIds) exactly as the sample of the whole sequence is scored", async () => {
+    const l = createEmbeddedLearner({ seed: 2, initialScale: 1 });
+    const first = await l.generate({
+      prompts: [{ ...CODE, stopToken: undefined, maxTokens: 2 }],
+      n: 1,
+      seed: 3,
+    });
+    const prefix = first[0]!.tokenIds;
+    const next = await l.generate({
+      prompts: [{ ...CODE, stopToken: undefined, maxTokens: 3, prefixTokenIds: prefix }],
+      n: 4,
+      seed: 4,
+    });
+    for (const c of next) {
+      assert.equal(c.tokenIds.length, 3); // only the new tokens
+      const [lp] = await l.computeLogprobs([
+        {
+          sequenceId: "s",
+          contextKey: CODE.contextKey,
+          vocabularySize: 4,
+          tokenIds: [...prefix, ...c.tokenIds],
+        },
+      ]);
+      assert.deepEqual(lp!.slice(prefix.length), c.logprobs);
+    }
+    // Conditioning on the prefix's last token: a different last token changes the first step's odds.
+    const after = async (last: number) =>
+      (
+        await l.generate({
+          prompts: [{ ...CODE, stopToken: undefined, maxTokens: 1, prefixTokenIds: [last] }],
+          n: 1,
+          seed: 9,
+        })
+      )[0]!;
+    assert.notEqual((await after(0)).logprobs[0], (await after(1)).logprobs[0]);
+  });
   it("refuses bad prompts with the prompt named", async () => {
     const l = createEmbeddedLearner({ seed: 1 });
     await refused(
@@ -118,6 +154,10 @@ describe("generate", () => {
     );
     await refused(l.generate({ prompts: [{ ...CODE, maxTokens: 0 }], n: 1 }), "prompts[0].maxTokens");
     await refused(l.generate({ prompts: [{ ...CODE, vocabulary: [] }], n: 1 }), "prompts[0].vocabulary");
+    await refused(
+      l.generate({ prompts: [{ ...CODE, prefixTokenIds: [0, 4] }], n: 1 }),
+      "prompts[0].prefixTokenIds[1]",
+    );
     await refused(l.generate({ prompts: [CODE], n: 0 }), "n");
     await refused(l.generate({ prompts: [CODE], n: 1, temperature: 0 }), "temperature");
     await refused(l.generate({ prompts: [CODE], n: 1, seed: -1 }), "seed");

@@ -219,7 +219,9 @@ export function createEmbeddedLearner(options: EmbeddedLearnerOptions): Learner 
         const tokenIds: number[] = [];
         const logprobs: number[] = [];
         const parts: string[] = [];
-        let prev = -1;
+        // A continued sequence (multi-turn episode): condition on its last token, as the sample will.
+        const prefix = p.prefixTokenIds ?? [];
+        let prev = prefix.length > 0 ? prefix[prefix.length - 1]! : -1;
         let stopped = false;
         let cutAt = -1;
         for (let t = 0; t < maxTokens; t++) {

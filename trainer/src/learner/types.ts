@@ -82,6 +82,14 @@ export interface PromptSpec {
   readonly stopToken?: number;
   /** Joiner between fragments. @default "" */
   readonly separator?: string;
+  /**
+   * Fragment policies: token ids already in the sequence (a multi-turn episode's earlier turns and
+   * environment-inserted fragments, each in `[0, vocabulary.length)`); the completion continues after
+   * them and is conditioned on them exactly as `computeLogprobs`/`trainStep` condition the same tokens
+   * in the episode's one sample. `tokenIds` of the completion hold only the new tokens. Text policies
+   * continue a conversation through `text` instead. @default []
+   */
+  readonly prefixTokenIds?: readonly number[];
 }
 
 /** A batch of prompts, `n` completions each. */

@@ -144,6 +144,18 @@ export function validateGenerateRequest(
     if (p.maxTokens !== undefined) checkInt(p.maxTokens, `${f}.maxTokens`, 1, MAX_GENERATE_TOKENS, sfx);
     if (p.stopToken !== undefined) checkInt(p.stopToken, `${f}.stopToken`, 0, v - 1, sfx);
     if (p.separator !== undefined) checkString(p.separator, `${f}.separator`, sfx, true);
+    if (p.prefixTokenIds !== undefined) {
+      if (!Array.isArray(p.prefixTokenIds))
+        fail(`${f}.prefixTokenIds`, `is ${describe(p.prefixTokenIds)}, not an array${sfx}`);
+      if (p.prefixTokenIds.length > MAX_GENERATE_TOKENS)
+        fail(
+          `${f}.prefixTokenIds`,
+          `has ${p.prefixTokenIds.length} tokens; at most ${MAX_GENERATE_TOKENS}${sfx}`,
+        );
+      (p.prefixTokenIds as readonly unknown[]).forEach((t: unknown, k: number) => {
+        checkInt(t, `${f}.prefixTokenIds[${k}]`, 0, v - 1, sfx);
+      });
+    }
     const known = vocabularySizeOf(key);
     if (known !== undefined && known !== v) {
       fail(

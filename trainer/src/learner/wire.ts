@@ -167,6 +167,8 @@ export function encodeGenerateRequest(req: GenerateRequest): GenerateRequestInit
         maxTokens: q.maxTokens === undefined ? 0 : u32(q.maxTokens, `${f}.maxTokens`),
         ...(q.stopToken === undefined ? {} : { stopToken: i32(q.stopToken, `${f}.stopToken`) }),
         ...(q.separator === undefined ? {} : { separator: str(q.separator, `${f}.separator`) }),
+        prefixTokenIds:
+          q.prefixTokenIds === undefined ? [] : mapList(q.prefixTokenIds, `${f}.prefixTokenIds`, i32),
         text: q.text === undefined ? "" : str(q.text, `${f}.text`),
         messages:
           q.messages === undefined
@@ -338,6 +340,7 @@ export function decodeGenerateRequest(req: LearnerGenerateRequest): GenerateRequ
       ...(p.maxTokens > 0 ? { maxTokens: p.maxTokens } : {}),
       ...(p.stopToken === undefined ? {} : { stopToken: p.stopToken }),
       ...(p.separator === undefined ? {} : { separator: p.separator }),
+      ...(p.prefixTokenIds.length > 0 ? { prefixTokenIds: p.prefixTokenIds } : {}),
       ...(p.text ? { text: p.text } : {}),
       ...(p.messages.length > 0
         ? { messages: p.messages.map((m) => ({ role: m.role, content: m.content })) }

@@ -91,6 +91,10 @@ const LOCATIONS: Record<string, Location> = {
   "#/properties/rewardNoise": top("rewardNoise", (c) => c.rewardNoise),
   "#/properties/generation": top("generation", (c) => c.generation),
   "#/properties/validation": top("validation", (c) => c.validation),
+  "#/properties/episodes": {
+    ...top("episodes", (c) => c.episodes),
+    base: { environment: "127.0.0.1:50066" },
+  },
   "#/properties/estimator/anyOf/1": top("estimator", (c) => c.estimator),
   "#/properties/dynamicSampling/anyOf/1": top("dynamicSampling", (c) => c.dynamicSampling),
   "#/properties/sgrpo/anyOf/2": { ...top("sgrpo", (c) => c.sgrpo), base: { p: 0.1 } },

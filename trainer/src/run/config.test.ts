@@ -23,6 +23,21 @@ describe("run config", () => {
     );
   });
 
+  it("episodes: off by default; with an environment, its defaults", () => {
+    assert.equal(resolveRunConfig(base).episodes, null);
+    assert.equal(resolveRunConfig({ ...base, episodes: null }).episodes, null);
+    assert.deepEqual(
+      resolveRunConfig({ ...base, episodes: { environment: "127.0.0.1:50066", maxTurns: 3 } }).episodes,
+      {
+        environment: "127.0.0.1:50066",
+        maxTurns: 3,
+        maxTokens: 2048,
+        concurrency: 16,
+        callTimeoutMs: 30_000,
+      },
+    );
+  });
+
   it("accepts a mix of presets and explicit components, and estimator aliases", () => {
     const c = resolveRunConfig({
       components: ["rlla-tool", { service: "length", component: "overlong", weight: 0.5 }],
@@ -49,6 +64,23 @@ describe("run config", () => {
       [{ ...base, groups: { missing: "retry" } }, /'groups\.missing' must be one of drop, impute/],
       [{ ...base, run: { id: "a.b" } }, /'run\.id' must match/],
       [{ ...base, colour: "red" }, /'colour' is not a known key/],
+      [
+        { ...base, episodes: { maxTurns: 4 } },
+        /'episodes\.environment' is required with episodes \(host:port/,
+      ],
+      [{ ...base, episodes: { environment: "localhost" } }, /'episodes\.environment' must match/],
+      [
+        { ...base, episodes: { environment: "127.0.0.1:1", maxTurns: 0 } },
+        /'episodes\.maxTurns' must be an integer in \[1, 64\], got 0/,
+      ],
+      [
+        { ...base, episodes: { environment: "127.0.0.1:1", concurrency: 2000 } },
+        /'episodes\.concurrency' must be an integer in \[1, 1024\], got 2000/,
+      ],
+      [
+        { ...base, episodes: { environment: "127.0.0.1:1", turns: 3 } },
+        /'episodes\.turns' is not a known key/,
+      ],
       [
         { components: [{ service: "nope", component: "x" }] },
         /'components\[0\]\.service' unknown service 'nope': this build's services are agentdojo, ast, [a-z, -]*\blength\b.*'reward-mesh serve --remote'/,

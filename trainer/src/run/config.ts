@@ -172,6 +172,18 @@ export interface RunConfig {
   readonly rewardNoise: { readonly p: number; readonly components: readonly string[] };
   /** Checkpoint every N steps (and at the end). */
   readonly checkpointEvery: number;
+  /**
+   * Multi-turn agent episodes against an AgentEnvironment server (`trainer/src/run/episodes.ts`); null =
+   * off (agent tasks are answered in one completion).
+   */
+  readonly episodes: {
+    /** `host:port` of the AgentEnvironment gRPC server. */
+    readonly environment: string;
+    readonly maxTurns: number;
+    readonly maxTokens: number;
+    readonly concurrency: number;
+    readonly callTimeoutMs: number;
+  } | null;
   /** Checking results against the services' `Describe` (always on). */
   readonly validation: {
     /** How long each service has to answer `Describe` at run start before the run fails. */
@@ -210,10 +222,9 @@ const NULL_IS_ABSENT: Readonly<Record<string, readonly string[]>> = (() => {
   return {
     "": props(SCHEMA),
     ...Object.fromEntries(
-      ["run", "tasks", "loss", "optim", "groups", "rewardNoise", "generation", "validation"].map((k) => [
-        k,
-        props(p[k]),
-      ]),
+      ["run", "tasks", "loss", "optim", "groups", "rewardNoise", "generation", "validation", "episodes"].map(
+        (k) => [k, props(p[k])],
+      ),
     ),
     estimator: props(alt("estimator", 1)),
     sgrpo: props(alt("sgrpo", 2)),
@@ -373,6 +384,8 @@ const REQUIRED: Readonly<Record<string, string>> = {
   "learner.address": "is required (host:port)",
   "learner.warmup.file": "is required (JSONL of {prompt, response})",
   "tasks.path": "is required with source 'jsonl' (a file of rewardmesh.v1.Task lines)",
+  "episodes.environment":
+    "is required with episodes (host:port of the AgentEnvironment server, e.g. the agentdojo service's port)",
 };
 
 /** The message of one schema error, in the words the trainer has always used for that key. */
@@ -507,6 +520,12 @@ const READ_ORDER = [
   "checkpointEvery",
   "validation.describeTimeoutMs",
   "validation.logIntervalMs",
+  "?episodes",
+  "episodes.environment",
+  "episodes.maxTurns",
+  "episodes.maxTokens",
+  "episodes.concurrency",
+  "episodes.callTimeoutMs",
 ] as const;
 const CROSS_KEY_RANK = READ_ORDER.indexOf("learner");
 
@@ -670,6 +689,7 @@ export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfi
   const groups = sub("groups");
   const noise = sub("rewardNoise");
   const validation = sub("validation");
+  const ep = sub("episodes");
 
   const gen = sub("generation");
   const n = (o: Obj, k: string, def: number) => (o[k] ?? def) as number;
@@ -717,6 +737,16 @@ export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfi
       describeTimeoutMs: n(validation, "describeTimeoutMs", 10_000),
       logIntervalMs: n(validation, "logIntervalMs", 10_000),
     },
+    episodes:
+      doc["episodes"] === undefined
+        ? null
+        : {
+            environment: ep["environment"] as string,
+            maxTurns: n(ep, "maxTurns", 8),
+            maxTokens: n(ep, "maxTokens", 2048),
+            concurrency: n(ep, "concurrency", 16),
+            callTimeoutMs: n(ep, "callTimeoutMs", 30_000),
+          },
   };
   compileAdvantage(resolved); // options are validated now, not at the first step
   return resolved;

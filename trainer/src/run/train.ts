@@ -12,18 +12,36 @@
  */
 import { appendFileSync } from "node:fs";
 import { create, type JsonObject, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
-import { AdvantageBatchSchema, RolloutSchema } from "@reward-mesh/proto";
-import { advantageSubject, type Logger, type MeshBus, publishRollout, silentLogger } from "@reward-mesh/sdk";
+import { AdvantageBatchSchema, AgentEnvironment, RolloutSchema } from "@reward-mesh/proto";
+import {
+  advantageSubject,
+  createSecureGrpcClient,
+  type GrpcClientSecurity,
+  type Logger,
+  type MeshBus,
+  publishRollout,
+  silentLogger,
+} from "@reward-mesh/sdk";
 import { computeAdvantages } from "../advantage/engine.js";
 import type { AdvantageBatchResult } from "../advantage/types.js";
 import {
   type Completion,
   FRAGMENT_TOKENIZER,
   type Learner,
+  type LearnerInfo,
   type Sample,
   type TrainStepResult,
 } from "../learner/index.js";
 import { type AssembledGroup, createGroupAssembler, type ExpectedGroup } from "./assembler.js";
+import {
+  type AgentEnvironmentSessions,
+  type EpisodeResult,
+  type EpisodeTask,
+  episodeTaskOf,
+  episodeVocabulary,
+  isEpisodeTask,
+  runEpisodes,
+} from "./episodes.js";
 import { learnerInfoWaiting, waitForDomainsConsumed } from "./startup.js";
 import {
   componentId,
@@ -33,7 +51,7 @@ import {
   rewardMetrics,
   weightedTotal,
 } from "./batch.js";
-import { compileAdvantage, type RunConfig } from "./config.js";
+import { compileAdvantage, type RunConfig, RunConfigError } from "./config.js";
 import {
   prepareRunDirectory,
   readJsonIfExists,
@@ -112,6 +130,13 @@ export interface TrainingOptions {
   readonly learnerWhere?: string;
   /** Called before each retry of a start-up wait (tests). */
   readonly onStartRetry?: (kind: "learner" | "consumer", err: unknown) => void;
+  /**
+   * The AgentEnvironment sessions episodes are played in (`config.episodes`); absent: a client to
+   * `config.episodes.environment` is opened (with `environmentSecurity`) and closed when the run ends.
+   */
+  readonly environment?: AgentEnvironmentSessions;
+  /** TLS / token of the environment client the run opens. @default plaintext to a loopback address */
+  readonly environmentSecurity?: GrpcClientSecurity;
 }
 
 /** How a run ended. */
@@ -124,6 +149,21 @@ export interface TrainingResult {
   readonly stopped: boolean;
 }
 
+/**
+ * A rollout's generation: a completion, or an episode (its sample's sequence, mask and context, and
+ * the trajectory that is the rollout's response).
+ */
+interface PendingCompletion extends Completion {
+  readonly episode?: {
+    readonly response: string;
+    readonly lossMask: readonly number[];
+    readonly vocabularySize: number;
+    readonly turns: number;
+    readonly calls: number;
+    readonly stopReason: string;
+  };
+}
+
 /** A step's generated work, journalled before publishing. */
 interface PendingStep {
   readonly step: number;
@@ -131,8 +171,53 @@ interface PendingStep {
   readonly groups: ReadonlyArray<{
     readonly groupId: string;
     readonly taskId: string;
-    readonly completions: readonly Completion[];
+    readonly completions: readonly PendingCompletion[];
   }>;
+}
+
+/** An episode as a journalled completion. */
+function episodeCompletion(r: EpisodeResult, promptId: string, index: number): PendingCompletion {
+  return {
+    promptId,
+    contextKey: r.contextKey,
+    index,
+    tokenIds: [...r.tokenIds],
+    text: r.finalAnswer,
+    logprobs: [...r.logprobs],
+    policyVersion: r.policyVersion,
+    truncated: r.truncated,
+    finishReason: r.truncated ? "length" : "stop",
+    promptTokenIds: [...r.promptTokenIds],
+    episode: {
+      response: r.trajectoryJson,
+      lossMask: r.lossMask,
+      vocabularySize: r.vocabularySize,
+      turns: r.turns,
+      calls: r.calls,
+      stopReason: r.stopReason,
+    },
+  };
+}
+
+/** The tokens of a completion the loss counts (an episode's policy tokens). */
+const trainedLength = (c: PendingCompletion) =>
+  c.episode ? c.episode.lossMask.reduce((a, m) => a + m, 0) : c.tokenIds.length;
+
+/** The step's episode statistics (absent when no episode ran). */
+function episodeMetrics(pending: PendingStep): Record<string, unknown> {
+  const eps = pending.groups.flatMap((g) => g.completions.flatMap((c) => (c.episode ? [c.episode] : [])));
+  if (eps.length === 0) return {};
+  const stopReasons: Record<string, number> = {};
+  for (const e of eps) stopReasons[e.stopReason] = (stopReasons[e.stopReason] ?? 0) + 1;
+  const mean = (f: (e: (typeof eps)[number]) => number) => eps.reduce((a, e) => a + f(e), 0) / eps.length;
+  return {
+    episodes: {
+      count: eps.length,
+      meanTurns: mean((e) => e.turns),
+      meanCalls: mean((e) => e.calls),
+      stopReasons,
+    },
+  };
 }
 
 const rolloutId = (runId: string, groupId: string, i: number) => `${runId}-${groupId}-${i}`;
@@ -173,6 +258,19 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     }
   }
   logger.info({ learner: info.name, model: info.model, policy }, "learner ready");
+  // Multi-turn episodes: the run's agent tasks are played against the AgentEnvironment.
+  const episodeTasks = new Map<string, EpisodeTask>();
+  if (config.episodes) {
+    for (const t of tasks) if (isEpisodeTask(t)) episodeTasks.set(t.id, episodeTaskOf(t));
+    if (episodeTasks.size === 0) {
+      throw new RunConfigError(
+        "episodes.environment",
+        "is set but none of the run's tasks is an agent task (kind agent): add the 'agent' set or agent tasks to the task file, or remove 'episodes'",
+      );
+    }
+    if (policy === "fragments")
+      for (const e of episodeTasks.values()) episodeVocabulary(e, config.episodes.maxTurns);
+  }
   // A rollout on a domain no service consumes would sit in the stream, never scored: refuse to start
   // (first: it names the domain, where the Describe check below would name a silent service).
   await waitForDomainsConsumed(bus, new Set(tasks.map(taskDomainOf)), wait);
@@ -204,6 +302,11 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     admit: validator.admit,
   });
   assembler.markApplied(resumedFrom);
+  const ownEnvironment =
+    config.episodes && episodeTasks.size > 0 && !o.environment
+      ? createSecureGrpcClient(AgentEnvironment, config.episodes.environment, o.environmentSecurity)
+      : undefined;
+  const environment = o.environment ?? ownEnvironment;
   let step = resumedFrom + 1;
   let stopped = false;
   let st: StepTrace | undefined;
@@ -227,8 +330,11 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       if (!pending) {
         const prompts = promptsForStep(tasks, config.seed, step, config.promptsPerStep);
         const g = config.generation;
+        const played = prompts.map((t) => episodeTasks.get(t.id));
         const generateRequest = {
-          prompts: prompts.map((t, j) => promptSpecOf(t, `s${step}-p${j}`, policy, g.maxNewTokens)),
+          prompts: prompts.flatMap((t, j) =>
+            played[j] ? [] : [promptSpecOf(t, `s${step}-p${j}`, policy, g.maxNewTokens)],
+          ),
           n: config.groupSize,
           seed: mixSeed(config.seed, step),
           ...(policy === "text"
@@ -240,18 +346,35 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
               }
             : {}),
         };
-        const completions = await stepTrace.child("trainer/generate", { "reward.step": step }, [], () =>
-          learner.generate(generateRequest),
+        const completions =
+          generateRequest.prompts.length === 0
+            ? []
+            : await stepTrace.child("trainer/generate", { "reward.step": step }, [], () =>
+                learner.generate(generateRequest),
+              );
+        // Agent tasks with episodes on: G episodes each, all of the step's in one bounded pool.
+        const episodeList = prompts.flatMap((_, j) =>
+          played[j] ? Array.from({ length: config.groupSize }, () => ({ j, task: played[j]! })) : [],
         );
+        const episodes =
+          episodeList.length === 0
+            ? []
+            : await playStepEpisodes(o, environment!, info, step, stepTrace, episodeList);
+        if (!episodes) {
+          stopped = true; // stopped while playing: nothing journalled, the step is played again on resume
+          break;
+        }
         pending = {
           step,
           createdAt: Date.now(),
           groups: prompts.map((t, j) => ({
             groupId: `s${step}-p${j}`,
             taskId: t.id,
-            completions: completions
-              .filter((c) => c.promptId === `s${step}-p${j}`)
-              .sort((a, b) => a.index - b.index),
+            completions: played[j]
+              ? episodes
+                  .filter((_, k) => episodeList[k]!.j === j)
+                  .map((r, i) => episodeCompletion(r, `s${step}-p${j}`, i))
+              : completions.filter((c) => c.promptId === `s${step}-p${j}`).sort((a, b) => a.index - b.index),
           })),
         };
         writeAtomic(paths.pending, JSON.stringify(pending));
@@ -278,12 +401,15 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             index: i,
             groupSize: g.completions.length,
             task: task.task as MessageInitShape<typeof RolloutSchema>["task"],
-            response:
-              policy === "text" ? c.text : task.render!(c.tokenIds.map((id) => task.vocabulary![id]!)),
+            response: c.episode
+              ? c.episode.response
+              : policy === "text"
+                ? c.text
+                : task.render!(c.tokenIds.map((id) => task.vocabulary![id]!)),
             policyVersion: c.policyVersion,
             // A fragment policy's tokens are task fragments, not tokenizer tokens: leave the count unset
             // so length-based rewards measure the text the services see.
-            responseTokens: policy === "text" ? c.tokenIds.length : 0,
+            responseTokens: policy === "text" ? trainedLength(c) : 0,
             metadata: { ...(task.metadata ?? {}) },
           });
           publishes.push(
@@ -342,9 +468,12 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
           samples.push({
             sampleId: rolloutId(config.runId, pg.groupId, i),
             groupId: pg.groupId,
-            contextKey: task.id,
-            vocabularySize: policy === "text" ? 0 : task.vocabulary!.length,
+            // An episode's sample: its own context (fragment policies) and the tool outputs masked out.
+            contextKey: c.episode ? c.contextKey : task.id,
+            vocabularySize:
+              policy === "text" ? 0 : c.episode ? c.episode.vocabularySize : task.vocabulary!.length,
             ...(policy === "text" ? { promptTokenIds: c.promptTokenIds } : {}),
+            ...(c.episode ? { lossMask: c.episode.lossMask } : {}),
             tokenIds: c.tokenIds,
             rolloutLogprobs: c.logprobs,
             advantage: adv.advantages[i]!,
@@ -390,6 +519,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         policyVersion: train.policyVersion,
         estimator: compiled.definition.name,
         ...rewardMetrics(prepared, result, config),
+        ...episodeMetrics(pending!),
         droppedGroups: droppedIncomplete,
         // Results still missing when the step's deadline passed, per service (dropped or imputed groups),
         // and that deadline: a report can then say whose results a dropped group waited for.
@@ -468,6 +598,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   } finally {
     st?.end();
     await assembler.close();
+    ownEnvironment?.raw.close();
     forgetRunMetrics(config.runId); // a process running many runs (experiment) keeps no finished run's gauges
   }
   return {
@@ -478,6 +609,51 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     resumedFrom,
     stopped,
   };
+}
+
+/**
+ * The step's episodes (`list`: a played prompt's task, G times each), in one pool bounded by
+ * `episodes.concurrency`; undefined when the run was stopped meanwhile (every session is closed).
+ */
+async function playStepEpisodes(
+  o: TrainingOptions,
+  env: AgentEnvironmentSessions,
+  info: LearnerInfo,
+  step: number,
+  stepTrace: StepTrace,
+  list: ReadonlyArray<{ readonly task: EpisodeTask }>,
+): Promise<EpisodeResult[] | undefined> {
+  const ep = o.config.episodes!;
+  const g = o.config.generation;
+  try {
+    return await stepTrace.child(
+      "trainer/episodes",
+      { "reward.step": step, "reward.episodes": list.length },
+      [],
+      () =>
+        runEpisodes(
+          list.map((e) => e.task),
+          {
+            env,
+            learner: o.learner,
+            info,
+            settings: { maxTurns: ep.maxTurns, maxTokens: ep.maxTokens, concurrency: ep.concurrency },
+            sampling: {
+              temperature: g.temperature,
+              topP: g.topP,
+              maxNewTokens: g.maxNewTokens,
+              stop: g.stop,
+            },
+            seed: mixSeed(o.config.seed, step),
+            callTimeoutMs: ep.callTimeoutMs,
+            ...(o.signal ? { signal: o.signal } : {}),
+          },
+        ),
+    );
+  } catch (err) {
+    if (o.signal?.aborted) return undefined;
+    throw err;
+  }
 }
 
 async function skippedUpdate(learner: Learner, logger: Logger, step: number): Promise<TrainStepResult> {
@@ -542,7 +718,7 @@ function explainStepRecord(
 
 function pendingLengths(pending: PendingStep, g: PreparedGroup): number[] {
   const pg = pending.groups.find((x) => x.groupId === g.source.group.groupId)!;
-  return pg.completions.map((c) => Math.max(1, c.tokenIds.length));
+  return pg.completions.map((c) => Math.max(1, trainedLength(c)));
 }
 
 async function publishAdvantages(
