@@ -180,6 +180,14 @@ const ESCAPES: Readonly<Record<string, string>> = {
   "\u2029": "P",
 };
 
+/**
+ * `Emitter.check_simple_key` for a `str` key: not empty, on one line, and shorter than 128 characters
+ * counting the `!!str` tag PyYAML prepares (though does not write), so at most 122 characters.
+ */
+export function isSimpleKey(key: string): boolean {
+  return key !== "" && Array.from(key).length + 5 < 128 && !Array.from(key).some(isBreak);
+}
+
 interface Context {
   readonly root?: boolean;
   readonly mapping?: boolean;
@@ -288,8 +296,7 @@ class Emitter {
     this.increaseIndent(false);
     for (const [k, v] of entries) {
       this.writeIndent();
-      const a = analyzeScalar(Array.from(k));
-      if (k.length < 128 && !a.empty && !a.multiline) {
+      if (isSimpleKey(k)) {
         this.node(k, { mapping: true, simpleKey: true });
         this.writeIndicator(":", false);
       } else {

@@ -52,8 +52,6 @@ const SCAN_ESCAPE_CODES = new Map<string, number>([
 ]);
 
 const LINE_BREAKS = "\r\n\x85\u2028\u2029";
-/** What `analyze_scalar` counts as a line break (a key with one is not a simple key). */
-const ANALYZE_BREAKS = /[\n\x85\u2028\u2029]/;
 /** The first character `Reader.NON_PRINTABLE` matches (which makes `yaml.safe_load` fail), if any. */
 function nonPrintable(text: string): string | undefined {
   for (const ch of text) {
@@ -279,10 +277,4 @@ export function formatScalar(
       );
   }
   return { value: scanDoubleQuoted(text, trailingComment), fields };
-}
-
-/** `check_simple_key` for a `str` key written with the `!!str`-implicit double-quoted style. */
-export function isSimpleKey(key: string): boolean {
-  // length = len("!!str") + len(value) is how PyYAML measures it (the tag is prepared though not written).
-  return key !== "" && Array.from(key).length + 5 < 128 && !ANALYZE_BREAKS.test(key);
 }
