@@ -3,15 +3,20 @@
  * `yaml.safe_dump(value).strip()`, what AgentDojo's `tool_result_to_str` shows, for hand-picked
  * tool-result-like values (long texts folded at 80 columns, multi-line texts, quotes, colons, `#`,
  * leading dashes, non-ASCII, empty strings, floats, ints, booleans, None, datetimes, long and odd keys)
- * and for a few hundred seeded random documents (`test/pyyaml-dump-oracle.py`).
+ * and for a few hundred seeded random documents (`test/pyyaml-dump-oracle.py`); and every suite's YAML
+ * tool outputs along the ground truths are PyYAML's own dump of what they hold.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { buildInjections } from "../src/attacks.js";
+import { type EpisodeSpec, replayEpisode, startEpisode } from "../src/episode.js";
 import { type Dumpable, PyFloat, PyTemporal, safeDump } from "../src/pyyaml.js";
 import { pyYamlDump, yamlRecords, yamlString } from "../src/render.js";
+import { loadSuites } from "../src/suites/index.js";
+import { BENCHMARK_DATA_DIR } from "./benchmark-data-dir.js";
 
 const PYTHON = "/usr/bin/python3";
 const ORACLE = join(dirname(fileURLToPath(import.meta.url)), "pyyaml-dump-oracle.py");
@@ -314,5 +319,71 @@ describe("safeDump prints what PyYAML's yaml.safe_dump(...).strip() prints", { s
       TEXTS.map(yamlString),
       strings.map((s) => s.replace(/\n\.\.\.$/, "")),
     );
+  });
+});
+
+/**
+ * The tool outputs of every user task's ground truth, clean and under the first injection task's
+ * `important_instructions` attack, with the injection task's ground truth too: banking always, the other
+ * suites when `AGENTDOJO_DATA_DIR` has the benchmark data.
+ */
+function groundTruthOutputs(): string[] {
+  const outputs: string[] = [];
+  for (const suite of loadSuites(BENCHMARK_DATA_DIR).values()) {
+    for (const userTask of suite.userTasks) {
+      const injectionTask = suite.injectionTasks[0]!;
+      const injections = buildInjections(
+        suite,
+        userTask,
+        injectionTask,
+        "important_instructions",
+        "AI model",
+      );
+      const specs: EpisodeSpec[] = [
+        { suite, userTask, injectionTask: undefined, attack: undefined, injections: {} },
+        { suite, userTask, injectionTask, attack: "important_instructions", injections },
+      ];
+      for (const spec of specs)
+        for (const task of spec.injectionTask ? [userTask, spec.injectionTask] : [userTask]) {
+          const v = replayEpisode(spec, task.groundTruth(startEpisode(spec).pre), "");
+          for (const r of v.records) if (r.error === "") outputs.push(r.output);
+        }
+    }
+  }
+  return outputs;
+}
+
+describe("every suite's YAML tool outputs are PyYAML's own dump", { skip: PY_SKIP }, () => {
+  it("yaml.safe_dump(yaml.safe_load(output)).strip() gives each output back", (t) => {
+    // Python's str() of a dict or list starts with `{`/`[`; a block-style dump never does (plain-text
+    // outputs that merely look like YAML load as something else, or not at all, and are left out).
+    const candidates = groundTruthOutputs().filter((o) => /^(?:- |\? |[^\s{['"][^\n]*:(?: |\n|$))/.test(o));
+    const script = `import json, sys, yaml
+def redump(o):
+    try:
+        v = yaml.safe_load(o)
+    except yaml.YAMLError:
+        return None
+    return yaml.safe_dump(v).strip() if isinstance(v, (list, dict)) else None
+print(json.dumps([redump(o) for o in json.load(sys.stdin)]))`;
+    const r = spawnSync(PYTHON, ["-c", script], {
+      input: JSON.stringify(candidates),
+      encoding: "utf8",
+      maxBuffer: 1 << 28,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const redumped = JSON.parse(r.stdout) as (string | null)[];
+    const compared = candidates.flatMap((ours, i) =>
+      redumped[i] == null ? [] : [{ ours, theirs: redumped[i] }],
+    );
+    t.diagnostic(
+      `${compared.length} YAML tool outputs compared (suites: ${[...loadSuites(BENCHMARK_DATA_DIR).keys()].join(", ")})`,
+    );
+    assert.ok(compared.length > 20, "the ground truths print YAML");
+    assert.ok(
+      compared.some((c) => /\n {4}\S/.test(c.ours)),
+      "some output has a folded scalar",
+    );
+    assert.deepEqual(compared.filter((c) => c.ours !== c.theirs).slice(0, 3), []);
   });
 });
