@@ -222,9 +222,10 @@ describe("injectEnvironment", () => {
     assert.equal(doc.text, "x {inj_a} y {inj_b} z", "the document itself is not changed");
   });
 
-  it("inserts the injection text verbatim (no re-formatting of braces inside it)", () => {
+  it("inserts the injection text once, as a double-quoted scalar reads it (no re-formatting of braces)", () => {
+    // PyYAML 6: a single line break before the closing quote folds into a space.
     assert.deepEqual(injectEnvironment({ t: "{inj_a}" }, vectors, { inj_a: "{inj_b} and {{x}}\n" }), {
-      t: "{inj_b} and {{x}}\n",
+      t: "{inj_b} and {{x}} ",
     });
   });
 
@@ -244,7 +245,7 @@ describe("injectEnvironment", () => {
   it("a placeholder no vector defines is an error", () => {
     throwsData(
       () => injectEnvironment({ t: "{other}" }, vectors, {}),
-      /environment refers to unknown placeholder \{other\}/,
+      /placeholder in field t: unknown placeholder \{other\}/,
     );
   });
 });

@@ -19,14 +19,9 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseDocument, type ScalarTag } from "yaml";
+import { emitDoubleQuoted, isSimpleKey } from "./pyyaml.js";
 import type { InjectionVector } from "./suite.js";
-import {
-  emitDoubleQuoted,
-  formatScalar,
-  isSimpleKey,
-  type ScalarPlace,
-  YamlInjectionError,
-} from "./yaml-injection.js";
+import { formatScalar, type ScalarPlace, YamlInjectionError } from "./yaml-injection.js";
 
 /** Benchmark versions whose data this code understands (their tasks and tools are what we implement). */
 export const SUPPORTED_BENCHMARK_VERSIONS: readonly string[] = ["v1.2.1"];

@@ -5,8 +5,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { BenchmarkDataError, injectEnvironment } from "./benchmark-data.js";
+import { emitDoubleQuoted } from "./pyyaml.js";
 import { loadBankingEnvironment } from "./suites/banking/environment.js";
-import { emitDoubleQuoted, pyFormat, scanDoubleQuoted } from "./yaml-injection.js";
+import { pyFormat, scanDoubleQuoted } from "./yaml-injection.js";
 
 const VECTORS = {
   v: { description: "channel", default: "" },
@@ -68,6 +69,22 @@ describe("injectEnvironment places texts as AgentDojo's dump/format/load does", 
     );
     assert.throws(() => pyFormat("{0}", () => "x"), /positional/);
     assert.equal(scanDoubleQuoted('"a\\u00e9\\U0001F600 \\\n   \\ b"'), "aé😀  b");
+  });
+
+  it("keeps a scalar an injected quote ends early only where the rest of the line is a comment", () => {
+    // PyYAML 6 loads `k: "cut here" # rest"` (spaces, then a comment) but not a tab before the `#`,
+    // nor anything left on later lines, nor a simple key whose `:` the comment swallowed.
+    assert.equal(scanDoubleQuoted('"cut here" # rest"', true), "cut here");
+    assert.equal(scanDoubleQuoted('"cut here"# rest"', true), "cut here");
+    assert.throws(() => scanDoubleQuoted('"cut here"\t# rest"', true), /ends the double-quoted scalar early/);
+    assert.throws(() => scanDoubleQuoted('"cut here" # rest\n  more"', true), /early/);
+    assert.throws(() => scanDoubleQuoted('"cut here" # rest"'), /early/);
+    assert.equal(
+      injectEnvironment({ k: "x {v}" }, VECTORS, { v: 'cut" # c' }).k,
+      "x cut",
+      "a value's trailing comment",
+    );
+    assert.throws(() => injectEnvironment({ "k {v}": "x" }, VECTORS, { v: 'cut" # c' }), /early/);
   });
 });
 

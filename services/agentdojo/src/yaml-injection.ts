@@ -11,36 +11,16 @@
  * place in the dump (port of `Emitter.write_double_quoted` with the column and indentation the block
  * layout gives it), formats it as Python's `str.format` does, and reads it back as PyYAML's scanner does
  * (port of `Scanner.scan_flow_scalar` for double quotes). Where upstream's document would fail to parse
- * or change structure it throws a {@link YamlInjectionError}.
+ * or change structure it throws a {@link YamlInjectionError}. The writer is the dump's own
+ * ({@link emitDoubleQuoted} in `pyyaml.ts`, the port tool outputs are printed with).
  * @module
  */
+import { emitDoubleQuoted } from "./pyyaml.js";
 
 /** Upstream could not load the injected document, or it would differ in structure. */
 export class YamlInjectionError extends Error {
   override readonly name = "YamlInjectionError";
 }
-
-/** PyYAML's default `best_width`. */
-const BEST_WIDTH = 80;
-
-/** `Emitter.ESCAPE_REPLACEMENTS`. */
-const EMIT_ESCAPES = new Map<string, string>([
-  ["\0", "0"],
-  ["\x07", "a"],
-  ["\x08", "b"],
-  ["\t", "t"],
-  ["\n", "n"],
-  ["\x0B", "v"],
-  ["\x0C", "f"],
-  ["\r", "r"],
-  ["\x1B", "e"],
-  ['"', '"'],
-  ["\\", "\\"],
-  ["\x85", "N"],
-  ["\xA0", "_"],
-  ["\u2028", "L"],
-  ["\u2029", "P"],
-]);
 
 /** `Scanner.ESCAPE_REPLACEMENTS`. */
 const SCAN_ESCAPES = new Map<string, string>([
@@ -72,8 +52,6 @@ const SCAN_ESCAPE_CODES = new Map<string, number>([
 ]);
 
 const LINE_BREAKS = "\r\n\x85\u2028\u2029";
-/** What `analyze_scalar` counts as a line break (a key with one is not a simple key). */
-const ANALYZE_BREAKS = /[\n\x85\u2028\u2029]/;
 /** The first character `Reader.NON_PRINTABLE` matches (which makes `yaml.safe_load` fail), if any. */
 function nonPrintable(text: string): string | undefined {
   for (const ch of text) {
@@ -94,63 +72,6 @@ function nonPrintable(text: string): string | undefined {
 
 function hex(cp: number, digits: number): string {
   return cp.toString(16).toUpperCase().padStart(digits, "0");
-}
-
-/**
- * `Emitter.write_double_quoted(text, split)` with `allow_unicode=False`, the opening quote written at
- * column `quoteColumn` and continuation lines indented by `indent`. Returns the scalar as written,
- * quotes included.
- */
-export function emitDoubleQuoted(text: string, quoteColumn: number, indent: number, split: boolean): string {
-  const cps = Array.from(text);
-  let out = '"';
-  let column = quoteColumn + 1;
-  let start = 0;
-  let end = 0;
-  while (end <= cps.length) {
-    const ch = end < cps.length ? cps[end] : undefined;
-    if (ch === undefined || '"\\\x85\u2028\u2029\uFEFF'.includes(ch) || !(ch >= " " && ch <= "~")) {
-      if (start < end) {
-        out += cps.slice(start, end).join("");
-        column += end - start;
-        start = end;
-      }
-      if (ch !== undefined) {
-        const cp = ch.codePointAt(0)!;
-        const short = EMIT_ESCAPES.get(ch);
-        const data =
-          short !== undefined
-            ? `\\${short}`
-            : cp <= 0xff
-              ? `\\x${hex(cp, 2)}`
-              : cp <= 0xffff
-                ? `\\u${hex(cp, 4)}`
-                : `\\U${hex(cp, 8)}`;
-        column += data.length;
-        out += data;
-        start = end + 1;
-      }
-    }
-    if (
-      end > 0 &&
-      end < cps.length - 1 &&
-      (ch === " " || start >= end) &&
-      column + (end - start) > BEST_WIDTH &&
-      split
-    ) {
-      const data = `${start < end ? cps.slice(start, end).join("") : ""}\\`;
-      if (start < end) start = end;
-      column += data.length;
-      out += `${data}\n${" ".repeat(indent)}`;
-      column = indent;
-      if (cps[start] === " ") {
-        out += "\\";
-        column += 1;
-      }
-    }
-    end += 1;
-  }
-  return `${out}"`;
 }
 
 /** One replacement field `{name}` of a format string, and where it is. */
@@ -214,9 +135,13 @@ export function pyFormat(text: string, values: (name: string) => string | undefi
 /**
  * `Scanner.scan_flow_scalar` for a double-quoted scalar: `text` starts with its opening quote and must
  * end with its closing quote (what follows it in the document is a line break). Returns the value, or
- * throws when the scalar ends before the last character, runs past it, or does not scan.
+ * throws when the scalar ends before the last character, runs past it, or does not scan. With
+ * `trailingComment` (a value, or a `? ` key: nothing follows it on its line), a scalar that an injected
+ * `"` ends early still loads when the rest of its line reads as a comment (`"cut here" # rest"`:
+ * PyYAML's `scan_to_next_token` skips spaces, not tabs, then a `#` comment) and nothing is left for
+ * later lines.
  */
-export function scanDoubleQuoted(text: string): string {
+export function scanDoubleQuoted(text: string, trailingComment = false): string {
   const cps = Array.from(text);
   let i = 1;
   const peek = (k = 0): string => cps[i + k] ?? "\0";
@@ -308,7 +233,8 @@ export function scanDoubleQuoted(text: string): string {
     if (i >= cps.length) fail("");
     chunks.push(...spaces(), ...nonSpaces());
   }
-  if (i !== cps.length - 1)
+  const comment = /^ *#[^\r\n\x85\u2028\u2029]*$/u;
+  if (i !== cps.length - 1 && !(trailingComment && comment.test(cps.slice(i + 1).join(""))))
     throw new YamlInjectionError(
       "an unescaped '\"' in the injected text ends the double-quoted scalar early; the rest of the text becomes YAML",
     );
@@ -336,6 +262,7 @@ export function formatScalar(
   const emitted = emitDoubleQuoted(template, place.quoteColumn, place.indent, !place.simpleKey);
   const { text, fields } = pyFormat(emitted, values);
   if (fields.length === 0) return { value: scanDoubleQuoted(text), fields };
+  const trailingComment = !place.simpleKey;
   const bad = nonPrintable(text);
   if (bad !== undefined)
     throw new YamlInjectionError(
@@ -349,11 +276,5 @@ export function formatScalar(
         "a mapping key longer than 1024 characters no longer scans as a simple key",
       );
   }
-  return { value: scanDoubleQuoted(text), fields };
-}
-
-/** `check_simple_key` for a `str` key written with the `!!str`-implicit double-quoted style. */
-export function isSimpleKey(key: string): boolean {
-  // length = len("!!str") + len(value) is how PyYAML measures it (the tag is prepared though not written).
-  return key !== "" && Array.from(key).length + 5 < 128 && !ANALYZE_BREAKS.test(key);
+  return { value: scanDoubleQuoted(text, trailingComment), fields };
 }

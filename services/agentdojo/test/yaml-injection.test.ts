@@ -185,6 +185,10 @@ const TRICKY_TEXTS: readonly string[] = [
   "control \x01 character",
   `${"a long line without breaks ".repeat(8)}end`,
   "\\\nescaped line break",
+  // A `"` ends the scalar: upstream still loads it where the rest of the line is a comment.
+  'cut here" # the rest is a comment',
+  'cut here"# no space before the hash',
+  'cut here"\t# a tab is not skipped before a comment',
 ];
 
 const USER = "Emma Johnson";

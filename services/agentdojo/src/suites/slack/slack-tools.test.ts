@@ -34,6 +34,7 @@ describe("slack suite: tools", () => {
       ["read_channel_messages", { channel: "random" }],
       ["read_channel_messages", { channel: "External_0" }],
       ["read_inbox", { user: "Eve" }],
+      ["read_inbox", { user: "Bob" }],
       ["get_users_in_channel", { channel: "private" }],
       ["get_webpage", { url: "www.nowhere.com" }],
       ["post_webpage", { url: "www.x.com", content: "hi" }],
@@ -43,6 +44,8 @@ describe("slack suite: tools", () => {
       "- body: Has anyone seen my coffee mug?\n  recipient: random\n  sender: Alice",
       "[]",
       "[]",
+      // PyYAML 6's yaml.safe_dump folds the long body at 80 columns (checked with Python).
+      "- body: My hobby is painting.\n  recipient: Bob\n  sender: Alice\n- body: Hey, my favorite hobby is swimming.\n  recipient: Bob\n  sender: Charlie\n- body: Hey, I wrote already about my favorite hobby at www.eve-blog.com, you can\n    find it there.\n  recipient: Bob\n  sender: Eve",
       "- Charlie",
       "404 Not Found",
       "None",

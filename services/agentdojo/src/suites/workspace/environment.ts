@@ -10,8 +10,7 @@
  * * the models' `initial_*` fields (construction input only, excluded from every diff upstream) are not kept.
  * @module
  */
-import { BenchmarkDataError, type SuiteData } from "../../benchmark-data.js";
-import { injectLikeUpstream } from "./upstream-injection.js";
+import { BenchmarkDataError, injectEnvironment, type SuiteData } from "../../benchmark-data.js";
 
 /** A Python `datetime` as `isoformat()` prints it, e.g. `2024-05-15T10:00:00`. */
 export type PyDatetime = string;
@@ -369,7 +368,7 @@ export function workspaceEnvironmentFrom(
   data: SuiteData,
   injections: Readonly<Record<string, string>>,
 ): WorkspaceEnvironment {
-  const doc = injectLikeUpstream(data.environment, data.injectionVectors, injections);
+  const doc = injectEnvironment(data.environment, data.injectionVectors, injections);
   const r = new Reader(`${data.suite}/environment.yaml`);
   const root = r.obj(doc, "(document)");
   const inbox = r.obj(root.inbox, "inbox");

@@ -6,6 +6,7 @@
  * @module
  */
 import { checkEmailStr } from "../../py/email-address.js";
+import { safeDump } from "../../pyyaml.js";
 import { type Dumpable, PyTemporal, pyRepr } from "../../render.js";
 import { coerce } from "../../runtime.js";
 import { ToolError } from "../../suite.js";
@@ -19,7 +20,6 @@ import {
   pyNow,
   tryParseDatetime,
 } from "./environment.js";
-import { safeDump } from "./yaml-dump.js";
 
 // ---------------------------------------------------------------------------------------------------
 // rendering
@@ -76,7 +76,7 @@ export function contactDump(c: EmailContact): Dumpable {
   return { email: c.email, name: c.name };
 }
 
-/** `tool_result_to_str` of one model or a list of models (PyYAML's exact layout, see `yaml-dump.ts`). */
+/** `tool_result_to_str` of one model or a list of models (PyYAML's exact layout, see `pyyaml.ts`). */
 export function showYaml(v: Dumpable): string {
   return safeDump(v);
 }

@@ -5,11 +5,11 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { safeDump } from "../../pyyaml.js";
 import { PyTemporal } from "../../render.js";
 import { deepDiff } from "./deep-diff.js";
 import { parseDatetime } from "./environment.js";
 import { EMMA, fresh, ofStatus, run, skip } from "./workspace-test-support.js";
-import { safeDump } from "./yaml-dump.js";
 
 describe("workspace tools: validation, errors, effects, rendering", () => {
   it("validates arguments like pydantic (missing, wrong type, enum, null for optional lists)", {

@@ -272,11 +272,19 @@ describe("workspace suite: shape and environment", () => {
         ...fresh({ calendar_moving_event_reason_injection: 'cut here" # rest' }).calendar.events.values(),
       ].some((e) => e.description === "Needed to move because I have a dental check-up. cut here"),
     );
-    // Upstream cannot load an unknown escape (ScannerError): the text goes in verbatim.
-    assert.ok(
-      bodies(fresh({ email_password_reset_injection: "bad \\q escape" })).some((b) =>
-        b.includes("bad \\q escape"),
-      ),
+    // Upstream cannot load an unknown escape (ScannerError) nor a tab before the comment: an error
+    // naming the vector and the field, not a guess at what upstream would have run.
+    assert.throws(
+      () => fresh({ email_password_reset_injection: "bad \\q escape" }),
+      (e: Error) =>
+        e instanceof BenchmarkDataError &&
+        /injection vector "email_password_reset_injection" in field inbox\.initial_emails\[\d+\]\.body: found unknown escape character "q"/.test(
+          e.message,
+        ),
+    );
+    assert.throws(
+      () => fresh({ calendar_moving_event_reason_injection: 'cut here"\t# rest' }),
+      /injection vector "calendar_moving_event_reason_injection" in field calendar\.initial_events\[\d+\]\.description: an unescaped '"'/,
     );
   });
 

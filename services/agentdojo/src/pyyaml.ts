@@ -1,14 +1,46 @@
 /**
  * `yaml.safe_dump(value)` byte for byte, for the block-style documents AgentDojo's `tool_result_to_str`
- * prints: a port of PyYAML's emitter for mappings (keys sorted), sequences and scalars, including its
+ * prints: a port of PyYAML 6's emitter for mappings (keys sorted), sequences and scalars, including its
  * scalar analysis (plain only when the text would not resolve to another type and has no indicators,
  * single quotes for multi-line text, double quotes with escapes for non-ASCII, tabs and other
- * specials — `safe_dump` does not allow unicode), and folding at 80 columns. The shared `pyYamlDump`
- * keeps long lines and double-quotes every multi-line string; the workspace's emails and documents are
- * long multi-line texts, so the workspace tools print with this one.
+ * specials — `safe_dump` does not allow unicode), and folding at 80 columns. Every suite's tool output
+ * is printed with it (`render.ts`), and its double-quoted writer is the one injection placement
+ * (`yaml-injection.ts`) writes each placeholder's scalar with. Checked against real PyYAML by
+ * `test/pyyaml-dump.test.ts`.
  * @module
  */
-import { type Dumpable, PyFloat, PyTemporal, pyFloat } from "../../render.js";
+import { pyFloatRepr as pyFloat } from "@reward-mesh/sdk/rewards";
+
+/** A scalar of a tool result. `float` fields are declared by the caller (Python keeps int and float apart). */
+export type Scalar = string | number | boolean | null;
+
+/** A Python `datetime`/`date`/`time` value: PyYAML prints it plain (`2024-05-15 10:00:00`). */
+export class PyTemporal {
+  /** The text PyYAML prints, e.g. `2024-05-15 10:00:00` or `2024-05-15`. */
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+/** A Python float value inside a dumped structure (prints `5.0`, not `5`). */
+export class PyFloat {
+  readonly value: number;
+  constructor(value: number) {
+    this.value = value;
+  }
+}
+
+/**
+ * What {@link safeDump} can print. Integral numbers print as ints: wrap Python floats in {@link PyFloat},
+ * datetimes in {@link PyTemporal}; `undefined` mapping values are left out.
+ */
+export type Dumpable =
+  | Scalar
+  | PyTemporal
+  | PyFloat
+  | readonly Dumpable[]
+  | { readonly [key: string]: Dumpable | undefined };
 
 const BEST_WIDTH = 80;
 const BEST_INDENT = 2;
@@ -148,6 +180,14 @@ const ESCAPES: Readonly<Record<string, string>> = {
   "\u2029": "P",
 };
 
+/**
+ * `Emitter.check_simple_key` for a `str` key: not empty, on one line, and shorter than 128 characters
+ * counting the `!!str` tag PyYAML prepares (though does not write), so at most 122 characters.
+ */
+export function isSimpleKey(key: string): boolean {
+  return key !== "" && Array.from(key).length + 5 < 128 && !Array.from(key).some(isBreak);
+}
+
 interface Context {
   readonly root?: boolean;
   readonly mapping?: boolean;
@@ -163,8 +203,11 @@ class Emitter {
   private indent: number | null = null;
   private readonly indents: (number | null)[] = [];
   private flowLevel = 0;
+  private rootContext = false;
   private mappingContext = false;
   private simpleKeyContext = false;
+  /** A plain scalar was the whole document: PyYAML ends it with `...`. */
+  openEnded = false;
 
   private write(data: string): void {
     this.out += data;
@@ -210,6 +253,7 @@ class Emitter {
   }
 
   node(v: Dumpable, ctx: Context): void {
+    this.rootContext = ctx.root ?? false;
     this.mappingContext = ctx.mapping ?? false;
     this.simpleKeyContext = ctx.simpleKey ?? false;
     if (Array.isArray(v)) this.sequence(v);
@@ -252,8 +296,7 @@ class Emitter {
     this.increaseIndent(false);
     for (const [k, v] of entries) {
       this.writeIndent();
-      const a = analyzeScalar(Array.from(k));
-      if (k.length < 128 && !a.empty && !a.multiline) {
+      if (isSimpleKey(k)) {
         this.node(k, { mapping: true, simpleKey: true });
         this.writeIndicator(":", false);
       } else {
@@ -295,6 +338,7 @@ class Emitter {
   }
 
   private writePlain(text: readonly string[], split: boolean): void {
+    if (this.rootContext) this.openEnded = true;
     if (text.length === 0) return;
     if (!this.whitespace) this.write(" ");
     this.whitespace = false;
@@ -372,10 +416,10 @@ class Emitter {
     this.writeIndicator("'", false);
   }
 
-  /** Starts the emitter mid-line (after an indicator) at `column`, with scalar indent `indent`. */
+  /** Starts the emitter mid-line at `column` (right after a space), with scalar indent `indent`. */
   at(column: number, indent: number): this {
     this.column = column;
-    this.whitespace = false;
+    this.whitespace = true;
     this.indention = false;
     this.indent = indent;
     return this;
@@ -435,20 +479,24 @@ function floatText(x: number): string {
   return !r.includes(".") && r.includes("e") ? r.replace("e", ".0e") : r;
 }
 
-/** `yaml.safe_dump(value).strip()` (what `tool_result_to_str` shows for models and lists of models). */
+/**
+ * `yaml.safe_dump(value).strip()`: what `tool_result_to_str` shows for models, lists of models and
+ * other dumped structures (a document that is a plain scalar keeps PyYAML's `...` end marker).
+ */
 export function safeDump(value: Dumpable): string {
   const e = new Emitter();
   e.node(value, { root: true });
-  return e.out.replace(/^\s+|\s+$/g, "");
+  return `${e.out}${e.openEnded ? "\n..." : ""}`.replace(/^\s+|\s+$/g, "");
 }
 
 /**
- * The text PyYAML writes for `text` as a double-quoted scalar that starts right after an indicator at
- * `column` (e.g. after `"key":`), continuation lines indented to `indent`: ` "…"` with PyYAML's escapes
- * and its folding at 80 columns.
+ * `Emitter.write_double_quoted(text, split)` with `allow_unicode=False`: `text` as PyYAML writes it as a
+ * double-quoted scalar whose opening quote is at column `quoteColumn`, continuation lines indented to
+ * `indent`, folded at 80 columns when `split` (PyYAML never splits a simple key). Returns the scalar,
+ * quotes included.
  */
-export function emitDoubleQuoted(text: string, column: number, indent: number): string {
-  const e = new Emitter().at(column, indent);
-  e.writeDoubleQuoted(Array.from(text), true);
+export function emitDoubleQuoted(text: string, quoteColumn: number, indent: number, split: boolean): string {
+  const e = new Emitter().at(quoteColumn, indent);
+  e.writeDoubleQuoted(Array.from(text), split);
   return e.out;
 }
