@@ -105,6 +105,15 @@ class RewardClient:
         self.close()
 
 
+def _check_domain_keys(service_domains, clients):
+    """Refuses a `services:` entry for a service the mesh does not have (a typo would otherwise be
+    silently ignored, and the service would keep scoring its Describe's domains)."""
+    for name in service_domains:
+        if name not in clients:
+            raise InvalidInputError(f"'services.{name}': the mesh has no service {name!r} "
+                                    f"(it has {', '.join(sorted(clients))})")
+
+
 class Mesh:
     """Several reward services scored together: every rollout goes to each service that scores its
     domain (one `ScoreStream` per service per batch, the services in parallel); a component of a service
@@ -134,6 +143,7 @@ class Mesh:
                 raise MeshError(f"two addresses serve {info.name!r}")
             self.clients[info.name] = c
         overrides = service_domains or {}
+        _check_domain_keys(overrides, self.clients)
         self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
         self._keys = {n: {s.name: f"{n}/{s.name}" for s in c.describe().components} for n, c in self.clients.items()}
         self.components = [k for keys in self._keys.values() for k in keys.values()]
@@ -150,6 +160,7 @@ class Mesh:
     def with_domains(self, service_domains):
         """This mesh (the same connections) with the domains of some services replaced, as a run's
         `services:` key does."""
+        _check_domain_keys(service_domains, self.clients)
         m = copy.copy(self)
         m.domains = {n: set(service_domains.get(n, d)) for n, d in self.domains.items()}
         return m
