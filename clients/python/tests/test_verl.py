@@ -196,6 +196,36 @@ class VerlTest(unittest.TestCase):
         self.assertEqual(out["math/correct"], 1.0)
         self.assertIn("length/length", out)  # no run config: every component, weight 1
 
+    def test_estimator_uses_the_settings_of_reward_kwargs(self):
+        # verl passes custom_reward_function.reward_kwargs to compute_score only; the estimator gets none.
+        verl.reset()
+        run = {"components": [{"service": "math", "component": "correct", "weight": 1},
+                              {"service": "math", "component": "format", "weight": 0.25}],
+               "estimator": {"name": "corr_grpo", "options": {"epsilonPlacement": "outside"}},
+               "dynamicSampling": {}}
+        kwargs = {"services": SERVICES, "run_config": run, "trainer": TRAINER, "timeout": 30}
+        answers = ["\\boxed{4}", "\\boxed{5}", "4", "\\boxed{4}", "\\boxed{4}", "\\boxed{4}"]
+        scores = [verl.compute_score("math", a, "4", **kwargs)["score"] for a in answers]
+        self.assertEqual(scores[:3], [1.25, 0.25, 0.0])
+        rewards, mask = verl_batch(scores, [2] * 6)
+        uid = np.array(["a", "a", "a", "b", "b", "b"], dtype=object)
+        fn = verl.estimator_fn("reward_mesh")
+        advantages, _ = fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
+        req = fn.last_request
+        self.assertEqual(list(req.weights), [1.0, 0.25])
+        self.assertEqual(req.estimator, "corr_grpo")
+        self.assertEqual(req.options.epsilon_placement, "outside")
+        self.assertTrue(req.HasField("dynamic_sampling"))
+        self.assertEqual([g.kept for g in fn.last_response.groups], [True, False])  # group b: all equal
+        with rm.AdvantagesClient(TRAINER) as client:
+            direct = client.compute([[[1.0, 1.0], [0.0, 1.0], [0.0, 0.0]]], estimator="corr_grpo",
+                                    components=["math/correct", "math/format"], weights=[1, 0.25],
+                                    options={"epsilonPlacement": "outside"})
+        expected = torch.tensor(list(direct.groups[0].advantages), dtype=torch.float32)
+        self.assertTrue(torch.equal(advantages[:3, 0], expected), (advantages[:3, 0], expected))
+        self.assertTrue(torch.all(advantages[3:] == 0))
+        self.assertEqual(advantages.device, rewards.device)
+
 
 if __name__ == "__main__":
     unittest.main()
