@@ -7,7 +7,6 @@ subclasses naming the service, its address and the method.
 
 import copy
 import queue
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from google.protobuf import json_format
@@ -27,6 +26,11 @@ _CHANNEL_OPTIONS = [
 
 OK = reward_pb2.COMPONENT_STATUS_OK
 NOT_APPLICABLE = reward_pb2.COMPONENT_STATUS_NOT_APPLICABLE
+
+
+def _deadline(timeout, default):
+    """The call's timeout, or the client's when the call gives none (0 is a timeout, not "none")."""
+    return default if timeout is None else timeout
 
 
 def _channel(address, credentials):
@@ -67,14 +71,14 @@ class RewardClient:
         """The service's DescribeResponse (name, version, domains, components); cached after the first call."""
         if self._info is None:
             self._info = self._call("Describe", lambda: self._stub.Describe(
-                reward_service_pb2.DescribeRequest(), timeout=timeout or self.timeout))
+                reward_service_pb2.DescribeRequest(), timeout=_deadline(timeout, self.timeout)))
             self._name = self._name or self._info.name
         return self._info
 
     def score(self, rollout, timeout=None):
         """The RewardResult of one rollout (`Score`)."""
         return self._call("Score", lambda: self._stub.Score(
-            reward_service_pb2.ScoreRequest(rollout=rollout), timeout=timeout or self.timeout))
+            reward_service_pb2.ScoreRequest(rollout=rollout), timeout=_deadline(timeout, self.timeout)))
 
     def score_stream(self, rollouts, timeout=None):
         """The RewardResults of `rollouts`, in order, over one `ScoreStream` call (the deadline covers the
@@ -83,7 +87,7 @@ class RewardClient:
         if not rollouts:
             return []
         requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
-        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=timeout or self.timeout)))
+        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=_deadline(timeout, self.timeout))))
         if len(results) != len(rollouts):
             raise MeshError(f"{self.target}: ScoreStream returned {len(results)} results for {len(rollouts)} rollouts")
         for i, (r, res) in enumerate(zip(rollouts, results)):
@@ -91,9 +95,11 @@ class RewardClient:
                 raise MeshError(f"{self.target}: ScoreStream result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
         return results
 
-    def _stream_queue(self, q, timeout=None):
-        """ScoreStream over the ScoreRequests put on `q` until a None; the results, in order."""
-        return self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(q.get, None), timeout=timeout or self.timeout)))
+    def _open_stream(self, q, timeout=None):
+        """A ScoreStream call, started now, over the ScoreRequests put on `q` until a None (gRPC sends
+        them from its own thread); iterate it for the results. Nothing is shared between calls, so calls
+        from several threads run concurrently."""
+        return self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(q.get, None), timeout=_deadline(timeout, self.timeout)))
 
     def close(self):
         self._channel.close()
@@ -147,7 +153,6 @@ class Mesh:
         self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
         self._keys = {n: {s.name: f"{n}/{s.name}" for s in c.describe().components} for n, c in self.clients.items()}
         self.components = [k for keys in self._keys.values() for k in keys.values()]
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)), thread_name_prefix="reward-mesh")
 
     @classmethod
     def from_env(cls, environ=None, **kwargs):
@@ -179,8 +184,9 @@ class Mesh:
         """Per rollout, `{"<service>/<component>": ComponentReward, or None where not applicable}`, over
         every component of the mesh. `rollouts` may be a generator: each rollout is sent on its services'
         streams as soon as it is built, so building the batch overlaps with scoring it."""
-        streams = {}  # service -> (its rollout indices, request queue, future of its results)
+        streams = {}  # service -> (its rollout indices, request queue, the call in flight)
         sent = []
+        done = False
         try:
             for i, r in enumerate(rollouts):
                 sent.append(r)
@@ -190,15 +196,23 @@ class Mesh:
                         continue
                     if name not in streams:
                         q = queue.SimpleQueue()
-                        streams[name] = ([], q, self._pool.submit(client._stream_queue, q, timeout))
+                        streams[name] = ([], q, client._open_stream(q, _deadline(timeout, self.timeout)))
                     streams[name][0].append(i)
                     streams[name][1].put(reward_service_pb2.ScoreRequest(rollout=r))
-        finally:
             for _, q, _ in streams.values():
                 q.put(None)
+            # Every stream is in flight: reading them one after the other takes as long as the slowest.
+            collected = {name: self.clients[name]._call("ScoreStream", lambda call=call: list(call))
+                         for name, (_, _, call) in streams.items()}
+            done = True
+        finally:
+            if not done:
+                for _, q, call in streams.values():
+                    q.put(None)
+                    call.cancel()
         rows = [dict.fromkeys(self.components) for _ in sent]
-        for name, (picked, _, future) in streams.items():
-            results = future.result()
+        for name, (picked, _, _) in streams.items():
+            results = collected[name]
             client = self.clients[name]
             keys = self._keys[name]
             if len(results) != len(picked):
@@ -215,7 +229,6 @@ class Mesh:
         return rows
 
     def close(self):
-        self._pool.shutdown(wait=False)
         for c in self.clients.values():
             c.close()
 
@@ -343,7 +356,7 @@ class AdvantagesClient:
         ready ComputeAdvantagesRequest."""
         req = groups if isinstance(groups, trainer_pb2.ComputeAdvantagesRequest) else advantages_request(groups, **kwargs)
         try:
-            return self._stub.ComputeAdvantages(req, timeout=timeout or self.timeout)
+            return self._stub.ComputeAdvantages(req, timeout=_deadline(timeout, self.timeout))
         except grpc.RpcError as e:
             raise rpc_error(f"trainer at {self.address}", "ComputeAdvantages", e) from None
 

@@ -3,7 +3,12 @@
 import math
 import unittest
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 from tests.mesh import SERVICES, TRAINER
+from tests.servers import ScriptedService
 
 import grpc
 import reward_mesh as rm
@@ -104,6 +109,38 @@ class MeshTest(unittest.TestCase):
     def test_wrong_name_for_an_address(self):
         with self.assertRaisesRegex(rm.MeshError, "is 'math', not 'length'"):
             rm.Mesh({"length": SERVICES["math"]})
+
+
+class ConcurrentScoreTest(unittest.TestCase):
+    def test_concurrent_calls_overlap(self):
+        # OpenRLHF calls reward_func once per sample from asyncio.to_thread: many Mesh.score at once.
+        delay = 0.5
+        with ScriptedService(delay=delay) as slow, rm.Mesh({"probe": slow.address}, timeout=30) as mesh:
+            one = [rm.rollout(rm.custom_task(prompt="p"), "yes")]
+            mesh.score(one)  # connected
+            barrier = threading.Barrier(8)
+
+            def call(i):
+                barrier.wait()
+                t = time.monotonic()
+                rows = mesh.score([rm.rollout(rm.custom_task(prompt="p"), "yes" * (i + 1))])
+                return rows[0]["probe/a"].value, time.monotonic() - t
+
+            start = time.monotonic()
+            with ThreadPoolExecutor(8) as pool:
+                out = list(pool.map(call, range(8)))
+            wall = time.monotonic() - start
+        self.assertEqual([v for v, _ in out], [1.0] * 8)
+        # Serialized, 8 calls take 8 x 0.5 s; overlapped, about one call's time.
+        self.assertLess(wall, 2 * delay, f"8 concurrent calls took {wall:.2f} s (one takes {delay} s)")
+
+    def test_timeout_zero_is_a_timeout(self):
+        with rm.Mesh({"math": SERVICES["math"]}, timeout=30) as mesh:
+            with self.assertRaises(rm.MeshTimeoutError):
+                mesh.score([rm.rollout(rm.math_task(["1"]), "\\boxed{1}")], timeout=0)
+        with rm.RewardClient(SERVICES["math"], timeout=30) as c:
+            with self.assertRaises(rm.MeshTimeoutError):
+                c.score(rm.rollout(rm.math_task(["1"]), "\\boxed{1}"), timeout=0)
 
 
 class AdvantagesClientTest(unittest.TestCase):
