@@ -6,6 +6,7 @@ subclasses naming the service, its address and the method.
 """
 
 import copy
+import math
 import queue
 
 import grpc
@@ -120,6 +121,37 @@ def _check_domain_keys(service_domains, clients):
                                     f"(it has {', '.join(sorted(clients))})")
 
 
+_KNOWN_STATUSES = {OK, NOT_APPLICABLE, reward_pb2.COMPONENT_STATUS_ERROR, reward_pb2.COMPONENT_STATUS_TIMEOUT}
+_MINIMUM_STATUSES = {reward_pb2.COMPONENT_STATUS_ERROR, reward_pb2.COMPONENT_STATUS_TIMEOUT}
+
+
+def _check_result(service, res, ranges, i):
+    """Checks one service's result against its Describe as the trainer does (trainer/src/run/
+    validation.ts checkComponents): every component once, a known status, a finite value within
+    [min, max], the minimum for ERROR/TIMEOUT. Raises MeshError naming the service, component and rollout."""
+    where = f"service {service!r}, rollout {res.rollout_id!r} (rollouts[{i}])"
+    seen = set()
+    for c in res.components:
+        if c.name not in ranges:
+            raise MeshError(f"{where}: component {c.name!r} is not in its Describe ({', '.join(ranges)})")
+        if c.name in seen:
+            raise MeshError(f"{where}: component {c.name!r} appears twice")
+        seen.add(c.name)
+        lo, hi = ranges[c.name]
+        if c.status not in _KNOWN_STATUSES:
+            raise MeshError(f"{where}: component {c.name!r} has unknown status {c.status}")
+        if not math.isfinite(c.value):
+            raise MeshError(f"{where}: component {c.name!r} = {c.value} is not finite")
+        if c.value < lo or c.value > hi:
+            raise MeshError(f"{where}: component {c.name!r} = {c.value} is outside [{lo}, {hi}]")
+        if c.status in _MINIMUM_STATUSES and c.value != lo:
+            raise MeshError(f"{where}: component {c.name!r} = {c.value} with status "
+                            f"{reward_pb2.ComponentStatus.Name(c.status)}; the minimum is {lo}")
+    for name in ranges:
+        if name not in seen:
+            raise MeshError(f"{where}: component {name!r} is missing from the result")
+
+
 class Mesh:
     """Several reward services scored together: every rollout goes to each service that scores its
     domain (one `ScoreStream` per service per batch, the services in parallel); a component of a service
@@ -152,6 +184,7 @@ class Mesh:
         _check_domain_keys(overrides, self.clients)
         self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
         self._keys = {n: {s.name: f"{n}/{s.name}" for s in c.describe().components} for n, c in self.clients.items()}
+        self._ranges = {n: {s.name: (s.min, s.max) for s in c.describe().components} for n, c in self.clients.items()}
         self.components = [k for keys in self._keys.values() for k in keys.values()]
 
     @classmethod
@@ -221,11 +254,9 @@ class Mesh:
                 if res.rollout_id != sent[i].id:
                     raise MeshError(f"{client.target}: ScoreStream result for rollout {res.rollout_id!r}, expected {sent[i].id!r}")
                 row = rows[i]
+                _check_result(name, res, self._ranges[name], i)
                 for comp in res.components:
-                    key = keys.get(comp.name)
-                    if key is None:
-                        raise MeshError(f"service {name!r} returned component {comp.name!r}, which its Describe does not list")
-                    row[key] = None if comp.status == NOT_APPLICABLE else comp
+                    row[keys[comp.name]] = None if comp.status == NOT_APPLICABLE else comp
         return rows
 
     def close(self):

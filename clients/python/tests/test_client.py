@@ -143,6 +143,48 @@ class ConcurrentScoreTest(unittest.TestCase):
                 c.score(rm.rollout(rm.math_task(["1"]), "\\boxed{1}"), timeout=0)
 
 
+class ResultValidationTest(unittest.TestCase):
+    """A result that breaks its service's Describe is an error naming the service, component and rollout,
+    as the trainer rejects it (never a silent None or an out-of-range reward)."""
+
+    def _refused(self, rewrite, pattern):
+        with ScriptedService(result=rewrite) as bad, rm.Mesh({"probe": bad.address}, timeout=30) as mesh:
+            rs = [rm.rollout(rm.custom_task(prompt="p"), "yes"), rm.rollout(rm.custom_task(prompt="p"), "no")]
+            with self.assertRaisesRegex(rm.MeshError, pattern.replace("ID", rs[1].id)):
+                mesh.score(rs)
+
+    def test_missing_component(self):
+        def drop_b(rollout, res):
+            if rollout.response == "no":
+                del res.components[1]
+            return res
+        self._refused(drop_b, "service 'probe', rollout 'ID' \\(rollouts\\[1\\]\\): component 'b' is missing")
+
+    def test_non_finite_and_out_of_range(self):
+        def value(v):
+            def rewrite(rollout, res):
+                if rollout.response == "no":
+                    res.components[0].value = v
+                return res
+            return rewrite
+        self._refused(value(math.nan), "rollout 'ID' .*component 'a' = nan is not finite")
+        self._refused(value(math.inf), "component 'a' = inf is not finite")
+        self._refused(value(1.5), "rollout 'ID' .*component 'a' = 1.5 is outside \\[0.0, 1.0\\]")
+
+    def test_duplicate_and_error_not_minimum(self):
+        def dup(rollout, res):
+            res.components.append(res.components[0])
+            return res
+        self._refused(dup, "component 'a' appears twice")
+
+        def error(rollout, res):
+            if rollout.response == "no":
+                res.components[1].status = rm.reward_pb2.COMPONENT_STATUS_ERROR
+                res.components[1].value = 0.02
+            return res
+        self._refused(error, "rollout 'ID' .*'b' = 0.02 with status COMPONENT_STATUS_ERROR; the minimum is 0.0")
+
+
 class AdvantagesClientTest(unittest.TestCase):
     def setUp(self):
         self.client = rm.AdvantagesClient(TRAINER, timeout=30)
