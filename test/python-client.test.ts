@@ -1,6 +1,6 @@
 /**
  * The Python package (clients/python: the client, the TRL / verl / OpenRLHF adapters) against a real
- * mesh: the length and math reward services and the trainer's ComputeAdvantages, on gRPC servers on free
+ * mesh: the length, math and tool-call reward services and the trainer's ComputeAdvantages, on gRPC servers on free
  * ports, and `reward-mesh gateway` (the OpenRLHF endpoint, the real CLI process) in front of them; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
  * frameworks would call the adapters, and so does every ```python block of docs/frameworks/*.md and of
  * clients/python/README.md (each page must have one; ```py blocks need the framework and are not run).
@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
 import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
 import { createLimiter, type RunningGrpcServer, silentLogger, startGrpcServer } from "@reward-mesh/sdk";
+import { createToolCallService, loadConfig as loadToolCallConfig } from "@reward-mesh/tool-call";
 import { COMPONENT_PRESETS, type RunningTrainerServer, serveTrainer } from "@reward-mesh/trainer";
 
 const PYTHON = "/usr/bin/python3";
@@ -77,6 +78,7 @@ describe("the Python package against a running mesh", {
 }, () => {
   let length: RunningGrpcServer;
   let math: RunningGrpcServer;
+  let toolCall: RunningGrpcServer;
   let mathDef: MathService;
   let trainer: RunningTrainerServer;
   let gateway: { url: string; child: ChildProcess } | undefined;
@@ -92,6 +94,11 @@ describe("the Python package against a running mesh", {
     });
     mathDef = createMathService(loadMathConfig({}));
     math = await startGrpcServer(mathDef, { port: 0, limiter: createLimiter(8), logger: silentLogger });
+    toolCall = await startGrpcServer(createToolCallService(loadToolCallConfig({})), {
+      port: 0,
+      limiter: createLimiter(8),
+      logger: silentLogger,
+    });
     runs = mkdtempSync(join(tmpdir(), "py-client-"));
     trainer = await serveTrainer({ outputDir: runs });
     const services = `length=${length.address},math=${math.address}`;
@@ -104,6 +111,7 @@ describe("the Python package against a running mesh", {
     env = {
       REWARD_MESH_TEST_SERVICES: services,
       REWARD_MESH_TEST_TRAINER: trainer.address,
+      REWARD_MESH_TEST_TOOL_CALL: toolCall.address,
       REWARD_MESH_TEST_GATEWAY: gateway.url,
     };
   });
@@ -114,7 +122,7 @@ describe("the Python package against a running mesh", {
       gateway.child.kill("SIGTERM");
       await exited;
     }
-    await Promise.all([length?.close(), math?.close(), trainer?.close()]);
+    await Promise.all([length?.close(), math?.close(), toolCall?.close(), trainer?.close()]);
     await mathDef?.pool.close();
     if (runs) rmSync(runs, { recursive: true, force: true });
   });
