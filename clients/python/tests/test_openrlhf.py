@@ -53,8 +53,22 @@ class RewardFuncTest(unittest.TestCase):
         self.assertEqual(out["rewards"].tolist()[0], 1.0)
         self.assertAlmostEqual(out["rewards"].tolist()[1], 0.11, places=6)  # float32, as OpenRLHF's tensors
         self.assertEqual(out["extra_logs"]["length/length"].tolist(), [0.0, 11.0])  # N/A counts 0, as the gateway
-        with self.assertRaisesRegex(rm.InvalidInputError, "'query\\[0\\]' does not start with 'prompts\\[0\\]'"):
-            openrlhf.reward_func(["other"], ["<user>"], ["1"])
+
+    def test_real_openrlhf_queries(self):
+        # What OpenRLHF really sends: left pad tokens before the prompt, the EOS/pad tokens after the
+        # response, a prompt that decode(encode(p)) changed, a truncated prompt, a BOS before the prompt.
+        p = "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n"
+        cases = [
+            ("<|endoftext|><|endoftext|>" + p + "\\boxed{4}<|endoftext|>", "<|endoftext|>" + p, "\\boxed{4}"),
+            (p + "\\boxed{4}</s><pad><pad>", p, "\\boxed{4}"),
+            ("<s>" + p + "\\boxed{4}", p, "\\boxed{4}"),  # a BOS the prompt lacks: cut after the prompt
+            ("user 2+2? \\boxed{4}", "user  2+2? ", "user 2+2? \\boxed{4}"),  # not found: the whole query
+            ("\\boxed{4} again", "", "\\boxed{4} again"),
+        ]
+        for query, prompt, response in cases:
+            self.assertEqual(openrlhf.response_text(query, prompt), response, query)
+        out = openrlhf.reward_func([c[0] for c in cases], [c[1] for c in cases], ["4"] * len(cases))
+        self.assertEqual(out["extra_logs"]["math/correct"].tolist(), [1.0] * len(cases))
 
 
 class GatewayTest(unittest.TestCase):
@@ -79,8 +93,8 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(local["rewards"].tolist(), torch.tensor(res.rewards).tolist())
 
     def test_gateway_refusal_names_the_key(self):
-        with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'query\\[0\\]' does not start with 'prompts\\[0\\]'"):
-            openrlhf.post(GATEWAY, {"query": ["x"], "prompts": ["y"], "labels": ["1"]}, timeout=30)
+        with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'labels\\[1\\]' is an object but not a rewardmesh.v1.Task"):
+            openrlhf.post(GATEWAY, {"query": ["x", "y"], "prompts": ["", ""], "labels": ["1", {"maths": {}}]}, timeout=30)
 
 
 if __name__ == "__main__":
