@@ -188,9 +188,11 @@ def _take(n):
     with _lock:
         if len(_ledger) < n:
             raise MeshError(f"reward_mesh.verl: the batch has {n} samples but this process scored {len(_ledger)} since the "
-                            "last advantage computation: compute the reward with reward_mesh.verl.compute_score in the "
-                            "process that computes advantages (verl's default reward manager, "
-                            "reward_model.launch_reward_fn_async=False)")
+                            "last advantage computation: verl computed the reward elsewhere. The estimator needs "
+                            "reward_mesh.verl.compute_score called in verl's driver: set reward_model.use_reward_loop=False "
+                            "(recent verl computes rewards in agent-loop reward workers by default), "
+                            "reward_model.launch_reward_fn_async=False and algorithm.use_kl_in_reward=False, with "
+                            "custom_reward_function pointing at reward_mesh.verl.compute_score (or compute_score_batch)")
         records = list(_ledger)[-n:]
         _ledger.clear()
     return records

@@ -167,6 +167,9 @@ class VerlTest(unittest.TestCase):
             fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
         with self.assertRaisesRegex(rm.MeshError, "the batch has 6 samples but this process scored 0"):
             fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
+        # What recent verl does by default (the agent loop's reward workers score): the fix is named.
+        with self.assertRaisesRegex(rm.MeshError, "reward_model.use_reward_loop=False .*launch_reward_fn_async=False"):
+            fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
 
     def test_settings_from_the_environment_with_a_yaml_run_file(self):
         verl.reset()
