@@ -171,17 +171,23 @@ class Mesh:
             raise InvalidInputError("'services' must be a non-empty {name: host:port} dict or list of addresses")
         self.timeout = timeout
         self.clients = {}
-        for key, address in services.items():
-            c = RewardClient(address, timeout=timeout, credentials=credentials, name=None if key.startswith("#") else key)
-            info = c.describe()
-            if not key.startswith("#") and info.name != key:
+        opened = []
+        try:
+            for key, address in services.items():
+                c = RewardClient(address, timeout=timeout, credentials=credentials, name=None if key.startswith("#") else key)
+                opened.append(c)
+                info = c.describe()
+                if not key.startswith("#") and info.name != key:
+                    raise MeshError(f"the service at {address} is {info.name!r}, not {key!r}")
+                if info.name in self.clients:
+                    raise MeshError(f"two addresses serve {info.name!r}")
+                self.clients[info.name] = c
+            overrides = service_domains or {}
+            _check_domain_keys(overrides, self.clients)
+        except BaseException:
+            for c in opened:  # no channel outlives a Mesh that was not built
                 c.close()
-                raise MeshError(f"the service at {address} is {info.name!r}, not {key!r}")
-            if info.name in self.clients:
-                raise MeshError(f"two addresses serve {info.name!r}")
-            self.clients[info.name] = c
-        overrides = service_domains or {}
-        _check_domain_keys(overrides, self.clients)
+            raise
         self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
         self._keys = {n: {s.name: f"{n}/{s.name}" for s in c.describe().components} for n, c in self.clients.items()}
         self._ranges = {n: {s.name: (s.min, s.max) for s in c.describe().components} for n, c in self.clients.items()}

@@ -106,6 +106,24 @@ class MeshTest(unittest.TestCase):
         self.assertAlmostEqual(rows[1]["length/overlong"].value, -0.5)
         self.assertEqual(rm.weighted(rows[1], ["length/overlong", "math/correct"], [2.0, 1.0]), -1.0)
 
+    def test_a_failed_mesh_closes_the_channels_it_opened(self):
+        closed = []
+        real_close = rm.RewardClient.close
+
+        def close(client):
+            closed.append(client.address)
+            real_close(client)
+
+        rm.RewardClient.close = close
+        try:
+            with self.assertRaises(rm.MeshUnavailableError):
+                rm.Mesh({"math": SERVICES["math"], "length": "127.0.0.1:1"}, timeout=2)
+            with self.assertRaisesRegex(rm.MeshError, "two addresses serve 'math'"):
+                rm.Mesh([SERVICES["math"], SERVICES["length"], SERVICES["math"]], timeout=30)
+        finally:
+            rm.RewardClient.close = real_close
+        self.assertEqual(closed, [SERVICES["math"], "127.0.0.1:1", SERVICES["math"], SERVICES["length"], SERVICES["math"]])
+
     def test_wrong_name_for_an_address(self):
         with self.assertRaisesRegex(rm.MeshError, "is 'math', not 'length'"):
             rm.Mesh({"length": SERVICES["math"]})
