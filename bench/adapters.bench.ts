@@ -6,6 +6,12 @@
  * and math services' real entrypoints, each its own process), same batches (256 rollouts: 128 math, 128
  * custom), each client in its own process; short windows alternate (so both sides see the same load on a
  * shared machine), the figure is the median of REPEATS.
+ *
+ * Symmetric work in each timed window: both sides are connected before it (Python builds its Mesh —
+ * channels plus Describe — before its clock starts; TypeScript calls Describe on each client before its
+ * clock starts), and both parse the batch's tasks from proto JSON inside it, each distinct task once per
+ * batch (TRL hands the adapter the dataset's `task` column with every batch; the TypeScript side does the
+ * same with `fromJson`).
  * Goal: Python ≥ 80 % of TypeScript. Writes `bench/results/adapters.json`.
  *
  * Run: `npm run bench:adapters` (≈ 50 s; `BENCH_WINDOW_MS` sets the window).
@@ -62,13 +68,24 @@ async function tsWindow(addresses: Record<string, string>, batch: ReturnType<typ
   const clients = Object.fromEntries(
     Object.entries(addresses).map(([n, a]) => [n, createGrpcClient(RewardService, a)]),
   );
-  const tasks = batch.map((r) => fromJson(TaskSchema, r.task));
+  // Connected before the clock starts, as the Python side (its Mesh calls Describe).
+  await Promise.all(Object.values(clients).map((c) => c.describe({}, { timeoutMs: 30_000 })));
   let n = 0;
   let b = 0;
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   try {
     while (performance.now() - t0 < windowMs) {
+      // The tasks parsed per batch, each distinct one once (as reward_mesh.trl parses the task column).
+      const parsed = new Map<string, ReturnType<typeof fromJson<typeof TaskSchema>>>();
+      const tasks = batch.map((r) => {
+        const key = JSON.stringify(r.task);
+        const known = parsed.get(key);
+        if (known) return known;
+        const t = fromJson(TaskSchema, r.task);
+        parsed.set(key, t);
+        return t;
+      });
       const rollouts: Rollout[] = batch.map((r, i) =>
         create(RolloutSchema, {
           id: `ts-${b}-${i}`,
@@ -178,6 +195,8 @@ try {
       python: `reward_mesh.trl reward functions for ${COMPONENTS.join(", ")}, all called per batch (per-batch cache), /usr/bin/python3 + Debian grpcio`,
       typescript:
         "grpc-js client (@reward-mesh/proto), one ScoreStream per service per batch, services in parallel",
+      symmetry:
+        "both connected (Describe) before the timed window; both parse each distinct task from proto JSON once per batch inside it",
       windowMs: WINDOW_MS,
       repeats: REPEATS,
     },

@@ -1,6 +1,6 @@
 /**
  * The Python package (clients/python: the client, the TRL / verl / OpenRLHF adapters) against a real
- * mesh: the length and math reward services and the trainer's ComputeAdvantages, on gRPC servers on free
+ * mesh: the length, math and tool-call reward services and the trainer's ComputeAdvantages, on gRPC servers on free
  * ports, and `reward-mesh gateway` (the OpenRLHF endpoint, the real CLI process) in front of them; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
  * frameworks would call the adapters, and so does every ```python block of docs/frameworks/*.md and of
  * clients/python/README.md (each page must have one; ```py blocks need the framework and are not run).
@@ -16,13 +16,24 @@ import { fileURLToPath } from "node:url";
 import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
 import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
 import { createLimiter, type RunningGrpcServer, silentLogger, startGrpcServer } from "@reward-mesh/sdk";
+import { createToolCallService, loadConfig as loadToolCallConfig } from "@reward-mesh/tool-call";
 import { COMPONENT_PRESETS, type RunningTrainerServer, serveTrainer } from "@reward-mesh/trainer";
 
 const PYTHON = "/usr/bin/python3";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const docs = join(root, "docs", "frameworks");
 const pkg = join(root, "clients", "python");
-const noGrpc = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf, torch"]).status !== 0;
+const noGrpc = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf"]).status !== 0;
+// Only the verl estimators (and their snippet) need torch; the rest runs without it.
+const noTorch = spawnSync(PYTHON, ["-c", "import torch, numpy"]).status !== 0;
+/** Python lines that make `import torch` / `numpy` / `yaml` fail, as where they are not installed. */
+const REFUSE_TORCH = [
+  "import sys",
+  "class Refuse:",
+  "    def find_spec(self, name, path=None, target=None):",
+  "        if name.split('.')[0] in ('torch', 'numpy', 'yaml'): raise ImportError('refused: ' + name)",
+  "sys.meta_path.insert(0, Refuse())",
+];
 
 /** Runs /usr/bin/python3 with `args` in clients/python; its exit code and output. */
 export function python(args: string[], env: Record<string, string>, timeoutMs = 240_000) {
@@ -73,10 +84,11 @@ function startGateway(args: string[]): Promise<{ url: string; child: ChildProces
 }
 
 describe("the Python package against a running mesh", {
-  skip: noGrpc && "/usr/bin/python3 lacks grpcio, protobuf or torch (scripts/bootstrap.sh --with-torch)",
+  skip: noGrpc && "/usr/bin/python3 lacks grpcio or protobuf (scripts/bootstrap.sh)",
 }, () => {
   let length: RunningGrpcServer;
   let math: RunningGrpcServer;
+  let toolCall: RunningGrpcServer;
   let mathDef: MathService;
   let trainer: RunningTrainerServer;
   let gateway: { url: string; child: ChildProcess } | undefined;
@@ -92,6 +104,11 @@ describe("the Python package against a running mesh", {
     });
     mathDef = createMathService(loadMathConfig({}));
     math = await startGrpcServer(mathDef, { port: 0, limiter: createLimiter(8), logger: silentLogger });
+    toolCall = await startGrpcServer(createToolCallService(loadToolCallConfig({})), {
+      port: 0,
+      limiter: createLimiter(8),
+      logger: silentLogger,
+    });
     runs = mkdtempSync(join(tmpdir(), "py-client-"));
     trainer = await serveTrainer({ outputDir: runs });
     const services = `length=${length.address},math=${math.address}`;
@@ -104,6 +121,7 @@ describe("the Python package against a running mesh", {
     env = {
       REWARD_MESH_TEST_SERVICES: services,
       REWARD_MESH_TEST_TRAINER: trainer.address,
+      REWARD_MESH_TEST_TOOL_CALL: toolCall.address,
       REWARD_MESH_TEST_GATEWAY: gateway.url,
     };
   });
@@ -114,7 +132,7 @@ describe("the Python package against a running mesh", {
       gateway.child.kill("SIGTERM");
       await exited;
     }
-    await Promise.all([length?.close(), math?.close(), trainer?.close()]);
+    await Promise.all([length?.close(), math?.close(), toolCall?.close(), trainer?.close()]);
     await mathDef?.pool.close();
     if (runs) rmSync(runs, { recursive: true, force: true });
   });
@@ -125,6 +143,23 @@ describe("the Python package against a running mesh", {
     assert.match(r.out, /^OK/m, r.out);
   });
 
+  it("passes the suite without torch, numpy and PyYAML too (only the verl estimators' tests skip)", async () => {
+    const code = [
+      ...REFUSE_TORCH,
+      "import unittest",
+      "unittest.main(module=None, argv=['tests', 'discover', '-s', 'tests', '-t', '.'])",
+    ].join("\n");
+    const r = await python(["-c", code], env);
+    assert.equal(r.code, 0, r.out);
+    const skipped = /^OK \(skipped=(\d+)\)/m.exec(r.out);
+    assert.ok(skipped, r.out);
+    const ran = Number(/^Ran (\d+) tests/m.exec(r.out)?.[1]);
+    assert.ok(
+      ran - Number(skipped[1]) >= 30,
+      `only ${ran - Number(skipped[1])} tests ran without torch:\n${r.out}`,
+    );
+  });
+
   const pages = [
     ...readdirSync(docs)
       .filter((f) => f.endsWith(".md"))
@@ -132,7 +167,10 @@ describe("the Python package against a running mesh", {
     join("clients", "python", "README.md"),
   ];
   for (const page of pages) {
-    it(`runs the Python snippet of ${page}`, async () => {
+    const needsTorch = page.endsWith("verl.md");
+    it(`runs the Python snippet of ${page}`, {
+      skip: needsTorch && noTorch && "torch is not installed",
+    }, async () => {
       const md = readFileSync(join(root, page), "utf8");
       const snippets = [...md.matchAll(/^```python\n([\s\S]*?)^```\s*$/gm)].map((m) => m[1]!);
       assert.ok(snippets.length > 0, `${page} has no \`\`\`python block`);
@@ -152,11 +190,7 @@ describe("the Python package against a running mesh", {
 
   it("imports with grpcio and protobuf alone (torch, numpy, PyYAML refused)", async () => {
     const code = [
-      "import sys",
-      "class Refuse:",
-      "    def find_spec(self, name, path=None, target=None):",
-      "        if name.split('.')[0] in ('torch', 'numpy', 'yaml'): raise ImportError('refused: ' + name)",
-      "sys.meta_path.insert(0, Refuse())",
+      ...REFUSE_TORCH,
       "import reward_mesh, reward_mesh.trl, reward_mesh.verl, reward_mesh.openrlhf",
       "r = reward_mesh.rollout(reward_mesh.math_task(['1']), 'x')",
       "print('ok', r.task.math.answers[0])",

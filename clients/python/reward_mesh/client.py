@@ -6,8 +6,8 @@ subclasses naming the service, its address and the method.
 """
 
 import copy
+import math
 import queue
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from google.protobuf import json_format
@@ -27,6 +27,11 @@ _CHANNEL_OPTIONS = [
 
 OK = reward_pb2.COMPONENT_STATUS_OK
 NOT_APPLICABLE = reward_pb2.COMPONENT_STATUS_NOT_APPLICABLE
+
+
+def _deadline(timeout, default):
+    """The call's timeout, or the client's when the call gives none (0 is a timeout, not "none")."""
+    return default if timeout is None else timeout
 
 
 def _channel(address, credentials):
@@ -67,14 +72,14 @@ class RewardClient:
         """The service's DescribeResponse (name, version, domains, components); cached after the first call."""
         if self._info is None:
             self._info = self._call("Describe", lambda: self._stub.Describe(
-                reward_service_pb2.DescribeRequest(), timeout=timeout or self.timeout))
+                reward_service_pb2.DescribeRequest(), timeout=_deadline(timeout, self.timeout)))
             self._name = self._name or self._info.name
         return self._info
 
     def score(self, rollout, timeout=None):
         """The RewardResult of one rollout (`Score`)."""
         return self._call("Score", lambda: self._stub.Score(
-            reward_service_pb2.ScoreRequest(rollout=rollout), timeout=timeout or self.timeout))
+            reward_service_pb2.ScoreRequest(rollout=rollout), timeout=_deadline(timeout, self.timeout)))
 
     def score_stream(self, rollouts, timeout=None):
         """The RewardResults of `rollouts`, in order, over one `ScoreStream` call (the deadline covers the
@@ -83,7 +88,7 @@ class RewardClient:
         if not rollouts:
             return []
         requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
-        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=timeout or self.timeout)))
+        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=_deadline(timeout, self.timeout))))
         if len(results) != len(rollouts):
             raise MeshError(f"{self.target}: ScoreStream returned {len(results)} results for {len(rollouts)} rollouts")
         for i, (r, res) in enumerate(zip(rollouts, results)):
@@ -91,9 +96,11 @@ class RewardClient:
                 raise MeshError(f"{self.target}: ScoreStream result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
         return results
 
-    def _stream_queue(self, q, timeout=None):
-        """ScoreStream over the ScoreRequests put on `q` until a None; the results, in order."""
-        return self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(q.get, None), timeout=timeout or self.timeout)))
+    def _open_stream(self, q, timeout=None):
+        """A ScoreStream call, started now, over the ScoreRequests put on `q` until a None (gRPC sends
+        them from its own thread); iterate it for the results. Nothing is shared between calls, so calls
+        from several threads run concurrently."""
+        return self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(q.get, None), timeout=_deadline(timeout, self.timeout)))
 
     def close(self):
         self._channel.close()
@@ -103,6 +110,46 @@ class RewardClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_domain_keys(service_domains, clients):
+    """Refuses a `services:` entry for a service the mesh does not have (a typo would otherwise be
+    silently ignored, and the service would keep scoring its Describe's domains)."""
+    for name in service_domains:
+        if name not in clients:
+            raise InvalidInputError(f"'services.{name}': the mesh has no service {name!r} "
+                                    f"(it has {', '.join(sorted(clients))})")
+
+
+_KNOWN_STATUSES = {OK, NOT_APPLICABLE, reward_pb2.COMPONENT_STATUS_ERROR, reward_pb2.COMPONENT_STATUS_TIMEOUT}
+_MINIMUM_STATUSES = {reward_pb2.COMPONENT_STATUS_ERROR, reward_pb2.COMPONENT_STATUS_TIMEOUT}
+
+
+def _check_result(service, res, ranges, i):
+    """Checks one service's result against its Describe as the trainer does (trainer/src/run/
+    validation.ts checkComponents): every component once, a known status, a finite value within
+    [min, max], the minimum for ERROR/TIMEOUT. Raises MeshError naming the service, component and rollout."""
+    where = f"service {service!r}, rollout {res.rollout_id!r} (rollouts[{i}])"
+    seen = set()
+    for c in res.components:
+        if c.name not in ranges:
+            raise MeshError(f"{where}: component {c.name!r} is not in its Describe ({', '.join(ranges)})")
+        if c.name in seen:
+            raise MeshError(f"{where}: component {c.name!r} appears twice")
+        seen.add(c.name)
+        lo, hi = ranges[c.name]
+        if c.status not in _KNOWN_STATUSES:
+            raise MeshError(f"{where}: component {c.name!r} has unknown status {c.status}")
+        if not math.isfinite(c.value):
+            raise MeshError(f"{where}: component {c.name!r} = {c.value} is not finite")
+        if c.value < lo or c.value > hi:
+            raise MeshError(f"{where}: component {c.name!r} = {c.value} is outside [{lo}, {hi}]")
+        if c.status in _MINIMUM_STATUSES and c.value != lo:
+            raise MeshError(f"{where}: component {c.name!r} = {c.value} with status "
+                            f"{reward_pb2.ComponentStatus.Name(c.status)}; the minimum is {lo}")
+    for name in ranges:
+        if name not in seen:
+            raise MeshError(f"{where}: component {name!r} is missing from the result")
 
 
 class Mesh:
@@ -124,20 +171,27 @@ class Mesh:
             raise InvalidInputError("'services' must be a non-empty {name: host:port} dict or list of addresses")
         self.timeout = timeout
         self.clients = {}
-        for key, address in services.items():
-            c = RewardClient(address, timeout=timeout, credentials=credentials, name=None if key.startswith("#") else key)
-            info = c.describe()
-            if not key.startswith("#") and info.name != key:
+        opened = []
+        try:
+            for key, address in services.items():
+                c = RewardClient(address, timeout=timeout, credentials=credentials, name=None if key.startswith("#") else key)
+                opened.append(c)
+                info = c.describe()
+                if not key.startswith("#") and info.name != key:
+                    raise MeshError(f"the service at {address} is {info.name!r}, not {key!r}")
+                if info.name in self.clients:
+                    raise MeshError(f"two addresses serve {info.name!r}")
+                self.clients[info.name] = c
+            overrides = service_domains or {}
+            _check_domain_keys(overrides, self.clients)
+        except BaseException:
+            for c in opened:  # no channel outlives a Mesh that was not built
                 c.close()
-                raise MeshError(f"the service at {address} is {info.name!r}, not {key!r}")
-            if info.name in self.clients:
-                raise MeshError(f"two addresses serve {info.name!r}")
-            self.clients[info.name] = c
-        overrides = service_domains or {}
+            raise
         self.domains = {n: set(overrides.get(n, c.describe().domains)) for n, c in self.clients.items()}
         self._keys = {n: {s.name: f"{n}/{s.name}" for s in c.describe().components} for n, c in self.clients.items()}
+        self._ranges = {n: {s.name: (s.min, s.max) for s in c.describe().components} for n, c in self.clients.items()}
         self.components = [k for keys in self._keys.values() for k in keys.values()]
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)), thread_name_prefix="reward-mesh")
 
     @classmethod
     def from_env(cls, environ=None, **kwargs):
@@ -150,6 +204,7 @@ class Mesh:
     def with_domains(self, service_domains):
         """This mesh (the same connections) with the domains of some services replaced, as a run's
         `services:` key does."""
+        _check_domain_keys(service_domains, self.clients)
         m = copy.copy(self)
         m.domains = {n: set(service_domains.get(n, d)) for n, d in self.domains.items()}
         return m
@@ -168,8 +223,9 @@ class Mesh:
         """Per rollout, `{"<service>/<component>": ComponentReward, or None where not applicable}`, over
         every component of the mesh. `rollouts` may be a generator: each rollout is sent on its services'
         streams as soon as it is built, so building the batch overlaps with scoring it."""
-        streams = {}  # service -> (its rollout indices, request queue, future of its results)
+        streams = {}  # service -> (its rollout indices, request queue, the call in flight)
         sent = []
+        done = False
         try:
             for i, r in enumerate(rollouts):
                 sent.append(r)
@@ -179,15 +235,23 @@ class Mesh:
                         continue
                     if name not in streams:
                         q = queue.SimpleQueue()
-                        streams[name] = ([], q, self._pool.submit(client._stream_queue, q, timeout))
+                        streams[name] = ([], q, client._open_stream(q, _deadline(timeout, self.timeout)))
                     streams[name][0].append(i)
                     streams[name][1].put(reward_service_pb2.ScoreRequest(rollout=r))
-        finally:
             for _, q, _ in streams.values():
                 q.put(None)
+            # Every stream is in flight: reading them one after the other takes as long as the slowest.
+            collected = {name: self.clients[name]._call("ScoreStream", lambda call=call: list(call))
+                         for name, (_, _, call) in streams.items()}
+            done = True
+        finally:
+            if not done:
+                for _, q, call in streams.values():
+                    q.put(None)
+                    call.cancel()
         rows = [dict.fromkeys(self.components) for _ in sent]
-        for name, (picked, _, future) in streams.items():
-            results = future.result()
+        for name, (picked, _, _) in streams.items():
+            results = collected[name]
             client = self.clients[name]
             keys = self._keys[name]
             if len(results) != len(picked):
@@ -196,15 +260,12 @@ class Mesh:
                 if res.rollout_id != sent[i].id:
                     raise MeshError(f"{client.target}: ScoreStream result for rollout {res.rollout_id!r}, expected {sent[i].id!r}")
                 row = rows[i]
+                _check_result(name, res, self._ranges[name], i)
                 for comp in res.components:
-                    key = keys.get(comp.name)
-                    if key is None:
-                        raise MeshError(f"service {name!r} returned component {comp.name!r}, which its Describe does not list")
-                    row[key] = None if comp.status == NOT_APPLICABLE else comp
+                    row[keys[comp.name]] = None if comp.status == NOT_APPLICABLE else comp
         return rows
 
     def close(self):
-        self._pool.shutdown(wait=False)
         for c in self.clients.values():
             c.close()
 
@@ -332,7 +393,7 @@ class AdvantagesClient:
         ready ComputeAdvantagesRequest."""
         req = groups if isinstance(groups, trainer_pb2.ComputeAdvantagesRequest) else advantages_request(groups, **kwargs)
         try:
-            return self._stub.ComputeAdvantages(req, timeout=timeout or self.timeout)
+            return self._stub.ComputeAdvantages(req, timeout=_deadline(timeout, self.timeout))
         except grpc.RpcError as e:
             raise rpc_error(f"trainer at {self.address}", "ComputeAdvantages", e) from None
 

@@ -53,7 +53,7 @@ class RunConfig:
     estimator_options: dict = field(default_factory=dict)
     # {"p", "component"?, "successThreshold"?, "variant"?} or None.
     sgrpo: dict = None
-    # {"component"?} or None.
+    # {"component"?} (`{}`: on, the weighted total) or None (off).
     dynamic_sampling: dict = None
     # service -> domains (the run's `services:` key, or `serviceDomains` of a resolved configuration).
     service_domains: dict = field(default_factory=dict)
@@ -127,9 +127,14 @@ def run_config(source):
     sgrpo = source.get("sgrpo") or None
     if sgrpo is not None and (not isinstance(sgrpo, dict) or "p" not in sgrpo):
         raise InvalidInputError("'sgrpo' must be {p, component?, successThreshold?, variant?}, null or false")
+    # As the trainer (trainer/src/run/config.ts): true and any object (`{}` included) turn it on.
     ds = source.get("dynamicSampling")
-    ds = {} if ds is True else (ds or None)
+    if ds is not None and not isinstance(ds, (bool, dict)):
+        raise InvalidInputError(f"'dynamicSampling' must be true, false or {{component}}, got {ds!r}")
+    ds = {} if ds is True else (ds if isinstance(ds, dict) else None)
     domains = source.get("serviceDomains") or source.get("services") or {}
+    if not isinstance(domains, dict) or not all(isinstance(v, (list, tuple)) for v in domains.values()):
+        raise InvalidInputError("'services' must map a service name to the list of domains it scores")
     return RunConfig(
         components=_components(source["components"]),
         estimator=name,

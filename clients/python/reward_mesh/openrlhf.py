@@ -91,14 +91,51 @@ def post(url, request, timeout=60.0):
         raise MeshError(f"remote RM at {url}: {e.reason}") from None
 
 
-def response_text(query, prompt, i=0):
-    """The response part of an OpenRLHF query (prompt + response): the query after its prompt (as
-    `reward-mesh gateway` reads it; a query that does not start with its prompt is refused)."""
-    if not prompt:
-        return query
-    if not query.startswith(prompt):
-        raise InvalidInputError(f"'query[{i}]' does not start with 'prompts[{i}]': the response is the query after its prompt")
-    return query[len(prompt):]
+# Pad tokens of common tokenizers (Qwen `<|endoftext|>`, Llama 3 `<|end_of_text|>` and
+# `<|finetune_right_pad_id|>`, T5/Gemma-style `<pad>`, BERT-style `[PAD]`, Llama 2/Mistral `</s>`): OpenRLHF
+# decodes the padded batch with the special tokens kept, so a query can start (left padding) or end (right
+# padding, EOS) with runs of them. `<|im_end|>` and `<|eot_id|>` are not here: they end turns inside the
+# text, never pad it. The same list and rule as `reward-mesh gateway` (cli/src/gateway/openrlhf.ts).
+DEFAULT_PAD_TOKENS = ("<|endoftext|>", "<|end_of_text|>", "<|finetune_right_pad_id|>", "<pad>", "[PAD]", "</s>")
+
+
+def _strip_leading(text, tokens):
+    again = True
+    while again:
+        again = False
+        for tok in tokens:
+            if tok and text.startswith(tok):
+                text = text[len(tok):]
+                again = True
+    return text
+
+
+def _strip_trailing(text, tokens):
+    again = True
+    while again:
+        again = False
+        for tok in tokens:
+            if tok and text.endswith(tok):
+                text = text[:-len(tok)]
+                again = True
+    return text
+
+
+def response_text(query, prompt, i=0, pad_tokens=DEFAULT_PAD_TOKENS):
+    """The response part of an OpenRLHF query (prompt + response), as leniently as OpenRLHF's own
+    `examples/python/math_reward_func.py` (`query[len(prompt):]` when the prompt is there, else the whole
+    query) and as `reward-mesh gateway` reads it; never an error:
+
+    1. runs of `pad_tokens` are stripped from both ends of the query and from the start of the prompt;
+    2. if the prompt occurs in the query, the response is what follows its first occurrence;
+    3. otherwise (a prompt changed by `decode(encode(prompt))`, truncated, or none sent) the whole
+       stripped query is the response."""
+    q = _strip_trailing(_strip_leading(query, pad_tokens), pad_tokens)
+    p = _strip_leading(prompt or "", pad_tokens)
+    if p == "":
+        return q
+    at = q.find(p)
+    return q if at < 0 else q[at + len(p):]
 
 
 def task_of_label(label, prompt=None, where="labels"):

@@ -18,6 +18,7 @@ carrying the prompt.
 """
 
 import hashlib
+import json
 import threading
 
 from .builder import content_text, custom_task, rollout, task_from_json
@@ -28,20 +29,59 @@ from .errors import InvalidInputError
 _RESERVED = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"}
 
 
-def completion_text(completion):
-    """The response text of a TRL completion: a string, or the content of a conversational completion's
-    messages (the assistant's, joined)."""
+def _call(call, where):
+    """`(name, arguments dict)` of one OpenAI-style tool call (`{"type": "function", "function": {"name",
+    "arguments"}}`, or `{"name", "arguments"}`); arguments given as JSON text are decoded."""
+    f = call.get("function", call) if isinstance(call, dict) else None
+    if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+        raise InvalidInputError(f"'{where}' must be {{'function': {{'name', 'arguments'}}}}, got {call!r}")
+    args = f.get("arguments", f.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            pass  # left as text: the tool-call service scores a malformed call
+    return f["name"], args
+
+
+def _message_text(m, i, json_calls):
+    """One assistant message as the model wrote it: its reasoning (`reasoning_content` / `thinking`, as
+    `<think>...</think>` unless the content has it), its content, and its `tool_calls` as the ToolRL /
+    Qwen layout the tool-call service reads: one `<tool_call>` block, one `{"name", "parameters"}` JSON
+    line per call (or, for a task of format "json", collected into `json_calls`)."""
+    text = content_text(m.get("content"))
+    reasoning = m.get("reasoning_content", m.get("thinking"))
+    if isinstance(reasoning, str) and reasoning and "<think>" not in text:
+        text = f"<think>{reasoning}</think>\n{text}" if text else f"<think>{reasoning}</think>"
+    calls = [_call(c, f"completion[{i}].tool_calls[{k}]") for k, c in enumerate(m.get("tool_calls") or [])]
+    if not calls:
+        return text
+    if json_calls is not None:
+        json_calls.extend({"name": n, "arguments": a} for n, a in calls)
+        return text
+    block = "<tool_call>\n" + "\n".join(json.dumps({"name": n, "parameters": a}) for n, a in calls) + "\n</tool_call>"
+    return f"{text}\n{block}" if text else block
+
+
+def completion_text(completion, task=None):
+    """The response text of a TRL completion: a string, or a conversational completion's assistant
+    messages (content, and tool calls rendered as `<tool_call>` blocks; `tool` messages, the tools'
+    answers, are not the model's and are left out), joined by newlines. For a tool-call task of format
+    "json" (BFCL) the response is the JSON list of the calls."""
     if isinstance(completion, str):
         return completion
+    json_calls = [] if task is not None and task.WhichOneof("kind") == "tool_call" and task.tool_call.format == "json" else None
     if isinstance(completion, (list, tuple)):
         msgs = [m for m in completion if isinstance(m, dict)]
         if len(msgs) != len(completion):
             raise InvalidInputError("a conversational completion must be a list of {'role', 'content'} messages")
         assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"] or msgs
-        return "\n".join(content_text(m.get("content")) for m in assistant)
-    if isinstance(completion, dict) and "content" in completion:
-        return content_text(completion["content"])
-    raise InvalidInputError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
+        text = "\n".join(_message_text(m, i, json_calls) for i, m in enumerate(assistant))
+    elif isinstance(completion, dict) and ("content" in completion or "tool_calls" in completion):
+        text = _message_text(completion, 0, json_calls)
+    else:
+        raise InvalidInputError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
+    return json.dumps(json_calls) if json_calls else text
 
 
 def _row(kwargs, i, keys=None):
@@ -137,7 +177,7 @@ class BatchScorer:
             meta = dict(self.metadata)
             if isinstance(row.get("metadata"), dict):
                 meta.update(row["metadata"])
-            yield rollout(task, completion_text(completion), group_id=f"g{group}", index=pos,
+            yield rollout(task, completion_text(completion, task), group_id=f"g{group}", index=pos,
                           group_size=sizes.get(k, 1), metadata=meta,
                           response_tokens=len(ids[i]) if ids is not None and i < len(ids) else 0)
 

@@ -34,7 +34,7 @@ _lock = threading.RLock()
 _settings = {}
 _meshes = {}
 _trainers = {}
-# (component names, weighted score, values with None where not applicable), in scoring order.
+# (component names, weighted score, values with None where not applicable, Scored), in scoring order.
 _ledger = deque(maxlen=1 << 20)
 
 
@@ -89,7 +89,26 @@ def _run_config(source):
     return cfg
 
 
-def _mesh_and_config(kwargs):
+class Scored:
+    """The settings a sample was scored with (from configure, the reward function's keyword arguments or
+    the environment), recorded with it so the estimator uses the same weights, estimator, options,
+    S-GRPO, dynamic sampling, trainer and timeout, however they were given."""
+
+    __slots__ = ("settings", "config", "weights")
+
+    def __init__(self, settings, config, weights):
+        self.settings = settings
+        self.config = config
+        self.weights = tuple(weights)
+
+    def __eq__(self, other):
+        return (isinstance(other, Scored) and self.weights == other.weights and self.config == other.config
+                and self.settings == other.settings)
+
+    __hash__ = None
+
+
+def _mesh_and_config(kwargs, scored=False):
     s = _resolve(kwargs)
     if "services" not in s:
         raise InvalidInputError("reward_mesh.verl: no services: set REWARD_MESH_SERVICES=name=host:port,... "
@@ -105,6 +124,8 @@ def _mesh_and_config(kwargs):
     names = cfg.names if cfg else list(mesh.components)
     weights = cfg.weights if cfg else [1.0] * len(names)
     mesh.check_components(names)
+    if scored:
+        return mesh, Scored(s, cfg, weights), names, weights
     return mesh, cfg, names, weights
 
 
@@ -124,13 +145,13 @@ def _task(ground_truth, extra_info, i=None):
     return math_task(answers, prompt=prompt if isinstance(prompt, (str, list)) else None)
 
 
-def _result(row, names, weights):
+def _result(row, names, weights, scored=None):
     values = [None if row[n] is None else row[n].value for n in names]
     score = weighted(row, names, weights)
     out = {"score": score}
     for n, v in zip(names, values):
         out[n] = math.nan if v is None else v
-    return out, (tuple(names), score, values)
+    return out, (tuple(names), score, values, scored)
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -147,7 +168,7 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
     if len(ground_truths) != n or (data_sources is not None and len(data_sources) != n):
         raise InvalidInputError(f"solution_strs and ground_truths (and data_sources) differ in length ({n}, {len(ground_truths)})")
     extra_infos = list(extra_infos) if extra_infos is not None else [None] * n
-    mesh, _, names, weights = _mesh_and_config(kwargs)
+    mesh, scored, names, weights = _mesh_and_config(kwargs, scored=True)
     rollouts = []
     for i in range(n):
         info = extra_infos[i] if isinstance(extra_infos[i], dict) else {}
@@ -157,7 +178,7 @@ def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=
     out = []
     with _lock:
         for row in rows:
-            res, record = _result(row, names, weights)
+            res, record = _result(row, names, weights, scored)
             _ledger.append(record)
             out.append(res)
     return out
@@ -167,9 +188,11 @@ def _take(n):
     with _lock:
         if len(_ledger) < n:
             raise MeshError(f"reward_mesh.verl: the batch has {n} samples but this process scored {len(_ledger)} since the "
-                            "last advantage computation: compute the reward with reward_mesh.verl.compute_score in the "
-                            "process that computes advantages (verl's default reward manager, "
-                            "reward_model.launch_reward_fn_async=False)")
+                            "last advantage computation: verl computed the reward elsewhere. The estimator needs "
+                            "reward_mesh.verl.compute_score called in verl's driver: set reward_model.use_reward_loop=False "
+                            "(recent verl computes rewards in agent-loop reward workers by default), "
+                            "reward_model.launch_reward_fn_async=False and algorithm.use_kl_in_reward=False, with "
+                            "custom_reward_function pointing at reward_mesh.verl.compute_score (or compute_score_batch)")
         records = list(_ledger)[-n:]
         _ledger.clear()
     return records
@@ -217,15 +240,19 @@ def estimator_fn(name):
         n = token_level_rewards.shape[0]
         if len(index) != n:
             raise InvalidInputError(f"{name}: 'index' has {len(index)} entries for {n} samples")
-        settings = _resolve({})
-        cfg = _run_config(settings["run_config"]) if "run_config" in settings else None
+        records = _take(n)
+        # The settings the batch was scored with (reward_kwargs included), not this call's environment.
+        scored = records[0][3]
+        if any(r[3] != scored for r in records):
+            raise MeshError(f"{name}: the batch's samples were scored with different settings (reward_kwargs or "
+                            "configure() changed within the batch)")
+        settings, cfg = scored.settings, scored.config
         if needs_sgrpo and (cfg is None or cfg.sgrpo is None):
             raise InvalidInputError(f"{name}: S-GRPO needs 'sgrpo: {{p: ...}}' in the run configuration (REWARD_MESH_RUN_CONFIG)")
         estimator = fixed or (cfg.estimator if cfg else "grpo_covariance_coefficient")
         same = cfg is not None and _canonical(cfg.estimator) == _canonical(estimator)
-        records = _take(n)
         rewards = (token_level_rewards * response_mask).sum(dim=-1).tolist()
-        for i, ((_, score, _), r) in enumerate(zip(records, rewards)):
+        for i, ((_, score, _, _), r) in enumerate(zip(records, rewards)):
             if abs(score - r) > 1e-4 * max(1.0, abs(score)):
                 raise MeshError(f"{name}: sample {i}'s reward is {r} but reward_mesh.verl scored {score} for it: the "
                                 "recorded scores are not this batch's (a KL penalty in the reward, a reward manager that "
@@ -239,22 +266,30 @@ def estimator_fn(name):
             groups,
             estimator=estimator,
             components=names,
-            weights=cfg.weights if cfg else [1.0] * len(names),
+            weights=scored.weights,
             options=cfg.estimator_options if same else None,
             sgrpo=cfg.sgrpo if cfg else None,
             dynamic_sampling=cfg.dynamic_sampling if cfg else None,
         )
+        compute_advantage.last_request = req
         res = _trainer(settings).compute(req)
+        if len(res.groups) != len(members):
+            raise MeshError(f"{name}: the trainer returned {len(res.groups)} groups for {len(members)} uid groups")
         scores = torch.zeros(n, dtype=torch.float64)
         for g, idx in zip(res.groups, members.values()):
+            if len(g.advantages) != len(idx) and g.kept:
+                raise MeshError(f"{name}: the trainer returned {len(g.advantages)} advantages for group "
+                                f"{g.group_id!r} of {len(idx)} samples")
             if g.kept:
                 scores[idx] = torch.tensor(list(g.advantages), dtype=torch.float64)
-        advantages = scores.to(token_level_rewards.dtype).unsqueeze(-1) * response_mask.to(token_level_rewards.dtype)
+        # On the rewards' device (CUDA in verl's driver when the batch lives there).
+        advantages = scores.to(device=token_level_rewards.device, dtype=token_level_rewards.dtype).unsqueeze(-1) * response_mask.to(token_level_rewards.dtype)
         compute_advantage.last_response = res
         return advantages, advantages
 
     compute_advantage.__name__ = f"compute_{name}_outcome_advantage"
     compute_advantage.last_response = None
+    compute_advantage.last_request = None
     return compute_advantage
 
 

@@ -3,7 +3,12 @@
 import math
 import unittest
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 from tests.mesh import SERVICES, TRAINER
+from tests.servers import ScriptedService
 
 import grpc
 import reward_mesh as rm
@@ -101,9 +106,101 @@ class MeshTest(unittest.TestCase):
         self.assertAlmostEqual(rows[1]["length/overlong"].value, -0.5)
         self.assertEqual(rm.weighted(rows[1], ["length/overlong", "math/correct"], [2.0, 1.0]), -1.0)
 
+    def test_a_failed_mesh_closes_the_channels_it_opened(self):
+        closed = []
+        real_close = rm.RewardClient.close
+
+        def close(client):
+            closed.append(client.address)
+            real_close(client)
+
+        rm.RewardClient.close = close
+        try:
+            with self.assertRaises(rm.MeshUnavailableError):
+                rm.Mesh({"math": SERVICES["math"], "length": "127.0.0.1:1"}, timeout=2)
+            with self.assertRaisesRegex(rm.MeshError, "two addresses serve 'math'"):
+                rm.Mesh([SERVICES["math"], SERVICES["length"], SERVICES["math"]], timeout=30)
+        finally:
+            rm.RewardClient.close = real_close
+        self.assertEqual(closed, [SERVICES["math"], "127.0.0.1:1", SERVICES["math"], SERVICES["length"], SERVICES["math"]])
+
     def test_wrong_name_for_an_address(self):
         with self.assertRaisesRegex(rm.MeshError, "is 'math', not 'length'"):
             rm.Mesh({"length": SERVICES["math"]})
+
+
+class ConcurrentScoreTest(unittest.TestCase):
+    def test_concurrent_calls_overlap(self):
+        # OpenRLHF calls reward_func once per sample from asyncio.to_thread: many Mesh.score at once.
+        delay = 0.5
+        with ScriptedService(delay=delay) as slow, rm.Mesh({"probe": slow.address}, timeout=30) as mesh:
+            one = [rm.rollout(rm.custom_task(prompt="p"), "yes")]
+            mesh.score(one)  # connected
+            barrier = threading.Barrier(8)
+
+            def call(i):
+                barrier.wait()
+                t = time.monotonic()
+                rows = mesh.score([rm.rollout(rm.custom_task(prompt="p"), "yes" * (i + 1))])
+                return rows[0]["probe/a"].value, time.monotonic() - t
+
+            start = time.monotonic()
+            with ThreadPoolExecutor(8) as pool:
+                out = list(pool.map(call, range(8)))
+            wall = time.monotonic() - start
+        self.assertEqual([v for v, _ in out], [1.0] * 8)
+        # Serialized, 8 calls take 8 x 0.5 s; overlapped, about one call's time.
+        self.assertLess(wall, 2 * delay, f"8 concurrent calls took {wall:.2f} s (one takes {delay} s)")
+
+    def test_timeout_zero_is_a_timeout(self):
+        with rm.Mesh({"math": SERVICES["math"]}, timeout=30) as mesh:
+            with self.assertRaises(rm.MeshTimeoutError):
+                mesh.score([rm.rollout(rm.math_task(["1"]), "\\boxed{1}")], timeout=0)
+        with rm.RewardClient(SERVICES["math"], timeout=30) as c:
+            with self.assertRaises(rm.MeshTimeoutError):
+                c.score(rm.rollout(rm.math_task(["1"]), "\\boxed{1}"), timeout=0)
+
+
+class ResultValidationTest(unittest.TestCase):
+    """A result that breaks its service's Describe is an error naming the service, component and rollout,
+    as the trainer rejects it (never a silent None or an out-of-range reward)."""
+
+    def _refused(self, rewrite, pattern):
+        with ScriptedService(result=rewrite) as bad, rm.Mesh({"probe": bad.address}, timeout=30) as mesh:
+            rs = [rm.rollout(rm.custom_task(prompt="p"), "yes"), rm.rollout(rm.custom_task(prompt="p"), "no")]
+            with self.assertRaisesRegex(rm.MeshError, pattern.replace("ID", rs[1].id)):
+                mesh.score(rs)
+
+    def test_missing_component(self):
+        def drop_b(rollout, res):
+            if rollout.response == "no":
+                del res.components[1]
+            return res
+        self._refused(drop_b, "service 'probe', rollout 'ID' \\(rollouts\\[1\\]\\): component 'b' is missing")
+
+    def test_non_finite_and_out_of_range(self):
+        def value(v):
+            def rewrite(rollout, res):
+                if rollout.response == "no":
+                    res.components[0].value = v
+                return res
+            return rewrite
+        self._refused(value(math.nan), "rollout 'ID' .*component 'a' = nan is not finite")
+        self._refused(value(math.inf), "component 'a' = inf is not finite")
+        self._refused(value(1.5), "rollout 'ID' .*component 'a' = 1.5 is outside \\[0.0, 1.0\\]")
+
+    def test_duplicate_and_error_not_minimum(self):
+        def dup(rollout, res):
+            res.components.append(res.components[0])
+            return res
+        self._refused(dup, "component 'a' appears twice")
+
+        def error(rollout, res):
+            if rollout.response == "no":
+                res.components[1].status = rm.reward_pb2.COMPONENT_STATUS_ERROR
+                res.components[1].value = 0.02
+            return res
+        self._refused(error, "rollout 'ID' .*'b' = 0.02 with status COMPONENT_STATUS_ERROR; the minimum is 0.0")
 
 
 class AdvantagesClientTest(unittest.TestCase):

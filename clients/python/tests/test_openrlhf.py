@@ -5,12 +5,20 @@ the mesh's HTTP endpoint (`reward-mesh gateway`) answering a request in OpenRLHF
 import json
 import unittest
 
-import torch
+try:
+    import torch
+except ImportError:  # reward_func then returns lists
+    torch = None
 
 from tests.mesh import GATEWAY, SERVICES
 
 import reward_mesh as rm
 from reward_mesh import openrlhf, verl
+
+def values(x):
+    """A tensor's (reward_func with torch) or a list's (without) values."""
+    return x.tolist() if hasattr(x, "tolist") else list(x)
+
 
 RUN = {"components": [{"service": "math", "component": "correct", "weight": 1},
                       {"service": "length", "component": "length", "weight": 0.01}]}
@@ -49,12 +57,27 @@ class RewardFuncTest(unittest.TestCase):
         labels = ["4", json.dumps({"custom": {}})]
         out = openrlhf.reward_func(queries, prompts, labels)
         self.assertEqual(set(out), {"rewards", "scores", "extra_logs"})
-        self.assertIsInstance(out["rewards"], torch.Tensor)
-        self.assertEqual(out["rewards"].tolist()[0], 1.0)
-        self.assertAlmostEqual(out["rewards"].tolist()[1], 0.11, places=6)  # float32, as OpenRLHF's tensors
-        self.assertEqual(out["extra_logs"]["length/length"].tolist(), [0.0, 11.0])  # N/A counts 0, as the gateway
-        with self.assertRaisesRegex(rm.InvalidInputError, "'query\\[0\\]' does not start with 'prompts\\[0\\]'"):
-            openrlhf.reward_func(["other"], ["<user>"], ["1"])
+        if torch is not None:
+            self.assertIsInstance(out["rewards"], torch.Tensor)
+        self.assertEqual(values(out["rewards"])[0], 1.0)
+        self.assertAlmostEqual(values(out["rewards"])[1], 0.11, places=6)  # float32, as OpenRLHF's tensors
+        self.assertEqual(values(out["extra_logs"]["length/length"]), [0.0, 11.0])  # N/A counts 0, as the gateway
+
+    def test_real_openrlhf_queries(self):
+        # What OpenRLHF really sends: left pad tokens before the prompt, the EOS/pad tokens after the
+        # response, a prompt that decode(encode(p)) changed, a truncated prompt, a BOS before the prompt.
+        p = "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n"
+        cases = [
+            ("<|endoftext|><|endoftext|>" + p + "\\boxed{4}<|endoftext|>", "<|endoftext|>" + p, "\\boxed{4}"),
+            (p + "\\boxed{4}</s><pad><pad>", p, "\\boxed{4}"),
+            ("<s>" + p + "\\boxed{4}", p, "\\boxed{4}"),  # a BOS the prompt lacks: cut after the prompt
+            ("user 2+2? \\boxed{4}", "user  2+2? ", "user 2+2? \\boxed{4}"),  # not found: the whole query
+            ("\\boxed{4} again", "", "\\boxed{4} again"),
+        ]
+        for query, prompt, response in cases:
+            self.assertEqual(openrlhf.response_text(query, prompt), response, query)
+        out = openrlhf.reward_func([c[0] for c in cases], [c[1] for c in cases], ["4"] * len(cases))
+        self.assertEqual(values(out["extra_logs"]["math/correct"]), [1.0] * len(cases))
 
 
 class GatewayTest(unittest.TestCase):
@@ -76,11 +99,12 @@ class GatewayTest(unittest.TestCase):
         verl.configure(services=SERVICES, run_config=RUN)
         local = openrlhf.reward_func(req.query, req.prompts, req.labels)
         verl.reset()
-        self.assertEqual(local["rewards"].tolist(), torch.tensor(res.rewards).tolist())
+        expected = torch.tensor(res.rewards).tolist() if torch is not None else res.rewards  # float32 with torch
+        self.assertEqual(values(local["rewards"]), expected)
 
     def test_gateway_refusal_names_the_key(self):
-        with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'query\\[0\\]' does not start with 'prompts\\[0\\]'"):
-            openrlhf.post(GATEWAY, {"query": ["x"], "prompts": ["y"], "labels": ["1"]}, timeout=30)
+        with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'labels\\[1\\]' is an object but not a rewardmesh.v1.Task"):
+            openrlhf.post(GATEWAY, {"query": ["x", "y"], "prompts": ["", ""], "labels": ["1", {"maths": {}}]}, timeout=30)
 
 
 if __name__ == "__main__":

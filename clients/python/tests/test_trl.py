@@ -6,7 +6,7 @@ conversational; TRL sums `reward_weights[k] * rewards[k]` ignoring None (NaN) pe
 import math
 import unittest
 
-from tests.mesh import SERVICES
+from tests.mesh import SERVICES, TOOL_CALL
 
 import reward_mesh as rm
 from reward_mesh import trl
@@ -67,6 +67,43 @@ class TrlTest(unittest.TestCase):
         self.assertEqual(correct, [None, None])
         r = funcs[0].scorer.rollouts(prompts, completions, {})[0]
         self.assertEqual([m.role for m in r.task.messages], ["system", "user"])
+
+    def test_conversational_tool_calls_are_scored(self):
+        # TRL with transformers >= 5 parses the completion into an assistant message with `tool_calls`;
+        # its tool loop appends `tool` messages (and the model's next turn).
+        with rm.Mesh({"tool-call": TOOL_CALL}, timeout=30) as mesh:
+            names = ["tool-call/format", "tool-call/function_name", "tool-call/parameter_name", "tool-call/parameter_value"]
+            funcs = trl.reward_funcs(mesh, names)
+            tools = [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+            gold = [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"tz": "CET"}}]
+            task = rm.tool_call_task(tools, gold, prompt="Weather and time in Paris?")
+            json_task = rm.tool_call_task(tools, gold[:1], prompt="Weather in Paris?", format="json")
+            call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+            call_text = {"type": "function", "function": {"name": "get_time", "arguments": '{"tz": "CET"}'}}
+            wrong = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}
+            completions = [
+                [{"role": "assistant", "content": "<think>two calls</think>", "tool_calls": [call, call_text]}],
+                [{"role": "assistant", "content": "", "reasoning_content": "one call", "tool_calls": [wrong, call_text]}],
+                [{"role": "assistant", "content": "<think>x</think>", "tool_calls": [call, call_text]},
+                 {"role": "tool", "name": "get_weather", "content": "22C clear"},
+                 {"role": "assistant", "content": "It is sunny."}],
+                [{"role": "assistant", "content": "", "tool_calls": [call]}],
+            ]
+            prompts = ["Weather and time in Paris?"] * 3 + ["Weather in Paris?"]
+            rows = [f(prompts=prompts, completions=completions, task=[task] * 3 + [json_task]) for f in funcs]
+            fmt, fname, pname, pvalue = rows
+            self.assertEqual(fmt[:2], [1.0, 1.0])
+            self.assertEqual(fname[:3], [0.5, 0.5, 0.5])
+            self.assertEqual(pname[:3], [1.0, 1.0, 1.0])
+            self.assertEqual(pvalue[0], 1.5)
+            self.assertLess(pvalue[1], 1.5)  # Rome is not Paris
+            self.assertEqual(fmt[2], 0.0)  # a later turn follows the calls: not the ToolRL layout
+            self.assertEqual((fmt[3], fname[3], pvalue[3]), (1.0, 0.5, 1.5))  # format "json": a JSON list
+            r = funcs[0].scorer.rollouts(prompts, completions, {"task": [task] * 3 + [json_task]})
+            self.assertEqual(r[0].response, '<think>two calls</think>\n<tool_call>\n{"name": "get_weather", "parameters": '
+                             '{"city": "Paris"}}\n{"name": "get_time", "parameters": {"tz": "CET"}}\n</tool_call>')
+            self.assertNotIn("22C", r[2].response)  # the tool's answer is not the model's
+            self.assertEqual(r[3].response, '[{"name": "get_weather", "arguments": {"city": "Paris"}}]')
 
     def test_task_builder_and_weights_from_a_run_config(self):
         config = {

@@ -11,8 +11,11 @@ import tempfile
 import unittest
 from enum import Enum
 
-import numpy as np
-import torch
+try:  # the estimators need torch (verl's tensors); compute_score needs neither
+    import numpy as np
+    import torch
+except ImportError:
+    np = torch = None
 
 from tests.mesh import SERVICES, TRAINER
 
@@ -77,6 +80,9 @@ def verl_batch(scores, lengths, width=6):
     return rewards, mask
 
 
+needs_torch = unittest.skipIf(torch is None, "torch and numpy are not installed: the verl estimators need them")
+
+
 class VerlTest(unittest.TestCase):
     def setUp(self):
         verl.reset()
@@ -95,6 +101,7 @@ class VerlTest(unittest.TestCase):
         wrong = verl.compute_score("openai/gsm8k", "\\boxed{13}", "12")
         self.assertEqual(wrong["score"], 0.25)
 
+    @needs_torch
     def test_task_from_extra_info_and_batch_form(self):
         custom = {"custom": {}, "prompt": "talk"}
         # As BatchRewardManager calls it: keywords, numpy object arrays from the non-tensor batch.
@@ -115,6 +122,7 @@ class VerlTest(unittest.TestCase):
         scores = [verl.compute_score("math", s, "4")["score"] for s in answers]
         return scores, np.array(["u1", "u1", "u1", "u2", "u2", "u2"], dtype=object)
 
+    @needs_torch
     def test_registered_estimator_calls_compute_advantages(self):
         register_adv_est, get_adv_estimator_fn = verl_registry()
         fns = verl.register(register_adv_est)
@@ -147,6 +155,7 @@ class VerlTest(unittest.TestCase):
         self.assertTrue(torch.equal(advantages[:, 0], expected), (advantages[:, 0], expected))
         self.assertEqual(fn.last_response.estimator, "grpo_covariance_coefficient")
 
+    @needs_torch
     def test_s_grpo_needs_p_and_then_weights_groups(self):
         fn = verl.estimator_fn("s_grpo")
         scores, uid = self._scored_batch()
@@ -159,6 +168,7 @@ class VerlTest(unittest.TestCase):
         self.assertEqual(fn.last_response.estimator, "grpo")
         self.assertNotEqual(float(advantages.abs().sum()), 0.0)
 
+    @needs_torch
     def test_mismatched_rewards_are_refused(self):
         fn = verl.estimator_fn("reward_mesh")
         scores, uid = self._scored_batch()
@@ -167,7 +177,11 @@ class VerlTest(unittest.TestCase):
             fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
         with self.assertRaisesRegex(rm.MeshError, "the batch has 6 samples but this process scored 0"):
             fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
+        # What recent verl does by default (the agent loop's reward workers score): the fix is named.
+        with self.assertRaisesRegex(rm.MeshError, "reward_model.use_reward_loop=False .*launch_reward_fn_async=False"):
+            fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
 
+    @needs_torch
     def test_settings_from_the_environment_with_a_yaml_run_file(self):
         verl.reset()
         with tempfile.TemporaryDirectory() as d:
@@ -195,6 +209,37 @@ class VerlTest(unittest.TestCase):
         out = verl.compute_score("math", "\\boxed{1}", "1", services=services)  # custom_reward_function.reward_kwargs
         self.assertEqual(out["math/correct"], 1.0)
         self.assertIn("length/length", out)  # no run config: every component, weight 1
+
+    @needs_torch
+    def test_estimator_uses_the_settings_of_reward_kwargs(self):
+        # verl passes custom_reward_function.reward_kwargs to compute_score only; the estimator gets none.
+        verl.reset()
+        run = {"components": [{"service": "math", "component": "correct", "weight": 1},
+                              {"service": "math", "component": "format", "weight": 0.25}],
+               "estimator": {"name": "corr_grpo", "options": {"epsilonPlacement": "outside"}},
+               "dynamicSampling": {}}
+        kwargs = {"services": SERVICES, "run_config": run, "trainer": TRAINER, "timeout": 30}
+        answers = ["\\boxed{4}", "\\boxed{5}", "4", "\\boxed{4}", "\\boxed{4}", "\\boxed{4}"]
+        scores = [verl.compute_score("math", a, "4", **kwargs)["score"] for a in answers]
+        self.assertEqual(scores[:3], [1.25, 0.25, 0.0])
+        rewards, mask = verl_batch(scores, [2] * 6)
+        uid = np.array(["a", "a", "a", "b", "b", "b"], dtype=object)
+        fn = verl.estimator_fn("reward_mesh")
+        advantages, _ = fn(token_level_rewards=rewards, response_mask=mask, index=uid, config=None)
+        req = fn.last_request
+        self.assertEqual(list(req.weights), [1.0, 0.25])
+        self.assertEqual(req.estimator, "corr_grpo")
+        self.assertEqual(req.options.epsilon_placement, "outside")
+        self.assertTrue(req.HasField("dynamic_sampling"))
+        self.assertEqual([g.kept for g in fn.last_response.groups], [True, False])  # group b: all equal
+        with rm.AdvantagesClient(TRAINER) as client:
+            direct = client.compute([[[1.0, 1.0], [0.0, 1.0], [0.0, 0.0]]], estimator="corr_grpo",
+                                    components=["math/correct", "math/format"], weights=[1, 0.25],
+                                    options={"epsilonPlacement": "outside"})
+        expected = torch.tensor(list(direct.groups[0].advantages), dtype=torch.float32)
+        self.assertTrue(torch.equal(advantages[:3, 0], expected), (advantages[:3, 0], expected))
+        self.assertTrue(torch.all(advantages[3:] == 0))
+        self.assertEqual(advantages.device, rewards.device)
 
 
 if __name__ == "__main__":
