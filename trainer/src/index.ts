@@ -136,6 +136,7 @@ export {
   resolveRunConfig,
   resolveRunTasks,
   runNeedsEnvironment,
+  withEpisodeEnvironment,
 } from "./run/config.js";
 export type {
   ImportFormat,
@@ -328,6 +329,8 @@ export {
   isEpisodeTask,
   episodeVocabulary,
   parseToolCalls,
+  stopStringTokens,
+  toolCallProblem,
   runEpisode,
   runEpisodes,
   systemWithTools,
