@@ -331,6 +331,8 @@ export {
   parseToolCalls,
   stopStringTokens,
   toolCallProblem,
+  stopStringTokens,
+  toolCallProblem,
   runEpisode,
   runEpisodes,
   systemWithTools,
