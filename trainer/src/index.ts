@@ -331,8 +331,6 @@ export {
   parseToolCalls,
   stopStringTokens,
   toolCallProblem,
-  stopStringTokens,
-  toolCallProblem,
   runEpisode,
   runEpisodes,
   systemWithTools,
