@@ -118,7 +118,8 @@ export interface EpisodeResult {
   readonly invalid?: string;
   /**
    * The episode after the first prompt in the chat layout: each assistant turn as the policy wrote it
-   * (stop strings it ended on included), `<|im_end|>`, the `<tool_response>` user turns between them.
+   * (stop strings it ended on included), `<|im_end|>`, the `<tool_response>` user turns between them,
+   * up to the end of the last assistant turn's content (the layout the agentdojo service reads).
    */
   readonly transcript: string;
   readonly finalAnswer: string;
@@ -591,7 +592,7 @@ interface Played {
   invalid?: string;
   /** The session's trouble when it ended the episode (stop reason `environment`). */
   environmentError?: string;
-  /** The chat-layout text after the first prompt, up to the end of the last assistant turn. */
+  /** The chat-layout text after the first prompt, up to the end of the last assistant turn's content. */
   transcript: string;
 }
 
@@ -715,6 +716,8 @@ async function playTurns(
   const p: Played = { stopReason: "turns", calls: 0, turns: 0, lastTurn: "", transcript: "" };
   /** Where in `text` the tokens sampled so far end (the end of the last turn's content). */
   let sampledTo = 0;
+  /** Tool calls the policy wrote (sent or not). */
+  let written = 0;
   for (let t = 1; t <= settings.maxTurns; t++) {
     if (ctx.signal?.aborted) throw ctx.signal.reason ?? new Error("aborted");
     const remaining = settings.maxTokens - seq.tokenIds.length;
@@ -753,13 +756,17 @@ async function playTurns(
     messages.push({ role: "assistant", content: said });
     text += said;
     sampledTo = text.length;
-    text += `${IM_END}\n`;
     p.transcript = text.slice(promptEnd);
+    text += `${IM_END}\n`;
     const problem = toolCallProblem(said);
     if (problem !== undefined && p.invalid === undefined) p.invalid = `turn ${t}: ${problem}`;
 
     // 2. Its tool calls; none: the turn is the final answer.
     const parsed = parseToolCalls(said);
+    // The service reads a transcript with more calls than the session allows as invalid too.
+    written += parsed.filter((c) => c.ok).length;
+    if (written > reset.maxCalls && p.invalid === undefined)
+      p.invalid = `turn ${t}: more than ${reset.maxCalls} calls`;
     if (parsed.length === 0) {
       p.stopReason = "answer";
       break;
