@@ -3,8 +3,10 @@
  * (the agentdojo service): Reset → Generate → parse the turn's `<tool_call>{"name", "arguments"}</tool_call>`
  * blocks (the Hermes / Qwen layout the agentdojo reward service reads) → Call each → append the
  * `<tool_response>…</tool_response>` turn → Generate … until a turn calls no tool (its text is the final
- * answer), the turn budget, the token budget or the session's call limit → Close. Close's trajectory
- * (`{"calls", "final_answer"}`) is the rollout's response.
+ * answer), the turn budget, the token budget, the learner's context, the session's call limit, or a
+ * session that is gone (that episode only) → Close. Close's trajectory (`{"calls", "final_answer"}`) is
+ * the rollout's response — unless a turn is one the reward service's text parser reads as invalid (a
+ * broken `<tool_call>` block): then the episode's transcript is, so the service scores it invalid.
  *
  * An episode is ONE learner sample: its token sequence is every token after the first prompt — the
  * policy's turns and the environment-inserted text between them — with a loss mask that is 1 on the
