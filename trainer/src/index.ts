@@ -138,6 +138,7 @@ export {
   runNeedsEnvironment,
   withEpisodeEnvironment,
 } from "./run/config.js";
+export { compactToolsJson, withCompactTools } from "./run/episode-tools.js";
 export type {
   ImportFormat,
   ImportIssue,

@@ -34,6 +34,7 @@ describe("run config", () => {
         maxTokens: 2048,
         concurrency: 16,
         callTimeoutMs: 30_000,
+        tools: "full",
       },
     );
   });

@@ -94,7 +94,7 @@ export type LearnerConfig =
 /** The PyTorch learner's process options (`python3 -m reward_mesh_learner serve …`). */
 export interface TorchLearnerConfig {
   readonly kind: "torch";
-  /** `builtin:tiny`, `builtin:small`, or a Hugging Face model directory (never downloaded). */
+  /** `builtin:tiny`, `builtin:tiny4k`, `builtin:small`, or a Hugging Face model directory (never downloaded). */
   readonly model: string;
   /** `auto` (CUDA when available), `cpu`, `cuda`, `cuda:N`. */
   readonly device: string;
@@ -187,6 +187,12 @@ export interface RunConfig {
     readonly maxTokens: number;
     readonly concurrency: number;
     readonly callTimeoutMs: number;
+    /**
+     * The tool schemas the policy is shown: `full` (the environment's) or `compact` (name, the first
+     * line of the description, `{"param": "type"}`; `trainer/src/run/episode-tools.ts`), for text
+     * policies with a small context.
+     */
+    readonly tools: "full" | "compact";
   } | null;
   /** Checking results against the services' `Describe` (always on). */
   readonly validation: {
@@ -528,6 +534,7 @@ const READ_ORDER = [
   "episodes.maxTokens",
   "episodes.concurrency",
   "episodes.callTimeoutMs",
+  "episodes.tools",
 ] as const;
 const CROSS_KEY_RANK = READ_ORDER.indexOf("learner");
 
@@ -748,6 +755,7 @@ export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfi
             maxTokens: n(ep, "maxTokens", 2048),
             concurrency: n(ep, "concurrency", 16),
             callTimeoutMs: n(ep, "callTimeoutMs", 30_000),
+            tools: (ep["tools"] ?? "full") as "full" | "compact",
           },
   };
   compileAdvantage(resolved); // options are validated now, not at the first step

@@ -42,6 +42,7 @@ import {
   isEpisodeTask,
   runEpisodes,
 } from "./episodes.js";
+import { withCompactTools } from "./episode-tools.js";
 import { learnerInfoWaiting, waitForDomainsConsumed } from "./startup.js";
 import {
   componentId,
@@ -316,7 +317,10 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     config.episodes && episodeTasks.size > 0 && !o.environment
       ? createSecureGrpcClient(AgentEnvironment, config.episodes.environment!, o.environmentSecurity)
       : undefined;
-  const environment = o.environment ?? ownEnvironment;
+  // `episodes.tools: compact`: the policy is shown compact tool schemas (small-context text policies).
+  const sessions = o.environment ?? ownEnvironment;
+  const environment =
+    sessions && config.episodes?.tools === "compact" ? withCompactTools(sessions) : sessions;
   let step = resumedFrom + 1;
   let stopped = false;
   let st: StepTrace | undefined;
