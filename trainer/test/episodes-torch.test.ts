@@ -11,10 +11,28 @@
  * `scripts/bootstrap.sh --with-torch`).
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { agentEnvironmentService, createSessionManager, type SessionManager } from "@reward-mesh/agentdojo";
+import {
+  agentEnvironmentService,
+  createAgentDojoService,
+  createSessionManager,
+  DEFAULT_AGENTDOJO_OPTIONS,
+  type SessionManager,
+} from "@reward-mesh/agentdojo";
 import { AgentEnvironment, createGrpcClient } from "@reward-mesh/proto";
-import { type RunningGrpcServer, silentLogger, startGrpcServices } from "@reward-mesh/sdk";
+import {
+  type MeshBus,
+  openBus,
+  type RunningGrpcServer,
+  type RunningService,
+  silentLogger,
+  startGrpcServices,
+  startRewardService,
+} from "@reward-mesh/sdk";
+import { type LocalNats, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 import {
   checkTorchAvailable,
   createRemoteLearner,
@@ -22,7 +40,12 @@ import {
   type EpisodeTask,
   episodeSample,
   type Learner,
+  loadBuiltinTasks,
+  readMetrics,
+  resolveRunConfig,
   runEpisodes,
+  runPaths,
+  runTraining,
   startTorchLearner,
   type TorchLearnerProcess,
   withCompactTools,
@@ -56,6 +79,10 @@ let server: RunningGrpcServer;
 let env: ReturnType<typeof createGrpcClient<typeof AgentEnvironment>>;
 let proc: TorchLearnerProcess;
 let learner: Learner;
+let nats: LocalNats;
+let bus: MeshBus;
+let reward: RunningService;
+let dir: string;
 
 before(async () => {
   if (skip) return;
@@ -76,6 +103,14 @@ before(async () => {
     seed: 11,
   });
   learner = createRemoteLearner(proc.address, { timeoutMs: 120_000 });
+  nats = await startTestNats();
+  bus = await openBus(testBusOptions(nats.url), "episodes-torch-test");
+  reward = await startRewardService(
+    createAgentDojoService(DEFAULT_AGENTDOJO_OPTIONS),
+    testRuntimeOptions(nats.url),
+    silentLogger,
+  );
+  dir = mkdtempSync(join(tmpdir(), "rm-episodes-torch-"));
 });
 after(async () => {
   if (skip) return;
@@ -84,6 +119,10 @@ after(async () => {
   env?.raw.close();
   await server?.close(0);
   manager?.stop();
+  await reward?.close(1000);
+  await bus?.close();
+  await nats?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** The loss mask is 0 exactly on the environment spans, the spans tile the sequence in turn order. */
@@ -174,5 +213,41 @@ describe("text-policy episodes through the PyTorch learner (builtin:tiny4k, CPU)
         `stop reasons ${results.map((r) => r.stopReason).join(", ")}, turns ${results.map((r) => r.turns).join("/")}, ` +
         `${policyTokens} policy + ${inserted} inserted tokens; TrainStep ${(trainMs / 1000).toFixed(1)} s, loss ${step.metrics.loss.toFixed(4)}`,
     );
+  });
+
+  it("runTraining with episodes.tools compact: one step of episodes scored through the mesh; full schemas overflow the context", async () => {
+    const doc = (id: string, tools: "full" | "compact") => ({
+      run: { id, seed: 2, outputDir: dir },
+      tasks: { sets: ["agent"] },
+      groupSize: 2,
+      promptsPerStep: 1,
+      steps: 1,
+      components: "agentdojo",
+      estimator: "grpo",
+      loss: { type: "dapo", maxCompletionLength: SETTINGS.maxTokens },
+      optim: { lr: 1e-3 },
+      generation: { maxNewTokens: 16, temperature: 1 },
+      groups: { deadlineMs: 30_000 },
+      episodes: { environment: server.address, ...SETTINGS, tools },
+    });
+    const tasks = await loadBuiltinTasks(["agent"], { address: server.address });
+    // The environment's own schemas make a ~5.8 K-token first prompt: more than builtin:tiny4k holds.
+    await assert.rejects(
+      runTraining({ config: resolveRunConfig(doc("full", "full")), tasks, bus, learner }),
+      /context is 4096 tokens/,
+    );
+    assert.equal(manager.size, 0, "the failed episodes' sessions are closed");
+    const config = resolveRunConfig(doc("compact", "compact"));
+    const before = (await learner.info()).policyVersion;
+    const r = await runTraining({ config, tasks, bus, learner });
+    assert.equal(r.lastStep, 1);
+    assert.equal((await learner.info()).policyVersion, before + 1);
+    const [m] = readMetrics(runPaths(dir, "compact").metrics) as unknown as [
+      { samples: number; episodes: { count: number; stopReasons: Record<string, number> } },
+    ];
+    assert.equal(m.episodes.count, 2);
+    assert.equal(m.samples, 2, "one sample per episode reached TrainStep");
+    assert.equal(manager.size, 0);
+    console.log(`# runTraining: stop reasons ${JSON.stringify(m.episodes.stopReasons)}`);
   });
 });
