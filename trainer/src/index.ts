@@ -136,7 +136,9 @@ export {
   resolveRunConfig,
   resolveRunTasks,
   runNeedsEnvironment,
+  withEpisodeEnvironment,
 } from "./run/config.js";
+export { compactToolsJson, withCompactTools } from "./run/episode-tools.js";
 export type {
   ImportFormat,
   ImportIssue,
@@ -328,6 +330,8 @@ export {
   isEpisodeTask,
   episodeVocabulary,
   parseToolCalls,
+  stopStringTokens,
+  toolCallProblem,
   runEpisode,
   runEpisodes,
   systemWithTools,

@@ -19,6 +19,7 @@ import {
   createAgentDojoService,
   createSessionManager,
   DEFAULT_AGENTDOJO_OPTIONS,
+  loadSuites,
   type SessionManager,
 } from "@reward-mesh/agentdojo";
 import { AgentEnvironment, createGrpcClient } from "@reward-mesh/proto";
@@ -50,8 +51,8 @@ export interface AgentEpisodesExperimentOptions {
   readonly lr?: number;
   /**
    * Also train on the benchmark's other suites (workspace, travel, slack) when `AGENTDOJO_DATA_DIR`
-   * holds them and this build's agentdojo package loads them ({@link benchmarkSuitesSkip}): two user
-   * tasks of each, under an injection and clean. @default false
+   * holds them ({@link benchmarkSuitesSkip}): two user tasks of each, under an injection and clean.
+   * @default false
    */
   readonly benchmarkSuites?: boolean;
 }
@@ -212,31 +213,18 @@ async function measure(
   };
 }
 
-/** The suites a build's agentdojo package loads from the benchmark data (absent: none beyond banking). */
-interface SuiteLoader {
-  readonly loadSuites?: (dataDir?: string) => ReadonlyMap<string, AnySuite>;
+/** Why the benchmark's other suites cannot join (no data directory), or false when they can. */
+export function benchmarkSuitesSkip(): string | false {
+  return BENCHMARK_DATA_SKIP;
 }
 
 /**
- * Why the benchmark's other suites cannot join (no data directory, or this build's agentdojo package
- * does not load them), or false when they can.
- */
-export async function benchmarkSuitesSkip(): Promise<string | false> {
-  if (BENCHMARK_DATA_SKIP) return BENCHMARK_DATA_SKIP;
-  const loader = (await import("@reward-mesh/agentdojo")) as unknown as SuiteLoader;
-  return loader.loadSuites
-    ? false
-    : "this build's agentdojo package does not load the benchmark suites (loadSuites)";
-}
-
-/**
- * The suites of `AGENTDOJO_DATA_DIR` beyond banking, when they can join, and the option that hands all
+ * The suites of `AGENTDOJO_DATA_DIR` beyond banking, when it is set, and the option that hands all
  * suites to the agentdojo session manager and scorer (`suites`; empty otherwise).
  */
-async function benchmarkSuites(): Promise<{ suites: AnySuite[]; option: object }> {
-  if (await benchmarkSuitesSkip()) return { suites: [], option: {} };
-  const loader = (await import("@reward-mesh/agentdojo")) as unknown as SuiteLoader;
-  const all = loader.loadSuites!(BENCHMARK_DATA_DIR);
+function benchmarkSuites(): { suites: AnySuite[]; option: object } {
+  if (benchmarkSuitesSkip() || BENCHMARK_DATA_DIR === undefined) return { suites: [], option: {} };
+  const all = loadSuites(BENCHMARK_DATA_DIR);
   return { suites: [...all.values()].filter((x) => x.name !== "banking"), option: { suites: all } };
 }
 
@@ -335,7 +323,7 @@ export const EXPERIMENT_EPISODES: EpisodeSettings = { maxTurns: 4, maxTokens: 48
 
 /** Runs the experiment for each seed (sequentially: one mesh, one environment server). */
 export async function runAgentEpisodesExperiment(o: AgentEpisodesExperimentOptions): Promise<SeedResult[]> {
-  const extra = o.benchmarkSuites ? await benchmarkSuites() : { suites: [], option: {} };
+  const extra = o.benchmarkSuites ? benchmarkSuites() : { suites: [], option: {} };
   const mesh = await startAgentMesh(extra.option);
   const { env, scorer } = mesh;
   const tasks = [

@@ -42,7 +42,7 @@ it("trains on multi-turn episodes: utility and security both rise (seed 3, 30 st
   assert.ok(after.meanTurns > 1.5, `mean turns ${after.meanTurns}`);
 });
 
-const multiSkip = await benchmarkSuitesSkip();
+const multiSkip = benchmarkSuitesSkip();
 if (multiSkip) console.log(`# the four-suite episode run is skipped: ${multiSkip}`);
 
 it("trains on episodes of all four suites: utility and security both rise (seed 3, 80 steps)", {

@@ -32,6 +32,7 @@ import {
   startTorchLearner,
   type TaskDefinition,
   type TrainingResult,
+  withEpisodeEnvironment,
 } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
@@ -147,8 +148,9 @@ export function progressPrinter(out: Writable & { isTTY?: boolean }): (r: StepRe
 }
 
 /**
- * Where the built-in `agent` set is listed (`AgentEnvironment.ListTasks`): the agentdojo service of a
- * mesh the CLI started, else `REWARD_MESH_AGENT_ENV_ADDR`.
+ * Where the built-in `agent` set is listed (`AgentEnvironment.ListTasks`) and where a run's `episodes`
+ * are played when its config names no `episodes.environment`: the agentdojo service of a mesh the CLI
+ * started, else `REWARD_MESH_AGENT_ENV_ADDR`.
  */
 export function environmentOf(cli: CliConfig, mesh?: RunningMesh): EnvironmentEndpoint {
   const agentdojo = mesh?.services.find((s) => s.name === "agentdojo");
@@ -267,13 +269,16 @@ async function trainInDirectory(
         : o.cli.bus,
       `trainer-${o.config.runId}`,
     );
-    const tasks = o.tasks ?? (await resolveRunTasks(o.config, environmentOf(o.cli, mesh)));
-    const handle = await learnerFor(o.config, o.cli);
+    const environment = environmentOf(o.cli, mesh);
+    const tasks = o.tasks ?? (await resolveRunTasks(o.config, environment));
+    // Episodes without an environment of their own are played where the agent set is listed.
+    const config = withEpisodeEnvironment(o.config, environment.address);
+    const handle = await learnerFor(config, o.cli);
     const learner = handle.learner;
     o.onLearner?.(handle.where);
     try {
       const result = await runTraining({
-        config: o.config,
+        config,
         tasks,
         bus,
         learner,
@@ -284,14 +289,14 @@ async function trainInDirectory(
         ...(o.onStep ? { onStep: o.onStep } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
       });
-      const paths = runPaths(o.config.outputDir, o.config.runId);
+      const paths = runPaths(config.outputDir, config.runId);
       // Stopped before its first step: no metrics, no report.
       if (!existsSync(paths.metrics)) return { ...result, report: "" };
       const info = await learner.info();
       writeFileSync(
         paths.report,
         renderRunReport(
-          o.config.runId,
+          config.runId,
           readMetrics(paths.metrics),
           `Learner ${info.name}: ${info.description}`,
         ),

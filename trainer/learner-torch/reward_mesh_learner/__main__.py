@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve grpc.health.v1.Health only, in plaintext, on this port of --host, for Kubernetes gRPC probes "
         "(which cannot speak TLS); 0 picks a free one; falls back to LEARNER_HEALTH_PORT (default: none)",
     )
-    s.add_argument("--model", default=None, help="builtin:tiny (default), builtin:small, or a local Hugging Face model directory")
+    s.add_argument("--model", default=None, help="builtin:tiny (default), builtin:tiny4k, builtin:small, or a local Hugging Face model directory")
     s.add_argument("--device", default="auto", help="auto (default: cuda when available), cpu, cuda, cuda:N")
     s.add_argument("--dtype", default="auto", choices=["auto", "float32", "float64", "bfloat16", "float16"], help="parameter dtype (auto: float32 for builtin models and on the CPU, bfloat16 for HF models on CUDA)")
     s.add_argument("--seed", type=int, default=0, help="initial weights of builtin models and the sampling stream (default 0)")

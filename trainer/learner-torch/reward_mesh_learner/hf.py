@@ -293,7 +293,7 @@ def load_hf_policy(path: str, *, device, dtype: str = "auto", gradient_checkpoin
     """A policy from a local Hugging Face model directory (see the module docstring)."""
     if not os.path.isdir(path):
         raise PolicyLoadError(
-            f"--model '{path}' is neither a built-in model (builtin:tiny, builtin:small) nor an existing directory "
+            f"--model '{path}' is neither a built-in model (builtin:tiny, builtin:tiny4k, builtin:small) nor an existing directory "
             "(Hugging Face models are loaded from local directories only; nothing is downloaded)"
         )
     source = os.path.abspath(path)

@@ -35,6 +35,8 @@ class ModelConfig:
 #: The built-in sizes, by the name used in `--model builtin:<name>`.
 BUILTIN_SIZES = {
     "tiny": ModelConfig(vocab_size=BYTE_VOCAB_SIZE, d_model=64, n_layers=2, n_heads=4, context=512),
+    # tiny's sizes with room for a multi-turn agent episode's prompts (tool schemas, tool responses).
+    "tiny4k": ModelConfig(vocab_size=BYTE_VOCAB_SIZE, d_model=64, n_layers=2, n_heads=4, context=4096),
     "small": ModelConfig(vocab_size=BYTE_VOCAB_SIZE, d_model=256, n_layers=4, n_heads=8, context=1024),
     # ~0.51B parameters: a GPU-sized model for throughput checks (random weights, byte vocabulary).
     "500m": ModelConfig(vocab_size=BYTE_VOCAB_SIZE, d_model=1536, n_layers=18, n_heads=24, context=2048),

@@ -40,6 +40,9 @@ class Model(unittest.TestCase):
         self.assertEqual(sum(p.numel() for p in small.parameters()), 3_488_000)
         self.assertEqual(small.architecture, "TinyCausalLM(layers=4, d_model=256, heads=8, context=1024)")
         self.assertEqual(builtin_config("builtin:small"), BUILTIN_SIZES["small"])
+        long = build_builtin("builtin:tiny4k", 0)
+        self.assertEqual(sum(p.numel() for p in long.parameters()), 149_440 + (4096 - 512) * 64)
+        self.assertEqual(long.architecture, "TinyCausalLM(layers=2, d_model=64, heads=4, context=4096)")
 
     def test_unknown_size_lists_the_known_ones(self):
         with self.assertRaises(PolicyLoadError) as cm:

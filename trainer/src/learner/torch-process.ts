@@ -22,7 +22,7 @@ export const DEFAULT_PYTHON = "/usr/bin/python3";
 
 /** Options of {@link startTorchLearner} (the `serve` command line). */
 export interface TorchLearnerProcessOptions {
-  /** `builtin:tiny`, `builtin:small` or a Hugging Face model directory. @default "builtin:tiny" */
+  /** `builtin:tiny`, `builtin:tiny4k`, `builtin:small` or a Hugging Face model directory. @default "builtin:tiny" */
   readonly model?: string;
   /** @default "auto" */
   readonly device?: string;

@@ -29,6 +29,11 @@ import {
 export const MAX_VOCABULARY_SIZE = 1024;
 /** Largest `maxTokens` of a generate request. */
 export const MAX_GENERATE_TOKENS = 4096;
+/**
+ * Longest `prefixTokenIds` of a prompt: a multi-turn episode's sequence so far (the run config's
+ * `episodes.maxTokens` is capped at the same number).
+ */
+export const MAX_PREFIX_TOKENS = 32768;
 /** Largest `n` of a generate request. */
 export const MAX_COMPLETIONS_PER_PROMPT = 4096;
 /** Largest `epochs` and `miniBatches`. */
@@ -147,10 +152,10 @@ export function validateGenerateRequest(
     if (p.prefixTokenIds !== undefined) {
       if (!Array.isArray(p.prefixTokenIds))
         fail(`${f}.prefixTokenIds`, `is ${describe(p.prefixTokenIds)}, not an array${sfx}`);
-      if (p.prefixTokenIds.length > MAX_GENERATE_TOKENS)
+      if (p.prefixTokenIds.length > MAX_PREFIX_TOKENS)
         fail(
           `${f}.prefixTokenIds`,
-          `has ${p.prefixTokenIds.length} tokens; at most ${MAX_GENERATE_TOKENS}${sfx}`,
+          `has ${p.prefixTokenIds.length} tokens; at most ${MAX_PREFIX_TOKENS}${sfx}`,
         );
       (p.prefixTokenIds as readonly unknown[]).forEach((t: unknown, k: number) => {
         checkInt(t, `${f}.prefixTokenIds[${k}]`, 0, v - 1, sfx);

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { COMPONENT_PRESETS, loadRunConfig, resolveRunConfig } from "./config.js";
+import { COMPONENT_PRESETS, loadRunConfig, resolveRunConfig, withEpisodeEnvironment } from "./config.js";
 import { loadTaskFile } from "./task-file.js";
 
 const base = { components: "corrgrpo-code" };
@@ -34,8 +34,22 @@ describe("run config", () => {
         maxTokens: 2048,
         concurrency: 16,
         callTimeoutMs: 30_000,
+        tools: "full",
       },
     );
+  });
+
+  it("episodes without an environment: left for the CLI to fill in (withEpisodeEnvironment)", () => {
+    const c = resolveRunConfig({ ...base, episodes: { maxTurns: 4 } });
+    assert.equal(c.episodes?.environment, undefined);
+    assert.equal(c.episodes?.maxTurns, 4);
+    const filled = withEpisodeEnvironment(c, "127.0.0.1:7001");
+    assert.equal(filled.episodes?.environment, "127.0.0.1:7001");
+    assert.equal(filled.episodes?.maxTurns, 4);
+    // An explicit environment is kept; a run without episodes is left alone.
+    const own = resolveRunConfig({ ...base, episodes: { environment: "10.0.0.2:50066" } });
+    assert.equal(withEpisodeEnvironment(own, "127.0.0.1:7001").episodes?.environment, "10.0.0.2:50066");
+    assert.equal(withEpisodeEnvironment(resolveRunConfig(base), "127.0.0.1:7001").episodes, null);
   });
 
   it("accepts a mix of presets and explicit components, and estimator aliases", () => {
@@ -64,10 +78,6 @@ describe("run config", () => {
       [{ ...base, groups: { missing: "retry" } }, /'groups\.missing' must be one of drop, impute/],
       [{ ...base, run: { id: "a.b" } }, /'run\.id' must match/],
       [{ ...base, colour: "red" }, /'colour' is not a known key/],
-      [
-        { ...base, episodes: { maxTurns: 4 } },
-        /'episodes\.environment' is required with episodes \(host:port/,
-      ],
       [{ ...base, episodes: { environment: "localhost" } }, /'episodes\.environment' must match/],
       [
         { ...base, episodes: { environment: "127.0.0.1:1", maxTurns: 0 } },

@@ -94,7 +94,7 @@ export type LearnerConfig =
 /** The PyTorch learner's process options (`python3 -m reward_mesh_learner serve …`). */
 export interface TorchLearnerConfig {
   readonly kind: "torch";
-  /** `builtin:tiny`, `builtin:small`, or a Hugging Face model directory (never downloaded). */
+  /** `builtin:tiny`, `builtin:tiny4k`, `builtin:small`, or a Hugging Face model directory (never downloaded). */
   readonly model: string;
   /** `auto` (CUDA when available), `cpu`, `cuda`, `cuda:N`. */
   readonly device: string;
@@ -177,12 +177,22 @@ export interface RunConfig {
    * off (agent tasks are answered in one completion).
    */
   readonly episodes: {
-    /** `host:port` of the AgentEnvironment gRPC server. */
-    readonly environment: string;
+    /**
+     * `host:port` of the AgentEnvironment gRPC server; absent: `reward-mesh train` / `demo` fill it in
+     * ({@link withEpisodeEnvironment}) from the mesh's agentdojo service or `REWARD_MESH_AGENT_ENV_ADDR`,
+     * and `runTraining` refuses a run that still has none.
+     */
+    readonly environment?: string;
     readonly maxTurns: number;
     readonly maxTokens: number;
     readonly concurrency: number;
     readonly callTimeoutMs: number;
+    /**
+     * The tool schemas the policy is shown: `full` (the environment's) or `compact` (name, the first
+     * line of the description, `{"param": "type"}`; `trainer/src/run/episode-tools.ts`), for text
+     * policies with a small context.
+     */
+    readonly tools: "full" | "compact";
   } | null;
   /** Checking results against the services' `Describe` (always on). */
   readonly validation: {
@@ -384,8 +394,6 @@ const REQUIRED: Readonly<Record<string, string>> = {
   "learner.address": "is required (host:port)",
   "learner.warmup.file": "is required (JSONL of {prompt, response})",
   "tasks.path": "is required with source 'jsonl' (a file of rewardmesh.v1.Task lines)",
-  "episodes.environment":
-    "is required with episodes (host:port of the AgentEnvironment server, e.g. the agentdojo service's port)",
 };
 
 /** The message of one schema error, in the words the trainer has always used for that key. */
@@ -526,6 +534,7 @@ const READ_ORDER = [
   "episodes.maxTokens",
   "episodes.concurrency",
   "episodes.callTimeoutMs",
+  "episodes.tools",
 ] as const;
 const CROSS_KEY_RANK = READ_ORDER.indexOf("learner");
 
@@ -741,15 +750,26 @@ export function resolveRunConfig(raw: unknown, now: Date = new Date()): RunConfi
       doc["episodes"] === undefined
         ? null
         : {
-            environment: ep["environment"] as string,
+            ...(ep["environment"] !== undefined ? { environment: ep["environment"] as string } : {}),
             maxTurns: n(ep, "maxTurns", 8),
             maxTokens: n(ep, "maxTokens", 2048),
             concurrency: n(ep, "concurrency", 16),
             callTimeoutMs: n(ep, "callTimeoutMs", 30_000),
+            tools: (ep["tools"] ?? "full") as "full" | "compact",
           },
   };
   compileAdvantage(resolved); // options are validated now, not at the first step
   return resolved;
+}
+
+/**
+ * `config` with `episodes.environment` set to `address` when the run plays episodes and its config
+ * names no environment (an explicit one is kept): how `reward-mesh train` and `demo` point episodes at
+ * the AgentEnvironment they already list the `agent` set from.
+ */
+export function withEpisodeEnvironment(config: RunConfig, address: string): RunConfig {
+  if (!config.episodes || config.episodes.environment !== undefined) return config;
+  return { ...config, episodes: { ...config.episodes, environment: address } };
 }
 
 const GRPC_ADDRESS = /^grpc:\/\/([^/\s]+:\d+)$/;

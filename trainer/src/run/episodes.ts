@@ -3,8 +3,10 @@
  * (the agentdojo service): Reset → Generate → parse the turn's `<tool_call>{"name", "arguments"}</tool_call>`
  * blocks (the Hermes / Qwen layout the agentdojo reward service reads) → Call each → append the
  * `<tool_response>…</tool_response>` turn → Generate … until a turn calls no tool (its text is the final
- * answer), the turn budget, the token budget or the session's call limit → Close. Close's trajectory
- * (`{"calls", "final_answer"}`) is the rollout's response.
+ * answer), the turn budget, the token budget, the learner's context, the session's call limit, or a
+ * session that is gone (that episode only) → Close. Close's trajectory (`{"calls", "final_answer"}`) is
+ * the rollout's response — unless a turn is one the reward service's text parser reads as invalid (a
+ * broken `<tool_call>` block): then the episode's transcript is, so the service scores it invalid.
  *
  * An episode is ONE learner sample: its token sequence is every token after the first prompt — the
  * policy's turns and the environment-inserted text between them — with a loss mask that is 1 on the
@@ -37,6 +39,7 @@ import {
   type LearnerInfo,
   type Sample,
 } from "../learner/index.js";
+import { MAX_PREFIX_TOKENS } from "../learner/validate.js";
 import { mixSeed, type TaskDefinition } from "./tasks.js";
 
 /** The AgentEnvironment calls an episode makes (a `createGrpcClient(AgentEnvironment, …)` client). */
@@ -87,15 +90,40 @@ export type EpisodeStopReason =
   /** The session's `max_calls` was reached. */
   | "calls"
   /** A text policy's tokenizer did not reproduce the sampled tokens when the conversation was re-rendered. */
-  | "retokenized";
+  | "retokenized"
+  /** The next prompt might not fit the learner's context (`LearnerInfo.maxContext`). */
+  | "context"
+  /**
+   * A tool call's session was gone (`NOT_FOUND`: expired or evicted) or the call ran past its deadline
+   * (`DEADLINE_EXCEEDED`): the episode ends there; the other episodes go on.
+   */
+  | "environment";
 
 /** One played episode. */
 export interface EpisodeResult {
   readonly taskId: string;
   /** Position in the request's episode list. */
   readonly index: number;
-  /** Close's trajectory JSON: the rollout response the agentdojo service scores. */
+  /**
+   * Close's trajectory JSON (the calls the environment accepted); `""` when Close could not be
+   * delivered (stop reason `environment` with the session gone).
+   */
   readonly trajectoryJson: string;
+  /**
+   * The rollout response the agentdojo service scores: Close's trajectory, unless the episode is
+   * {@link invalid} or Close could not be delivered — then the {@link transcript}, which the service
+   * reads in its Hermes text layout (an invalid turn makes it score the rollout invalid, as CorrGRPO
+   * scores such a transcript; a transcript's calls are replayed on a fresh environment).
+   */
+  readonly response: string;
+  /** Why the policy's transcript is invalid for the agentdojo service (a broken tool-call block); absent when valid. */
+  readonly invalid?: string;
+  /**
+   * The episode after the first prompt in the chat layout: each assistant turn as the policy wrote it
+   * (stop strings it ended on included), `<|im_end|>`, the `<tool_response>` user turns between them,
+   * up to the end of the last assistant turn's content (the layout the agentdojo service reads).
+   */
+  readonly transcript: string;
   readonly finalAnswer: string;
   readonly stopReason: EpisodeStopReason;
   readonly turns: number;
@@ -155,7 +183,8 @@ export function checkEpisodeSettings(s: EpisodeSettings): void {
       );
   };
   int("maxTurns", 1, 64);
-  int("maxTokens", 1, 32768);
+  // A fragment policy's turn continues the whole episode (`prefixTokenIds`, at most MAX_PREFIX_TOKENS).
+  int("maxTokens", 1, MAX_PREFIX_TOKENS);
   int("concurrency", 1, 1024);
 }
 
@@ -227,6 +256,13 @@ export type ParsedCall =
   | { readonly ok: true; readonly name: string; readonly argumentsJson: string }
   | { readonly ok: false; readonly error: string };
 
+/** Arguments as the agentdojo service reads them: `args`, then `arguments`, then `parameters`. */
+function argumentsJsonOf(o: Record<string, unknown>): string {
+  const args = o["args"] ?? o["arguments"] ?? o["parameters"] ?? {};
+  if (typeof args !== "string") return JSON.stringify(args);
+  return args.trim() === "" ? "{}" : args;
+}
+
 function callFromJson(text: string): ParsedCall {
   let v: unknown;
   try {
@@ -237,17 +273,18 @@ function callFromJson(text: string): ParsedCall {
   if (typeof v !== "object" || v === null || Array.isArray(v))
     return { ok: false, error: `ToolCallError: a tool call must be a JSON object: ${text}` };
   const o = v as Record<string, unknown>;
-  const name = o["name"] ?? o["function"];
+  // The key precedence of the agentdojo service's trajectory parser: `function` before `name`.
+  const name = o["function"] ?? o["name"];
   if (typeof name !== "string" || name === "")
     return { ok: false, error: `ToolCallError: the tool call has no "name": ${text}` };
-  const args = o["arguments"] ?? o["args"] ?? o["parameters"] ?? {};
-  return { ok: true, name, argumentsJson: typeof args === "string" ? args : JSON.stringify(args) };
+  return { ok: true, name, argumentsJson: argumentsJsonOf(o) };
 }
 
 /**
  * The tool calls of one assistant turn: each `<tool_call>…</tool_call>` block holds one JSON object
- * (`{"name", "arguments"}`; `function` / `args` / `parameters` accepted) or one per line; a block that
- * does not parse, or an unclosed `<tool_call>`, is an error the policy is shown as that call's response.
+ * (`{"name", "arguments"}`; `function` / `args` / `parameters` accepted, with the agentdojo service's
+ * precedence) or one per line; a block that does not parse, or an unclosed `<tool_call>`, is an error
+ * the policy is shown as that call's response.
  */
 export function parseToolCalls(turn: string): ParsedCall[] {
   const out: ParsedCall[] = [];
@@ -269,10 +306,48 @@ export function parseToolCalls(turn: string): ParsedCall[] {
   return out;
 }
 
-/** A turn's text without its tool-call blocks and reasoning: the final answer it gives. */
+const countOf = (s: string, sub: string) => s.split(sub).length - 1;
+
+/**
+ * Why the agentdojo service's text-layout parser would reject this assistant turn (CorrGRPO: such a
+ * transcript is invalid, every reward component 0), or `undefined`: `<tool_call>` / `</tool_call>`
+ * counts that differ, a block whose JSON (whole, or one object per line) does not parse, or a call
+ * object without a function name. At least as strict as the service (a stricter verdict only makes the
+ * runner send the transcript, which the service then scores as it reads it).
+ */
+export function toolCallProblem(turn: string): string | undefined {
+  const opens = countOf(turn, "<tool_call>");
+  const closes = countOf(turn, "</tool_call>");
+  if (opens !== closes) return `${opens} <tool_call> but ${closes} </tool_call>`;
+  let i = 0;
+  for (let b = 1; b <= opens; b++) {
+    const a = turn.indexOf("<tool_call>", i);
+    const e = turn.indexOf("</tool_call>", a + 11);
+    if (e === -1 || turn.lastIndexOf("</tool_call>", a) >= i) return "unbalanced <tool_call> tags";
+    const body = turn.slice(a + 11, e).trim();
+    i = e + 12;
+    const whole = callFromJson(body);
+    if (whole.ok) continue;
+    const lines = body.split("\n").filter((l) => l.trim() !== "");
+    if (lines.length < 2) return `tool call ${b}: ${whole.error}`;
+    for (const line of lines) {
+      const c = callFromJson(line.trim());
+      if (!c.ok) return `tool call ${b}: ${c.error}`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A turn's text without its tool-call blocks and reasoning: the final answer it gives (as the agentdojo
+ * service reads it: what follows the last `</think>`, or, with an unclosed `<think>`, what precedes it).
+ */
 export function answerOf(turn: string): string {
-  const noThink = turn.includes("</think>") ? turn.slice(turn.lastIndexOf("</think>") + 8) : turn;
-  return noThink.replace(/<tool_call>[\s\S]*?(<\/tool_call>|$)/g, "").trim();
+  const t = turn.replace(/<tool_call>[\s\S]*?(<\/tool_call>|$)/g, "");
+  const endThink = t.lastIndexOf("</think>");
+  if (endThink !== -1) return t.slice(endThink + 8).trim();
+  const think = t.indexOf("<think>");
+  return (think === -1 ? t : t.slice(0, think)).trim();
 }
 
 /** The system message with the tool signatures, as Qwen 2.5's chat template writes it. */
@@ -308,6 +383,14 @@ export interface EpisodeContext {
   /** Deadline of each environment call in milliseconds. @default 30000 */
   readonly callTimeoutMs?: number;
   readonly signal?: AbortSignal;
+  /** Text policies: the learner's longest prompt + completion in tokens (0 = unbounded). @default 0 */
+  readonly maxContext?: number;
+  /**
+   * Text policies: the token ids each stop string of the request tokenizes to on its own
+   * ({@link stopStringTokens}), to tell from a completion's last tokens which one ended it.
+   * @default none (a completion that ended at a stop is taken to have ended at `<|im_end|>`)
+   */
+  readonly stopTokens?: ReadonlyMap<string, readonly number[]>;
 }
 
 /** The growing sequence of one episode. */
@@ -398,18 +481,90 @@ function turnRequest(ctx: EpisodeContext, task: EpisodeTask, s: TurnState): Gene
     seed,
     ...(ctx.sampling.temperature !== undefined ? { temperature: ctx.sampling.temperature } : {}),
     ...(ctx.sampling.topP !== undefined ? { topP: ctx.sampling.topP } : {}),
-    // The turn ends at the chat end marker as text too (a tokenizer whose end-of-turn token is not
-    // `<|im_end|>`, such as the built-in byte-level one, then still re-renders the turn).
-    stop: [...new Set([...(ctx.sampling.stop ?? []), IM_END])],
+    stop: turnStops(ctx.sampling),
   };
 }
+
+/**
+ * The stop strings of a text policy's turn: the run's, and `<|im_end|>` — which only a tokenizer that
+ * decodes it as text matches (the built-in byte-level one). A Hugging Face tokenizer decodes with
+ * `skip_special_tokens`, so a special `<|im_end|>` never shows up in the text: there the turn ends at
+ * the model's end-of-sequence token id (Qwen's `eos_token` is `<|im_end|>`).
+ */
+const turnStops = (s: EpisodeSampling) => [...new Set([...(s.stop ?? []), IM_END])];
+
+/**
+ * The token ids each of `stops` is on its own, as the learner tokenizes text prompts (what a
+ * completion that ended at that stop string ends with); a stop whose tokens depend on its neighbours
+ * is left out. One Generate call (1 token per prompt): prompts `s` and `s s` per stop, the
+ * difference is the stop's own tokens (a BOS the prompt starts with is not).
+ */
+export async function stopStringTokens(
+  learner: Learner,
+  stops: readonly string[],
+): Promise<Map<string, number[]>> {
+  const out = new Map<string, number[]>();
+  if (stops.length === 0) return out;
+  const cs = await learner.generate({
+    prompts: stops.flatMap((s, k) => [
+      { promptId: `stop/${k}/1`, contextKey: "episode-stop-strings", text: s, maxTokens: 1 },
+      { promptId: `stop/${k}/2`, contextKey: "episode-stop-strings", text: s + s, maxTokens: 1 },
+    ]),
+    n: 1,
+    seed: 0,
+  });
+  stops.forEach((s, k) => {
+    const one = cs.find((c) => c.promptId === `stop/${k}/1`)?.promptTokenIds ?? [];
+    const two = cs.find((c) => c.promptId === `stop/${k}/2`)?.promptTokenIds ?? [];
+    const own = two.slice(one.length);
+    const fits = own.length > 0 && isStartsWith(two, one) && endsWith(one, own);
+    if (fits) out.set(s, own);
+  });
+  return out;
+}
+
+/** {@link stopStringTokens} once per learner and stop list (a tokenizer does not change with the weights). */
+const stopTokenCache = new WeakMap<Learner, Map<string, Promise<Map<string, number[]>>>>();
+function cachedStopTokens(learner: Learner, stops: readonly string[]): Promise<Map<string, number[]>> {
+  const byStops = stopTokenCache.get(learner) ?? new Map<string, Promise<Map<string, number[]>>>();
+  stopTokenCache.set(learner, byStops);
+  const key = JSON.stringify(stops);
+  let got = byStops.get(key);
+  if (!got) {
+    got = stopStringTokens(learner, stops);
+    got.catch(() => byStops.delete(key));
+    byStops.set(key, got);
+  }
+  return got;
+}
+
+const endsWith = (a: readonly number[], tail: readonly number[]) =>
+  tail.length <= a.length && tail.every((x, i) => a[a.length - tail.length + i] === x);
+
+/**
+ * What a text policy's turn said, as its tokens say it: the completion's text, and the stop string it
+ * ended on when its last tokens are that stop's (a learner cuts the stop out of `text` but keeps its
+ * tokens). `<|im_end|>` (or an unrecognised end-of-sequence token) is not part of the turn's content:
+ * the runner closes every turn with `<|im_end|>`.
+ */
+function turnContent(ctx: EpisodeContext, c: Completion): string {
+  if (c.finishReason !== "stop") return c.text;
+  for (const s of turnStops(ctx.sampling)) {
+    const ids = ctx.stopTokens?.get(s);
+    if (s !== IM_END && ids && endsWith(c.tokenIds, ids)) return c.text + s;
+  }
+  return c.text;
+}
+
+/** UTF-8 bytes of `s`: an upper bound on its tokens (every token of a byte-level or byte-fallback tokenizer covers at least one byte). */
+const utf8Length = (s: string) => Buffer.byteLength(s, "utf8");
 
 /** The environment's output for one parsed call (an error is the response the policy sees). */
 async function callTool(
   ctx: EpisodeContext,
   sessionId: string,
   c: ParsedCall,
-): Promise<{ text: string; sent: boolean }> {
+): Promise<{ text: string; sent: boolean; ended?: string }> {
   if (!c.ok) return { text: c.error, sent: false };
   const timeoutMs = ctx.callTimeoutMs ?? 30_000;
   try {
@@ -422,20 +577,63 @@ async function callTool(
     // INVALID_ARGUMENT (arguments that are not a JSON object, …) is the policy's mistake: show it.
     const e = err as { code?: number; details?: string; message?: string };
     if (e.code === 3) return { text: `ValueError: ${e.details ?? e.message ?? String(err)}`, sent: false };
+    // NOT_FOUND (the session expired or was evicted), DEADLINE_EXCEEDED: this episode ends, not the run.
+    if (e.code === 5 || e.code === 4)
+      return { text: "", sent: false, ended: e.details ?? e.message ?? String(err) };
     throw err;
   }
 }
 
+/** What the turns of an episode left behind, for Close and the result. */
+interface Played {
+  stopReason: EpisodeStopReason;
+  calls: number;
+  turns: number;
+  lastTurn: string;
+  /** The first turn the agentdojo service would read as invalid, and why. */
+  invalid?: string;
+  /** The session's trouble when it ended the episode (stop reason `environment`). */
+  environmentError?: string;
+  /** The chat-layout text after the first prompt, up to the end of the last assistant turn's content. */
+  transcript: string;
+}
+
+/**
+ * Text policies: the episode's sequence continues with the tokens the new prompt adds (the environment's
+ * reply) — or the episode stops: `retokenized` when the new prompt's tokens do not start with the
+ * sampled ones, `tokens` when the turn would end past the budget. `undefined`: go on.
+ */
+function appendReply(
+  seq: Sequence,
+  c: Completion,
+  t: number,
+  maxTokens: number,
+): EpisodeStopReason | undefined {
+  const before = t === 1 ? [] : [...seq.promptTokenIds, ...seq.tokenIds];
+  if (t === 1) {
+    seq.promptTokenIds = [...c.promptTokenIds];
+    return undefined;
+  }
+  if (!isStartsWith(c.promptTokenIds, before)) return "retokenized";
+  // The environment's reply is known in tokens only now: a turn that would end past the budget is
+  // dropped (the policy never saw the reply's effect on the sample).
+  const inserted = c.promptTokenIds.slice(before.length);
+  if (seq.tokenIds.length + inserted.length + c.tokenIds.length > maxTokens) return "tokens";
+  appendInserted(seq, inserted);
+  return undefined;
+}
+
 /**
  * Plays one episode of `task` (the `index`-th of its batch); the session is closed whatever happens.
- * `info` is the learner's (for the kind of policy).
+ * `ctx.policy` is the learner's kind of policy; text policies also take `ctx.maxContext` and
+ * `ctx.stopTokens` from {@link runEpisodes}.
  */
 export async function runEpisode(
   ctx: EpisodeContext,
   task: EpisodeTask,
   index: number,
 ): Promise<EpisodeResult> {
-  const { env, learner, settings } = ctx;
+  const { env, settings } = ctx;
   const timeoutMs = ctx.callTimeoutMs ?? 30_000;
   const vocabulary = ctx.policy === "fragments" ? episodeVocabulary(task, settings.maxTurns) : [];
   const contextKey = ctx.policy === "fragments" ? episodeContextKey(task, settings.maxTurns) : task.id;
@@ -447,7 +645,6 @@ export async function runEpisode(
       { role: "system", content: system },
       { role: "user", content: reset.userPrompt },
     ];
-    let text = chatTurn("system", system) + chatTurn("user", reset.userPrompt) + `${IM_START}assistant\n`;
     const seq: Sequence = {
       promptTokenIds: [],
       tokenIds: [],
@@ -457,87 +654,30 @@ export async function runEpisode(
       policyVersion: Number.MAX_SAFE_INTEGER,
       truncated: false,
     };
-    let stopReason: EpisodeStopReason = "turns";
-    let calls = 0;
-    let turns = 0;
-    let lastTurn = "";
-    for (let t = 1; t <= settings.maxTurns; t++) {
-      if (ctx.signal?.aborted) throw ctx.signal.reason ?? new Error("aborted");
-      const remaining = settings.maxTokens - seq.tokenIds.length;
-      if (remaining <= 0) {
-        stopReason = "tokens";
-        break;
-      }
-      // 1. The policy's turn.
-      const [c] = await learner.generate(
-        turnRequest(ctx, task, { index, turn: t, contextKey, vocabulary, seq, text, remaining }),
-      );
-      if (!c) throw new EpisodeError(`the learner returned no completion for turn ${t}`);
-      if (ctx.policy === "text") {
-        const before = t === 1 ? [] : [...seq.promptTokenIds, ...seq.tokenIds];
-        if (t === 1) seq.promptTokenIds = [...c.promptTokenIds];
-        else if (!isStartsWith(c.promptTokenIds, before)) {
-          stopReason = "retokenized";
-          break;
-        } else {
-          // The environment's reply is known in tokens only now: a turn that would end past the budget
-          // is dropped (the policy never saw the reply's effect on the sample).
-          const inserted = c.promptTokenIds.slice(before.length);
-          if (seq.tokenIds.length + inserted.length + c.tokenIds.length > settings.maxTokens) {
-            stopReason = "tokens";
-            break;
-          }
-          appendInserted(seq, inserted);
-        }
-      }
-      appendTurn(seq, c);
-      turns = t;
-      lastTurn = c.text;
-      messages.push({ role: "assistant", content: c.text });
-      text += `${c.text}${IM_END}\n`;
-
-      // 2. Its tool calls; none: the turn is the final answer.
-      const parsed = parseToolCalls(c.text);
-      if (parsed.length === 0) {
-        stopReason = "answer";
-        break;
-      }
-      const outputs: string[] = [];
-      let callLimit = false;
-      for (const p of parsed) {
-        if (p.ok && calls >= reset.maxCalls) {
-          callLimit = true;
-          break;
-        }
-        const r = await callTool(ctx, reset.sessionId, p);
-        if (r.sent) calls++;
-        outputs.push(r.text);
-        messages.push({ role: "tool", content: r.text });
-      }
-      if (callLimit) {
-        stopReason = "calls";
-        break;
-      }
-      // 3. The environment's reply, inserted into the sequence (masked out of the loss).
-      if (t === settings.maxTurns) break;
-      if (ctx.policy === "fragments" && seq.tokenIds.length + 1 >= settings.maxTokens) {
-        stopReason = "tokens";
-        break;
-      }
-      text += chatTurn("user", toolResponses(outputs)) + `${IM_START}assistant\n`;
-      if (ctx.policy === "fragments") appendInserted(seq, [vocabulary.indexOf(toolResponsesFragment(t))]);
-    }
-    const finalAnswer = answerOf(lastTurn);
+    const played = await playTurns(ctx, task, index, { reset, messages, seq, vocabulary, contextKey });
+    // Close: the environment's trajectory; a session that is gone (stop reason `environment`) leaves
+    // the transcript as the rollout's response.
+    const finalAnswer = answerOf(played.lastTurn);
     closed = true;
-    const done = await env.close({ sessionId: reset.sessionId, finalAnswer }, { timeoutMs });
+    let trajectoryJson = "";
+    try {
+      trajectoryJson = (await env.close({ sessionId: reset.sessionId, finalAnswer }, { timeoutMs }))
+        .trajectoryJson;
+    } catch (err) {
+      if (played.stopReason !== "environment") throw err;
+    }
+    const useTranscript = played.invalid !== undefined || trajectoryJson === "";
     return {
       taskId: task.id,
       index,
-      trajectoryJson: done.trajectoryJson,
+      trajectoryJson,
+      response: useTranscript ? played.transcript : trajectoryJson,
+      ...(played.invalid !== undefined ? { invalid: played.invalid } : {}),
+      transcript: played.transcript,
       finalAnswer,
-      stopReason,
-      turns,
-      calls,
+      stopReason: played.stopReason,
+      turns: played.turns,
+      calls: played.calls,
       messages,
       contextKey,
       vocabularySize: vocabulary.length,
@@ -555,6 +695,115 @@ export async function runEpisode(
     if (!closed)
       await env.close({ sessionId: reset.sessionId, finalAnswer: "" }, { timeoutMs }).catch(() => {});
   }
+}
+
+/** The turns of one episode: generate → tool calls → the environment's reply, until a stop. */
+async function playTurns(
+  ctx: EpisodeContext,
+  task: EpisodeTask,
+  index: number,
+  e: {
+    readonly reset: { sessionId: string; userPrompt: string; maxCalls: number };
+    readonly messages: ChatMessage[];
+    readonly seq: Sequence;
+    readonly vocabulary: readonly string[];
+    readonly contextKey: string;
+  },
+): Promise<Played> {
+  const { settings } = ctx;
+  const { reset, messages, seq, vocabulary, contextKey } = e;
+  let text =
+    chatTurn("system", messages[0]!.content) + chatTurn("user", reset.userPrompt) + `${IM_START}assistant\n`;
+  const promptEnd = text.length;
+  const p: Played = { stopReason: "turns", calls: 0, turns: 0, lastTurn: "", transcript: "" };
+  /** Where in `text` the tokens sampled so far end (the end of the last turn's content). */
+  let sampledTo = 0;
+  /** Tool calls the policy wrote (sent or not). */
+  let written = 0;
+  for (let t = 1; t <= settings.maxTurns; t++) {
+    if (ctx.signal?.aborted) throw ctx.signal.reason ?? new Error("aborted");
+    const remaining = settings.maxTokens - seq.tokenIds.length;
+    if (remaining <= 0) {
+      p.stopReason = "tokens";
+      break;
+    }
+    // A text prompt that might not fit the learner's context is not sent (its reply's tokens are known
+    // only from the learner; their UTF-8 bytes bound them). The first prompt is always sent: one that
+    // does not fit is the learner's clear error about the task.
+    const maxContext = ctx.maxContext ?? 0;
+    if (ctx.policy === "text" && t > 1 && maxContext > 0) {
+      const bound = seq.promptTokenIds.length + seq.tokenIds.length + utf8Length(text.slice(sampledTo));
+      if (bound >= maxContext) {
+        p.stopReason = "context";
+        break;
+      }
+    }
+    // 1. The policy's turn.
+    const [c] = await ctx.learner.generate(
+      turnRequest(ctx, task, { index, turn: t, contextKey, vocabulary, seq, text, remaining }),
+    );
+    if (!c) throw new EpisodeError(`the learner returned no completion for turn ${t}`);
+    if (ctx.policy === "text") {
+      const stop = appendReply(seq, c, t, settings.maxTokens);
+      if (stop) {
+        p.stopReason = stop;
+        break;
+      }
+    }
+    appendTurn(seq, c);
+    p.turns = t;
+    // What the policy said, as its tokens say it (a stop string it ended on included).
+    const said = ctx.policy === "text" ? turnContent(ctx, c) : c.text;
+    p.lastTurn = said;
+    messages.push({ role: "assistant", content: said });
+    text += said;
+    sampledTo = text.length;
+    p.transcript = text.slice(promptEnd);
+    text += `${IM_END}\n`;
+    const problem = toolCallProblem(said);
+    if (problem !== undefined && p.invalid === undefined) p.invalid = `turn ${t}: ${problem}`;
+
+    // 2. Its tool calls; none: the turn is the final answer.
+    const parsed = parseToolCalls(said);
+    // The service reads a transcript with more calls than the session allows as invalid too.
+    written += parsed.filter((c) => c.ok).length;
+    if (written > reset.maxCalls && p.invalid === undefined)
+      p.invalid = `turn ${t}: more than ${reset.maxCalls} calls`;
+    if (parsed.length === 0) {
+      p.stopReason = "answer";
+      break;
+    }
+    const outputs: string[] = [];
+    let stop: EpisodeStopReason | undefined;
+    for (const call of parsed) {
+      if (call.ok && p.calls >= reset.maxCalls) {
+        stop = "calls";
+        break;
+      }
+      const r = await callTool(ctx, reset.sessionId, call);
+      if (r.ended !== undefined) {
+        p.environmentError = r.ended;
+        stop = "environment";
+        break;
+      }
+      if (r.sent) p.calls++;
+      outputs.push(r.text);
+      messages.push({ role: "tool", content: r.text });
+    }
+    if (stop) {
+      p.stopReason = stop;
+      break;
+    }
+    // 3. The environment's reply, inserted into the sequence (masked out of the loss).
+    if (t === settings.maxTurns) break;
+    if (ctx.policy === "fragments" && seq.tokenIds.length + 1 >= settings.maxTokens) {
+      p.stopReason = "tokens";
+      break;
+    }
+    text += chatTurn("user", toolResponses(outputs)) + `${IM_START}assistant\n`;
+    if (ctx.policy === "fragments") appendInserted(seq, [vocabulary.indexOf(toolResponsesFragment(t))]);
+  }
+  return p;
 }
 
 // ── many episodes ───────────────────────────────────────────────────────────────────────────
@@ -578,12 +827,22 @@ export async function runEpisodes(
   const info = o.info ?? (await o.learner.info());
   const policy = info.tokenizer === FRAGMENT_TOKENIZER ? "fragments" : "text";
   if (policy === "fragments") for (const t of tasks) episodeVocabulary(t, o.settings.maxTurns);
-  const ctx: EpisodeContext = { ...o, policy };
+  const ctx: EpisodeContext = {
+    ...o,
+    policy,
+    ...(policy === "text"
+      ? {
+          maxContext: info.maxContext,
+          stopTokens: o.stopTokens ?? (await cachedStopTokens(o.learner, turnStops(o.sampling))),
+        }
+      : {}),
+  };
   const results: EpisodeResult[] = new Array(tasks.length);
   let next = 0;
   let failure: unknown;
   const worker = async () => {
-    while (failure === undefined && next < tasks.length) {
+    // A stopped run starts no episode (its Reset would open a session only to close it).
+    while (failure === undefined && !o.signal?.aborted && next < tasks.length) {
       const i = next++;
       try {
         results[i] = await runEpisode(ctx, tasks[i]!, i);
@@ -603,6 +862,7 @@ export async function runEpisodes(
   };
   await Promise.all(Array.from({ length: Math.min(o.settings.concurrency, tasks.length) }, worker));
   if (failure !== undefined) throw failure;
+  if (o.signal?.aborted && next < tasks.length) throw o.signal.reason ?? new Error("aborted");
   return results;
 }
 

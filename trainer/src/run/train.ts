@@ -42,6 +42,7 @@ import {
   isEpisodeTask,
   runEpisodes,
 } from "./episodes.js";
+import { withCompactTools } from "./episode-tools.js";
 import { learnerInfoWaiting, waitForDomainsConsumed } from "./startup.js";
 import {
   componentId,
@@ -161,6 +162,8 @@ interface PendingCompletion extends Completion {
     readonly turns: number;
     readonly calls: number;
     readonly stopReason: string;
+    /** The transcript is invalid for the agentdojo service (the response is then the transcript). */
+    readonly invalid?: boolean;
   };
 }
 
@@ -189,12 +192,13 @@ function episodeCompletion(r: EpisodeResult, promptId: string, index: number): P
     finishReason: r.truncated ? "length" : "stop",
     promptTokenIds: [...r.promptTokenIds],
     episode: {
-      response: r.trajectoryJson,
+      response: r.response,
       lossMask: r.lossMask,
       vocabularySize: r.vocabularySize,
       turns: r.turns,
       calls: r.calls,
       stopReason: r.stopReason,
+      ...(r.invalid !== undefined ? { invalid: true } : {}),
     },
   };
 }
@@ -216,6 +220,7 @@ function episodeMetrics(pending: PendingStep): Record<string, unknown> {
       meanTurns: mean((e) => e.turns),
       meanCalls: mean((e) => e.calls),
       stopReasons,
+      invalid: eps.filter((e) => e.invalid).length,
     },
   };
 }
@@ -270,6 +275,12 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
     }
     if (policy === "fragments")
       for (const e of episodeTasks.values()) episodeVocabulary(e, config.episodes.maxTurns);
+    if (!o.environment && config.episodes.environment === undefined) {
+      throw new RunConfigError(
+        "episodes.environment",
+        "is not set: give host:port of the AgentEnvironment server, or run with `reward-mesh train --with-mesh` / `demo` (the mesh's agentdojo service) or REWARD_MESH_AGENT_ENV_ADDR (a running mesh), which fill it in",
+      );
+    }
   }
   // A rollout on a domain no service consumes would sit in the stream, never scored: refuse to start
   // (first: it names the domain, where the Describe check below would name a silent service).
@@ -304,9 +315,12 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
   assembler.markApplied(resumedFrom);
   const ownEnvironment =
     config.episodes && episodeTasks.size > 0 && !o.environment
-      ? createSecureGrpcClient(AgentEnvironment, config.episodes.environment, o.environmentSecurity)
+      ? createSecureGrpcClient(AgentEnvironment, config.episodes.environment!, o.environmentSecurity)
       : undefined;
-  const environment = o.environment ?? ownEnvironment;
+  // `episodes.tools: compact`: the policy is shown compact tool schemas (small-context text policies).
+  const sessions = o.environment ?? ownEnvironment;
+  const environment =
+    sessions && config.episodes?.tools === "compact" ? withCompactTools(sessions) : sessions;
   let step = resumedFrom + 1;
   let stopped = false;
   let st: StepTrace | undefined;
