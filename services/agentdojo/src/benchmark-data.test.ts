@@ -222,10 +222,18 @@ describe("injectEnvironment", () => {
     assert.equal(doc.text, "x {inj_a} y {inj_b} z", "the document itself is not changed");
   });
 
-  it("inserts the injection text verbatim (no re-formatting of braces inside it)", () => {
-    assert.deepEqual(injectEnvironment({ t: "{inj_a}" }, vectors, { inj_a: "{inj_b} and {{x}}\n" }), {
-      t: "{inj_b} and {{x}}\n",
-    });
+  it("does not re-format braces inside the injection, but folds and unescapes it as upstream's safe_load does", () => {
+    // Figures from PyYAML 6: dump with AgentDojo's quoted presenter, str.format, safe_load.
+    const inject = (text: string) => injectEnvironment({ t: "{inj_a}" }, vectors, { inj_a: text }).t;
+    assert.equal(
+      inject("{inj_b} and {{x}}\n"),
+      "{inj_b} and {{x}} ",
+      "braces kept, a trailing line break folds to a space",
+    );
+    assert.equal(inject("line1\nline2"), "line1 line2", "a single line break folds to a space");
+    assert.equal(inject("a\n\nb"), "a\nb", "an empty line becomes one line break");
+    assert.equal(inject("a\\nb"), "a\nb", "a backslash escape is interpreted");
+    assert.equal(inject('say \\"hi\\"'), 'say "hi"', "an escaped quote stays inside the scalar");
   });
 
   it("reads {{ and }} as literal braces, as str.format does", () => {
@@ -244,7 +252,7 @@ describe("injectEnvironment", () => {
   it("a placeholder no vector defines is an error", () => {
     throwsData(
       () => injectEnvironment({ t: "{other}" }, vectors, {}),
-      /environment refers to unknown placeholder \{other\}/,
+      /placeholder in field t: unknown placeholder \{other\}/,
     );
   });
 });
