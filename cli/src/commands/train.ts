@@ -11,7 +11,14 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
-import { createLogger, LOG_FORMATS, type LogFormat, type Logger, openBus } from "@reward-mesh/sdk";
+import {
+  createLogger,
+  LOG_FORMATS,
+  type LogFormat,
+  type Logger,
+  type MeshBus,
+  openBus,
+} from "@reward-mesh/sdk";
 import {
   checkTorchAvailable,
   createEmbeddedLearner,
@@ -260,6 +267,9 @@ async function trainInDirectory(
       ...(o.signal ? { signal: o.signal } : {}),
     });
   try {
+    // The tasks before the bus: a failed listing (an unreachable environment service) leaves no
+    // connection open to keep the process alive.
+    const tasks = o.tasks ?? (await resolveRunTasks(o.config, environmentOf(o.cli, mesh)));
     // With a mesh of ours, the trainer connects as the mesh's trainer user.
     const bus = await openBus(
       mesh
@@ -267,41 +277,53 @@ async function trainInDirectory(
         : o.cli.bus,
       `trainer-${o.config.runId}`,
     );
-    const tasks = o.tasks ?? (await resolveRunTasks(o.config, environmentOf(o.cli, mesh)));
-    const handle = await learnerFor(o.config, o.cli);
-    const learner = handle.learner;
-    o.onLearner?.(handle.where);
     try {
-      const result = await runTraining({
-        config: o.config,
-        tasks,
-        bus,
-        learner,
-        logger,
-        startWaitSeconds: o.cli.startWaitSeconds,
-        learnerWhere: handle.where,
-        ...(o.onStep ? { onStep: o.onStep } : {}),
-        ...(o.signal ? { signal: o.signal } : {}),
-      });
-      const paths = runPaths(o.config.outputDir, o.config.runId);
-      // Stopped before its first step: no metrics, no report.
-      if (!existsSync(paths.metrics)) return { ...result, report: "" };
-      const info = await learner.info();
-      writeFileSync(
-        paths.report,
-        renderRunReport(
-          o.config.runId,
-          readMetrics(paths.metrics),
-          `Learner ${info.name}: ${info.description}`,
-        ),
-      );
-      return { ...result, report: paths.report };
+      return await trainOnBus(o, tasks, bus, logger);
     } finally {
-      await handle.close();
       await bus.close();
     }
   } finally {
     if (ownMesh) await mesh!.stop();
+  }
+}
+
+/** The run itself, once its tasks are known and its bus is open (the caller closes the bus). */
+async function trainOnBus(
+  o: TrainWithMeshOptions,
+  tasks: readonly TaskDefinition[],
+  bus: MeshBus,
+  logger: Logger,
+): Promise<TrainingResult & { report: string }> {
+  const handle = await learnerFor(o.config, o.cli);
+  const learner = handle.learner;
+  o.onLearner?.(handle.where);
+  try {
+    const result = await runTraining({
+      config: o.config,
+      tasks,
+      bus,
+      learner,
+      logger,
+      startWaitSeconds: o.cli.startWaitSeconds,
+      learnerWhere: handle.where,
+      ...(o.onStep ? { onStep: o.onStep } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+    const paths = runPaths(o.config.outputDir, o.config.runId);
+    // Stopped before its first step: no metrics, no report.
+    if (!existsSync(paths.metrics)) return { ...result, report: "" };
+    const info = await learner.info();
+    writeFileSync(
+      paths.report,
+      renderRunReport(
+        o.config.runId,
+        readMetrics(paths.metrics),
+        `Learner ${info.name}: ${info.description}`,
+      ),
+    );
+    return { ...result, report: paths.report };
+  } finally {
+    await handle.close();
   }
 }
 
