@@ -45,7 +45,7 @@ import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { openLivePage, stepSinks, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { SERVICES } from "../services.js";
-import { type RunningMesh, startMesh } from "./up.js";
+import { meshAgentEnvironmentAddress, type RunningMesh, startMesh } from "./up.js";
 
 /** The train command's options (parsing and `--help` come from this table; add a flag here). */
 /** `--log-format`, shared by train, demo and experiment (see {@link logFormatOf}). */
@@ -158,8 +158,8 @@ export function progressPrinter(out: Writable & { isTTY?: boolean }): (r: StepRe
  * mesh the CLI started, else `REWARD_MESH_AGENT_ENV_ADDR`.
  */
 export function environmentOf(cli: CliConfig, mesh?: RunningMesh): EnvironmentEndpoint {
-  const agentdojo = mesh?.services.find((s) => s.name === "agentdojo");
-  return { address: agentdojo?.address ?? cli.agentEnvironmentAddress, security: cli.grpc };
+  const address = mesh ? meshAgentEnvironmentAddress(mesh) : undefined;
+  return { address: address ?? cli.agentEnvironmentAddress, security: cli.grpc };
 }
 
 /** A run's learner and how to let go of it. */
