@@ -1,6 +1,6 @@
 /** The `reward-mesh` binary and its commands, as a user runs them. */
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -19,6 +19,7 @@ import {
   startGrpcServer,
 } from "@reward-mesh/sdk";
 import { createTestPki, type TestPki } from "@reward-mesh/sdk/testing";
+import { listEnvironmentTasks } from "@reward-mesh/trainer";
 import { loadCliConfig, startMesh } from "../src/index.js";
 import { defaultServiceNames } from "../src/services.js";
 
@@ -437,8 +438,9 @@ describe("reward-mesh up", () => {
   it("the binary prints the addresses and stops cleanly on SIGINT", async () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), "rm-up-"));
+    let child: ChildProcess | undefined;
     try {
-      const child = spawn(process.execPath, [bin, "up"], {
+      const up = spawn(process.execPath, [bin, "up"], {
         env: {
           ...process.env,
           NATS_URL: `nats://127.0.0.1:${port}`,
@@ -447,20 +449,40 @@ describe("reward-mesh up", () => {
         },
         stdio: ["ignore", "pipe", "pipe"],
       });
+      child = up;
       let out = "";
       await new Promise<void>((resolve, reject) => {
-        child.stdout!.on("data", (d: Buffer) => {
+        up.stdout!.on("data", (d: Buffer) => {
           out += d.toString();
           if (out.includes("mesh is up")) resolve();
         });
-        child.once("exit", (code) => reject(new Error(`up exited early (${code}): ${out}`)));
+        up.once("exit", (code) => reject(new Error(`up exited early (${code}): ${out}`)));
       });
       assert.match(out, /^length\s+127\.0\.0\.1:\d+/m);
-      const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
-      child.kill("SIGINT");
+      // The agentdojo process is on a free port: `up` prints the line `train` needs to list the agent set
+      // there, and the address it names answers ListTasks.
+      const agentdojo = /^agentdojo\s+(127\.0\.0\.1:\d+)/m.exec(out);
+      assert.ok(agentdojo, out);
+      const exported = /^export REWARD_MESH_AGENT_ENV_ADDR=(\S+)/m.exec(out);
+      assert.equal(exported?.[1], agentdojo[1], out);
+      const listing = await listEnvironmentTasks({ address: exported[1]! }, { suites: ["banking"] });
+      assert.deepEqual(
+        listing.suites.map((x) => x.name),
+        ["banking"],
+        "the printed address lists the banking suite",
+      );
+      assert.ok(listing.suites[0]!.userTasks.length > 0);
+      const exited = new Promise<number | null>((r) => up.once("exit", (c) => r(c)));
+      up.kill("SIGINT");
       assert.equal(await exited, 0);
       assert.equal(await portOpen(port), false);
     } finally {
+      // A failed assertion above still stops the mesh (up stops its services and NATS on SIGINT).
+      if (child && child.exitCode === null && child.signalCode === null) {
+        const gone = new Promise((r) => child!.once("exit", r));
+        child.kill("SIGINT");
+        await gone;
+      }
       rmSync(dir, { recursive: true, force: true });
     }
   });

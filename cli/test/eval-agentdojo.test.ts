@@ -12,24 +12,16 @@ import { Writable } from "node:stream";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createSessionManager, DEFAULT_AGENTDOJO_OPTIONS, loadSuites } from "@reward-mesh/agentdojo";
+import { freePort } from "@reward-mesh/sdk";
 import { startServiceProcess, startTestNats } from "@reward-mesh/sdk/testing";
 import { agentDojoMetrics, type CellScore, runEval } from "../src/commands/eval.js";
 import { runTasks } from "../src/commands/tasks.js";
+import { BENCHMARK_DATA_DIR, BENCHMARK_DATA_SKIP } from "../../services/agentdojo/test/benchmark-data-dir.js";
 import { loadCliConfig } from "../src/config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "cli-eval-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-const dataDir = process.env.AGENTDOJO_DATA_DIR ?? "";
-const hasData =
-  dataDir !== "" &&
-  (() => {
-    try {
-      readFileSync(join(dataDir, "tasks.json"));
-      return true;
-    } catch {
-      return false;
-    }
-  })();
+const dataDir = BENCHMARK_DATA_DIR ?? "";
 
 function sink(): Writable & { text: () => string } {
   const chunks: Buffer[] = [];
@@ -215,7 +207,7 @@ describe("reward-mesh eval agentdojo (banking, in this process)", () => {
     assert.equal(b.attackSuccessRate.successes, injectable * 9 - 1);
   });
 
-  it("two attacks: the matrix doubles; a missing cell is an error naming it; other lines are skipped", async () => {
+  it("two attacks: the matrix doubles; a missing cell is an error naming it; lines of attacks not selected are skipped", async () => {
     const file = join(dir, "two.jsonl");
     const a = trajectorySet(l, (user) => user, "important_instructions");
     const t = trajectorySet(l, (user) => user, "tool_knowledge")
@@ -224,7 +216,7 @@ describe("reward-mesh eval agentdojo (banking, in this process)", () => {
       .join("\n");
     writeFileSync(
       file,
-      `${a}${t}\n{"suite":"slack","user_task":"user_task_0","injection_task":null,"response":""}\n`,
+      `${a}${t}\n{"suite":"banking","user_task":"user_task_0","injection_task":"injection_task_0","attack":"direct","response":""}\n`,
     );
     const r = await evalCli(
       {},
@@ -275,6 +267,74 @@ describe("reward-mesh eval agentdojo (banking, in this process)", () => {
     const w = await evalCli({}, "agentdojo", "--trajectories", bad, "--suites", "workspace");
     assert.equal(w.code, 2);
     assert.match(w.stderr, /unknown suite "workspace"; available: banking .*set AGENTDOJO_DATA_DIR/);
+  });
+
+  it("a line naming a suite, task or attack the service lacks is an error naming the line; 'none' is clean", async () => {
+    const file = join(dir, "typo.jsonl");
+    const good = trajectorySet(l, (user) => user);
+    const cases: Array<[string, RegExp]> = [
+      [
+        '{"suite":"banking","user_task":"user_task_99","injection_task":null,"response":""}',
+        /suite 'banking' has no user task 'user_task_99'/,
+      ],
+      [
+        '{"suite":"bankin","user_task":"user_task_0","injection_task":null,"response":""}',
+        /unknown suite 'bankin' \(the service has banking\)/,
+      ],
+      [
+        '{"suite":"banking","user_task":"user_task_0","injection_task":"injection_task_99","response":""}',
+        /suite 'banking' has no injection task 'injection_task_99'/,
+      ],
+      [
+        '{"suite":"banking","user_task":"user_task_0","injection_task":"injection_task_0","attack":"imporant","response":""}',
+        /unknown attack 'imporant'/,
+      ],
+    ];
+    const lineCount = good.trim().split("\n").length;
+    for (const [line, why] of cases) {
+      writeFileSync(file, `${good}${line}\n`);
+      const r = await evalCli({}, "agentdojo", "--trajectories", file);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`typo\\.jsonl:${lineCount + 1}: ${why.source}`));
+    }
+    // AgentDojo's spelling of a clean run: injection_task "none".
+    writeFileSync(
+      file,
+      good.replace(
+        /"user_task":"(user_task_\d+)","injection_task":null/g,
+        '"user_task":"$1","injection_task":"none"',
+      ),
+    );
+    assert.match(readFileSync(file, "utf8"), /"injection_task":"none"/);
+    const none = await evalCli({}, "agentdojo", "--trajectories", file, "--json");
+    assert.equal(none.code, 0, none.stderr);
+    const clean = JSON.parse(none.stdout).overall.cleanUtility as Metrics["cleanUtility"];
+    assert.deepEqual([clean.successes, clean.cases], [16, 16]);
+  });
+
+  it("--attacks a,a is one attack; a service that cannot be reached exits 1, not 2", async () => {
+    const file = join(dir, "dedupe.jsonl");
+    writeFileSync(
+      file,
+      trajectorySet(l, (user) => user),
+    );
+    const r = await evalCli(
+      {},
+      "agentdojo",
+      "--trajectories",
+      file,
+      "--attacks",
+      "important_instructions,important_instructions",
+      "--json",
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const rep = JSON.parse(r.stdout) as { attacks: string[]; overall: Metrics };
+    assert.deepEqual(rep.attacks, ["important_instructions"]);
+    assert.equal(rep.overall.attackSuccessRate.cases, injectable * 9);
+    const port = await freePort(); // nothing listens: UNAVAILABLE is the service's failure, not the input's
+    const u = await evalCli({}, "agentdojo", "--trajectories", file, "--addr", `127.0.0.1:${port}`);
+    assert.equal(u.code, 1, u.stderr);
+    assert.match(u.stderr, new RegExp(`ListTasks at 127\\.0\\.0\\.1:${port}`));
   });
 
   it("tasks export agentdojo writes the matrix as a task file", async () => {
@@ -349,9 +409,7 @@ it("eval against a running agentdojo service over gRPC (--addr) gives the in-pro
 });
 
 it("with the benchmark data: every suite's ground truths score 100 % clean utility, 0 % ASR when ignoring the injection", {
-  skip: hasData
-    ? false
-    : "AGENTDOJO_DATA_DIR is not set (or has no tasks.json): the benchmark data is the user's",
+  skip: BENCHMARK_DATA_SKIP,
 }, async () => {
   const l = listing(true);
   const file = join(dir, "all.jsonl");

@@ -1,7 +1,8 @@
 /**
  * `reward-mesh train` as a user runs it: a `run.outputDir` that cannot be created is a clear error (it
  * used to spin at 100 % CPU, deaf to SIGTERM), and SIGTERM stops the run promptly at start-up and in the
- * middle of a step.
+ * middle of a step; an unreachable environment service for the agent set is an error that ends the
+ * process (it used to hang on the NATS connection opened before the listing).
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -195,5 +196,32 @@ describe("reward-mesh train: SIGTERM", () => {
     assert.equal(code, 0, t.output());
     assert.match(t.output(), /stopped run startup during start-up/);
     assert.equal(await portOpen(port), false, "the NATS it started is stopped");
+  });
+});
+
+describe("reward-mesh train: the agent set's environment service unreachable", () => {
+  let nats: LocalNats;
+  before(async () => {
+    nats = await startTestNats();
+  });
+  after(async () => {
+    await nats.stop();
+  });
+
+  it("exits non-zero promptly with the listing's error (no bus connection left open to hang on)", async () => {
+    const envPort = await freePort(); // nothing listens there
+    const doc = { ...runDoc("agent-unreachable", join(dir, "runs"), 10_000), tasks: { sets: ["agent"] } };
+    const t0 = Date.now();
+    const t = startTrainer(["--config", writeConfig("agent-unreachable", doc), "--quiet"], {
+      NATS_URL: nats.url,
+      REWARD_MESH_AGENT_ENV_ADDR: `127.0.0.1:${envPort}`,
+    });
+    const timer = setTimeout(() => t.child.kill("SIGKILL"), 30_000);
+    const { code, signal } = await t.exited();
+    clearTimeout(timer);
+    assert.equal(signal, null, `killed after 30 s (hung): ${t.output()}`);
+    assert.notEqual(code, 0, t.output());
+    assert.match(t.output(), new RegExp(`^reward-mesh: .*127\\.0\\.0\\.1:${envPort}`, "m"));
+    assert.ok(Date.now() - t0 < 30_000);
   });
 });

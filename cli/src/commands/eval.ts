@@ -6,11 +6,14 @@
  * {@link agentDojoMetrics}).
  *
  * The trajectory-set file is JSONL, one cell per line (blank lines and `#` lines skipped):
- * `{"suite", "user_task", "injection_task" (null/absent/"": clean), "attack" (null/absent/""/"none" on a
+ * `{"suite", "user_task", "injection_task" (null/absent/""/"none": clean), "attack" (null/absent/""/"none" on a
  * clean cell; absent on an injected cell: the service's default attack), "response" (the text the
  * service scores) | "trajectory" (a `{calls, final_answer}` object, or that text)}`. Every cell of the
- * selection must be there exactly once (missing cells are an error naming them); lines outside the
- * selection (another suite or attack) are skipped and counted.
+ * selection must be there exactly once (missing cells are an error naming them); lines of a suite or an
+ * attack the service has but the selection leaves out are skipped and counted; a line naming a suite,
+ * task or attack the service does not have (or an injection task on a user task that is not injectable)
+ * is an error naming the line. Exit codes: 2 for bad input (the file, the options, INVALID_ARGUMENT from
+ * the service), 1 for any other failure of the service (UNAVAILABLE, INTERNAL, …), naming the cell.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -25,6 +28,7 @@ import {
 import {
   AgentEnvironmentListTasksResponseSchema,
   ComponentStatus,
+  grpc,
   type RewardResult,
   type Rollout,
   RolloutSchema,
@@ -154,7 +158,8 @@ export function parseTrajectorySet(text: string, path: string): TrajectoryLine[]
     if (!userTask) fail("'user_task' must be a non-empty string");
     const inj = o["injection_task"] ?? o["injection_task_id"] ?? null;
     if (inj !== null && typeof inj !== "string") fail("'injection_task' must be a string or null");
-    const injectionTask = inj === null || inj === "" ? null : (inj as string);
+    // "none" is how AgentDojo's results name a clean run's injection task.
+    const injectionTask = inj === null || inj === "" || inj === "none" ? null : (inj as string);
     const a = o["attack"] ?? null;
     if (a !== null && typeof a !== "string") fail("'attack' must be a string or null");
     let attack: string | undefined;
@@ -177,8 +182,7 @@ export function parseTrajectorySet(text: string, path: string): TrajectoryLine[]
         if (nestsDeeperThan(t, MAX_TRAJECTORY_DEPTH))
           fail(`'trajectory' nests deeper than ${MAX_TRAJECTORY_DEPTH} levels`);
         response = JSON.stringify(t);
-      }
-      else response = fail("'trajectory' must be a {calls, final_answer} object or a string");
+      } else response = fail("'trajectory' must be a {calls, final_answer} object or a string");
     }
     out.push({ line: i + 1, suite: suite!, userTask: userTask!, injectionTask, attack, response });
   }
@@ -269,12 +273,17 @@ export function localAgentDojoListing(cli: CliConfig, suites: readonly string[])
   return localAgentDojo(cli, suites).listing;
 }
 
-function localAgentDojo(cli: CliConfig, suites: readonly string[]) {
+/** With `all`, the listing has every suite (after checking those of `suites` exist). */
+function localAgentDojo(cli: CliConfig, suites: readonly string[], all = false) {
   const config = loadAgentDojoConfig(cli.env);
   const loaded = loadSuites(config.dataDir);
   const manager = createSessionManager({ ...config, maxSessions: 1, idleTimeoutMs: 60_000, suites: loaded });
   try {
-    const listing = create(AgentEnvironmentListTasksResponseSchema, manager.listTasks(suites, false));
+    const selected = manager.listTasks(suites, false); // an unknown suite: INVALID_ARGUMENT, naming it
+    const listing = create(
+      AgentEnvironmentListTasksResponseSchema,
+      all ? manager.listTasks([], false) : selected,
+    );
     return { config, loaded, listing };
   } finally {
     manager.stop();
@@ -288,7 +297,9 @@ async function backendFor(
   security: GrpcClientSecurity,
 ): Promise<EvalBackend> {
   if (addr !== undefined) {
-    const listing = await listEnvironmentTasks({ address: addr, security }, { suites });
+    // An unknown suite among `suites` is the service's INVALID_ARGUMENT, naming it.
+    if (suites.length > 0) await listEnvironmentTasks({ address: addr, security }, { suites });
+    const listing = await listEnvironmentTasks({ address: addr, security }, {});
     const client = createRewardServiceClient(addr, { security });
     return {
       listing,
@@ -296,8 +307,9 @@ async function backendFor(
       close: () => client.close(),
     };
   }
+  // Every suite is listed (the selection is made here), so a line naming an unknown one is told apart.
   // In this process: the service as `reward-mesh serve agentdojo` configures it (AGENTDOJO_*).
-  const { config, loaded, listing } = localAgentDojo(cli, suites);
+  const { config, loaded, listing } = localAgentDojo(cli, suites, true);
   const svc = createAgentDojoService({ ...config, suites: loaded });
   return {
     listing,
@@ -306,13 +318,42 @@ async function backendFor(
   };
 }
 
-/** Matches lines to the matrix: the cell of each line, lines outside it, and what is missing. */
+/**
+ * Why a line that is no cell of the selection is not one: `undefined` when it is a cell the service has
+ * but the selection leaves out (another suite or attack: skipped), else what it names wrongly.
+ */
+function notACell(
+  l: TrajectoryLine,
+  attack: string,
+  listing: AgentTaskListing,
+  selected: { readonly suites: ReadonlySet<string>; readonly attacks: ReadonlySet<string> },
+): string | undefined {
+  const suite = listing.suites.find((x) => x.name === l.suite);
+  if (!suite)
+    return `unknown suite '${l.suite}' (the service has ${listing.suites.map((x) => x.name).join(", ")})`;
+  const user = suite.userTasks.find((u) => u.id === l.userTask);
+  if (!user) return `suite '${l.suite}' has no user task '${l.userTask}'`;
+  if (l.injectionTask === null) return selected.suites.has(l.suite) ? "not a cell of the matrix" : undefined;
+  if (!suite.injectionTasks.some((i) => i.id === l.injectionTask))
+    return `suite '${l.suite}' has no injection task '${l.injectionTask}'`;
+  if (!listing.attacks.includes(attack))
+    return `unknown attack '${attack}' (the service has ${listing.attacks.join(", ")})`;
+  if (!user.injectable)
+    return `'${l.userTask}' of suite '${l.suite}' is not injectable: it has clean cells only`;
+  return selected.suites.has(l.suite) && selected.attacks.has(attack)
+    ? "not a cell of the matrix"
+    : undefined;
+}
+
+/** Matches lines to the matrix: the cell of each line, lines outside the selection, and what is missing. */
 function matchCells(
   cells: readonly AgentMatrixCell[],
   lines: readonly TrajectoryLine[],
-  defaultAttack: string,
+  listing: AgentTaskListing,
+  selected: { readonly suites: ReadonlySet<string>; readonly attacks: ReadonlySet<string> },
   path: string,
 ): { matched: Array<{ cell: AgentMatrixCell; line: TrajectoryLine }>; skipped: number } {
+  const defaultAttack = listing.defaultAttack;
   const byId = new Map(cells.map((c) => [agentCellId(c), c]));
   const seen = new Map<string, number>();
   const matched: Array<{ cell: AgentMatrixCell; line: TrajectoryLine }> = [];
@@ -326,6 +367,8 @@ function matchCells(
     });
     const cell = byId.get(id);
     if (!cell) {
+      const wrong = notACell(l, l.attack ?? defaultAttack, listing, selected);
+      if (wrong !== undefined) throw new TrajectorySetError(`${path}:${l.line}: ${wrong}`);
       skipped++;
       continue;
     }
@@ -489,9 +532,12 @@ export async function runEval(
       cli.grpc,
     );
     try {
-      const attacks = list(flags["attacks"]) ?? [backend.listing.defaultAttack];
-      const cells = agentTaskMatrix(backend.listing, { attacks });
-      const { matched, skipped } = matchCells(cells, lines, backend.listing.defaultAttack, path);
+      const listing = backend.listing;
+      const attacks = [...new Set(list(flags["attacks"]) ?? [listing.defaultAttack])];
+      const suites = [...new Set(list(flags["suites"]) ?? listing.suites.map((x) => x.name))];
+      const cells = agentTaskMatrix(listing, { suites, attacks });
+      const selected = { suites: new Set(suites), attacks: new Set(attacks) };
+      const { matched, skipped } = matchCells(cells, lines, listing, selected, path);
       const limiter = createLimiter(concurrency);
       const scores = await Promise.all(
         matched.map(({ cell, line }) =>
@@ -515,7 +561,14 @@ export async function runEval(
                 },
               },
             });
-            return cellScore(cell, await backend.score(rollout, timeoutMs));
+            try {
+              return cellScore(cell, await backend.score(rollout, timeoutMs));
+            } catch (err) {
+              throw new CellScoreError(
+                `${path}:${line.line}: cell ${agentCellId(cell)}: ${describe(err)}`,
+                err,
+              );
+            }
           }),
         ),
       );
@@ -526,10 +579,38 @@ export async function runEval(
       backend.close();
     }
   } catch (err) {
-    if (!isBadInput(err)) throw err;
-    stderr.write(`reward-mesh eval agentdojo: ${describe(err)}\n`);
-    return 2;
+    const code = grpcCode(err);
+    if (isBadInput(err) && (code === undefined || code === grpc.status.INVALID_ARGUMENT)) {
+      stderr.write(`reward-mesh eval agentdojo: ${describe(err)}\n`);
+      return 2;
+    }
+    // The service failed (UNAVAILABLE, INTERNAL, …): not the input's fault.
+    if (code !== undefined || err instanceof CellScoreError) {
+      stderr.write(`reward-mesh eval agentdojo: ${describe(err)}\n`);
+      return 1;
+    }
+    throw err;
   }
+}
+
+/** Scoring one cell failed; the message names the line and the cell. */
+class CellScoreError extends Error {
+  override readonly name = "CellScoreError";
+  constructor(
+    message: string,
+    override readonly cause: unknown,
+  ) {
+    super(message, { cause });
+  }
+}
+
+/** The gRPC status code of an error from a running service (also behind a wrapping error), if any. */
+function grpcCode(err: unknown): number | undefined {
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "number") return code;
+  }
+  return undefined;
 }
 
 function describe(err: unknown): string {
@@ -538,6 +619,7 @@ function describe(err: unknown): string {
 }
 
 function isBadInput(err: unknown): boolean {
+  if (err instanceof CellScoreError) return isBadInput(err.cause);
   const name = (err as { name?: string } | null)?.name;
   return (
     name === "TrajectorySetError" ||

@@ -11,7 +11,14 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
-import { createLogger, LOG_FORMATS, type LogFormat, type Logger, openBus } from "@reward-mesh/sdk";
+import {
+  createLogger,
+  LOG_FORMATS,
+  type LogFormat,
+  type Logger,
+  type MeshBus,
+  openBus,
+} from "@reward-mesh/sdk";
 import {
   checkTorchAvailable,
   createEmbeddedLearner,
@@ -39,7 +46,7 @@ import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { openLivePage, stepSinks, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { SERVICES } from "../services.js";
-import { type RunningMesh, startMesh } from "./up.js";
+import { meshAgentEnvironmentAddress, type RunningMesh, startMesh } from "./up.js";
 
 /** The train command's options (parsing and `--help` come from this table; add a flag here). */
 /** `--log-format`, shared by train, demo and experiment (see {@link logFormatOf}). */
@@ -153,8 +160,8 @@ export function progressPrinter(out: Writable & { isTTY?: boolean }): (r: StepRe
  * started, else `REWARD_MESH_AGENT_ENV_ADDR`.
  */
 export function environmentOf(cli: CliConfig, mesh?: RunningMesh): EnvironmentEndpoint {
-  const agentdojo = mesh?.services.find((s) => s.name === "agentdojo");
-  return { address: agentdojo?.address ?? cli.agentEnvironmentAddress, security: cli.grpc };
+  const address = mesh ? meshAgentEnvironmentAddress(mesh) : undefined;
+  return { address: address ?? cli.agentEnvironmentAddress, security: cli.grpc };
 }
 
 /** A run's learner and how to let go of it. */
@@ -262,6 +269,12 @@ async function trainInDirectory(
       ...(o.signal ? { signal: o.signal } : {}),
     });
   try {
+    // The tasks before the bus: a failed listing (an unreachable environment service) leaves no
+    // connection open to keep the process alive.
+    const environment = environmentOf(o.cli, mesh);
+    const tasks = o.tasks ?? (await resolveRunTasks(o.config, environment));
+    // Episodes without an environment of their own are played where the agent set is listed.
+    const config = withEpisodeEnvironment(o.config, environment.address);
     // With a mesh of ours, the trainer connects as the mesh's trainer user.
     const bus = await openBus(
       mesh
@@ -269,45 +282,54 @@ async function trainInDirectory(
         : o.cli.bus,
       `trainer-${o.config.runId}`,
     );
-    const environment = environmentOf(o.cli, mesh);
-    const tasks = o.tasks ?? (await resolveRunTasks(o.config, environment));
-    // Episodes without an environment of their own are played where the agent set is listed.
-    const config = withEpisodeEnvironment(o.config, environment.address);
-    const handle = await learnerFor(config, o.cli);
-    const learner = handle.learner;
-    o.onLearner?.(handle.where);
     try {
-      const result = await runTraining({
-        config,
-        tasks,
-        bus,
-        learner,
-        logger,
-        startWaitSeconds: o.cli.startWaitSeconds,
-        learnerWhere: handle.where,
-        environmentSecurity: o.cli.grpc, // the AgentEnvironment of `episodes`, when the run plays episodes
-        ...(o.onStep ? { onStep: o.onStep } : {}),
-        ...(o.signal ? { signal: o.signal } : {}),
-      });
-      const paths = runPaths(config.outputDir, config.runId);
-      // Stopped before its first step: no metrics, no report.
-      if (!existsSync(paths.metrics)) return { ...result, report: "" };
-      const info = await learner.info();
-      writeFileSync(
-        paths.report,
-        renderRunReport(
-          config.runId,
-          readMetrics(paths.metrics),
-          `Learner ${info.name}: ${info.description}`,
-        ),
-      );
-      return { ...result, report: paths.report };
+      return await trainOnBus({ ...o, config }, tasks, bus, logger);
     } finally {
-      await handle.close();
       await bus.close();
     }
   } finally {
     if (ownMesh) await mesh!.stop();
+  }
+}
+
+/** The run itself, once its tasks are known and its bus is open (the caller closes the bus). */
+async function trainOnBus(
+  o: TrainWithMeshOptions,
+  tasks: readonly TaskDefinition[],
+  bus: MeshBus,
+  logger: Logger,
+): Promise<TrainingResult & { report: string }> {
+  const handle = await learnerFor(o.config, o.cli);
+  const learner = handle.learner;
+  o.onLearner?.(handle.where);
+  try {
+    const result = await runTraining({
+      config: o.config,
+      tasks,
+      bus,
+      learner,
+      logger,
+      startWaitSeconds: o.cli.startWaitSeconds,
+      learnerWhere: handle.where,
+      environmentSecurity: o.cli.grpc, // the AgentEnvironment of `episodes`, when the run plays episodes
+      ...(o.onStep ? { onStep: o.onStep } : {}),
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+    const paths = runPaths(o.config.outputDir, o.config.runId);
+    // Stopped before its first step: no metrics, no report.
+    if (!existsSync(paths.metrics)) return { ...result, report: "" };
+    const info = await learner.info();
+    writeFileSync(
+      paths.report,
+      renderRunReport(
+        o.config.runId,
+        readMetrics(paths.metrics),
+        `Learner ${info.name}: ${info.description}`,
+      ),
+    );
+    return { ...result, report: paths.report };
+  } finally {
+    await handle.close();
   }
 }
 

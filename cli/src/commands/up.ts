@@ -202,7 +202,15 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
   }
 }
 
-/** Prints the mesh table. */
+/** The mesh's AgentEnvironment (its agentdojo process), where `train` lists the `agent` set. */
+export function meshAgentEnvironmentAddress(mesh: RunningMesh): string | undefined {
+  return mesh.services.find((s) => s.name === "agentdojo")?.address;
+}
+
+/**
+ * Prints the mesh table, and when the mesh runs agentdojo the `export REWARD_MESH_AGENT_ENV_ADDR=…` line a
+ * `reward-mesh train` against this mesh needs (the service is on a free port, not its default 50066).
+ */
 export function printMesh(mesh: RunningMesh, out: Writable): void {
   out.write(
     `NATS JetStream  ${mesh.natsUrl}${mesh.natsStarted ? "  (started by reward-mesh)" : "  (already running)"}\n`,
@@ -217,6 +225,11 @@ export function printMesh(mesh: RunningMesh, out: Writable): void {
   for (const s of mesh.services)
     out.write(
       `${s.name.padEnd(14)} ${s.address.padEnd(22)} pid ${s.pid}  log ${s.logFile}${s.metricsUrl ? `  metrics ${s.metricsUrl}` : ""}\n`,
+    );
+  const agentEnv = meshAgentEnvironmentAddress(mesh);
+  if (agentEnv)
+    out.write(
+      `export REWARD_MESH_AGENT_ENV_ADDR=${agentEnv}  # for 'reward-mesh train' with the agent task set\n`,
     );
 }
 

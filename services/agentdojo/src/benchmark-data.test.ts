@@ -222,11 +222,18 @@ describe("injectEnvironment", () => {
     assert.equal(doc.text, "x {inj_a} y {inj_b} z", "the document itself is not changed");
   });
 
-  it("inserts the injection text once, as a double-quoted scalar reads it (no re-formatting of braces)", () => {
-    // PyYAML 6: a single line break before the closing quote folds into a space.
-    assert.deepEqual(injectEnvironment({ t: "{inj_a}" }, vectors, { inj_a: "{inj_b} and {{x}}\n" }), {
-      t: "{inj_b} and {{x}} ",
-    });
+  it("does not re-format braces inside the injection, but folds and unescapes it as upstream's safe_load does", () => {
+    // Figures from PyYAML 6: dump with AgentDojo's quoted presenter, str.format, safe_load.
+    const inject = (text: string) => injectEnvironment({ t: "{inj_a}" }, vectors, { inj_a: text }).t;
+    assert.equal(
+      inject("{inj_b} and {{x}}\n"),
+      "{inj_b} and {{x}} ",
+      "braces kept, a trailing line break folds to a space",
+    );
+    assert.equal(inject("line1\nline2"), "line1 line2", "a single line break folds to a space");
+    assert.equal(inject("a\n\nb"), "a\nb", "an empty line becomes one line break");
+    assert.equal(inject("a\\nb"), "a\nb", "a backslash escape is interpreted");
+    assert.equal(inject('say \\"hi\\"'), 'say "hi"', "an escaped quote stays inside the scalar");
   });
 
   it("reads {{ and }} as literal braces, as str.format does", () => {

@@ -119,8 +119,14 @@ export interface AgentEnvironmentOptions {
    */
   readonly enabled: boolean;
   /**
-   * Most open sessions; `Reset` beyond it (after dropping idle ones) is UNAVAILABLE.
-   * @default 1024 — one per in-flight rollout of a large batch; a session is a few KiB.
+   * Most open sessions. A `Reset` at the limit first drops expired sessions, then evicts the least
+   * recently used one if it has had no call for min(idleTimeoutMs, 30 s); otherwise it is UNAVAILABLE
+   * (retry later). A session holds two copies of its suite's environment (the live one and the
+   * pre-environment the checks read; as JSON about 2 KiB for banking, 3 KiB slack, 18 KiB travel, 49 KiB
+   * workspace, more in memory) plus at most `maxCalls` call records (arguments of at most 64 KiB each and
+   * the tool's output), so memory is bounded by about `maxSessions` × (2 × environment + `maxCalls` ×
+   * (64 KiB + largest output)).
+   * @default 1024 — one per in-flight rollout of a large batch.
    */
   readonly maxSessions: number;
   /**

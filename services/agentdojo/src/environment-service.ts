@@ -3,7 +3,8 @@
  * `Reset(task)` opens a session (fresh environment with the task's injections, system prompt, user
  * prompt, tool schemas), `Call` runs one tool and returns what the agent sees (the injection included),
  * `Close` returns the trajectory in the JSON layout the reward service scores. Sessions are bounded in
- * number (a `Reset` at the limit evicts the least recently used session) and idle time (then
+ * number (a `Reset` at the limit evicts the least recently used session if it has been idle for at
+ * least `minEvictIdleMs`, else it is UNAVAILABLE: live episodes are never evicted) and idle time (then
  * NOT_FOUND); every session accepts at most `maxCalls` calls.
  *
  * It runs on its own grpc-js server (with gRPC health) because the sdk's server registers only
@@ -22,7 +23,7 @@ import {
   startEpisode,
   unknownSuite,
 } from "./episode.js";
-import { invalidRequest, sessionEvicted, sessionNotFound } from "./errors.js";
+import { invalidRequest, sessionEvicted, sessionNotFound, tooManySessions } from "./errors.js";
 import { toolSchemas } from "./runtime.js";
 import { ATTACK_NAMES, injectionCandidates } from "./attacks.js";
 import type { AnySuite, FunctionCall } from "./suite.js";
@@ -36,8 +37,16 @@ export const MAX_FINAL_ANSWER_BYTES = 256 * 1024;
 
 /** Options of {@link createSessionManager}. */
 export interface SessionManagerOptions extends EpisodeOptions {
+  /** Most open sessions (an integer ≥ 1). */
   readonly maxSessions: number;
+  /** A session without a call for this long is dropped (> 0). */
   readonly idleTimeoutMs: number;
+  /**
+   * A `Reset` at `maxSessions` evicts the least recently used session only when it has had no call for
+   * this long; otherwise the `Reset` is UNAVAILABLE (retryable), so a live episode is never cut short.
+   * @default min(idleTimeoutMs, 30000)
+   */
+  readonly minEvictIdleMs?: number;
   readonly maxCalls: number;
   /** Clock (tests). @default Date.now */
   readonly now?: () => number;
@@ -122,6 +131,17 @@ function listSuite(suite: AnySuite, tools: string, withGroundTruth: boolean) {
   };
 }
 
+/** The limits of {@link createSessionManager}, checked; returns the effective `minEvictIdleMs`. */
+function checkLimits(o: SessionManagerOptions): number {
+  if (!Number.isInteger(o.maxSessions) || o.maxSessions < 1)
+    throw new RangeError(`maxSessions must be an integer of at least 1, got ${o.maxSessions}`);
+  if (!(o.idleTimeoutMs > 0))
+    throw new RangeError(`idleTimeoutMs must be more than 0, got ${o.idleTimeoutMs}`);
+  const min = o.minEvictIdleMs ?? Math.min(o.idleTimeoutMs, 30_000);
+  if (!(min >= 0)) throw new RangeError(`minEvictIdleMs must be 0 or more, got ${o.minEvictIdleMs}`);
+  return min;
+}
+
 /** How many evicted session ids are remembered (to say "evicted" rather than "unknown"). */
 const EVICTED_MEMORY = 4096;
 
@@ -129,10 +149,14 @@ const EVICTED_MEMORY = 4096;
  * Creates a session manager (and its periodic idle sweep, unref'd). Sessions live in a `Map` kept in
  * least-recently-used order (a session is moved to the end on every use), so both evictions take the
  * oldest-idle first: the sweep drops expired sessions from the front and stops at the first live one,
- * and a `Reset` at the limit evicts the least recently used session (its next call is NOT_FOUND saying
- * so). Memory is bounded: at most `maxSessions` sessions of at most `maxCalls` calls each.
+ * and a `Reset` at the limit evicts the least recently used session if it has been idle for
+ * `minEvictIdleMs` (its next call is NOT_FOUND saying so), else answers UNAVAILABLE. Memory is bounded:
+ * at most `maxSessions` sessions of at most `maxCalls` calls each. Throws a `RangeError` for a
+ * `maxSessions` that is not an integer ≥ 1, an `idleTimeoutMs` that is not > 0 or a negative
+ * `minEvictIdleMs`.
  */
 export function createSessionManager(o: SessionManagerOptions): SessionManager {
+  const minEvictIdleMs = checkLimits(o);
   const now = o.now ?? Date.now;
   const sessions = new Map<string, Session>();
   const evicted = new Set<string>();
@@ -152,12 +176,14 @@ export function createSessionManager(o: SessionManagerOptions): SessionManager {
       sessions.delete(id);
     }
   };
-  const evictOldest = () => {
-    const oldest = sessions.keys().next();
-    if (oldest.done) return;
-    sessions.delete(oldest.value);
-    evicted.add(oldest.value);
+  /** Evicts the least recently used session if it has been idle long enough; false if none has. */
+  const evictOldest = (): boolean => {
+    const oldest = sessions.values().next();
+    if (oldest.done || now() - oldest.value.lastUsed < minEvictIdleMs) return false;
+    sessions.delete(oldest.value.id);
+    evicted.add(oldest.value.id);
     if (evicted.size > EVICTED_MEMORY) evicted.delete(evicted.values().next().value!);
+    return true;
   };
   const timer = setInterval(sweep, Math.min(o.idleTimeoutMs, 60_000));
   timer.unref();
@@ -195,7 +221,8 @@ export function createSessionManager(o: SessionManagerOptions): SessionManager {
     reset(task) {
       const spec = resolveEpisode(task, "task", o);
       sweep();
-      while (sessions.size >= o.maxSessions) evictOldest();
+      while (sessions.size >= o.maxSessions)
+        if (!evictOldest()) throw tooManySessions(o.maxSessions, minEvictIdleMs);
       const id = randomUUID();
       sessions.set(id, { id, episode: startEpisode(spec), records: [], lastUsed: now() });
       return {

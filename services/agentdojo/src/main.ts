@@ -17,8 +17,15 @@ let suites: ReturnType<typeof loadSuites>;
 try {
   suites = loadSuites(config.dataDir);
 } catch (err) {
-  if (!(err instanceof BenchmarkDataError)) throw err;
-  process.stderr.write(`agentdojo: AGENTDOJO_DATA_DIR=${config.dataDir}: ${err.message}\n`);
+  // Whatever a suite builder throws (a BenchmarkDataError names the file and field; anything else, e.g.
+  // the YAML parser refusing an alias bomb, is named by its class) ends the start-up with one line.
+  const what =
+    err instanceof BenchmarkDataError
+      ? err.message
+      : `cannot build the suites: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+  process.stderr.write(
+    `agentdojo: AGENTDOJO_DATA_DIR=${config.dataDir}: ${what.replace(/\s*\n\s*/g, " ")}\n`,
+  );
   process.exit(1);
 }
 // Exporters follow the standard OTEL_* variables (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, ...);

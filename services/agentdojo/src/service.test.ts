@@ -235,14 +235,14 @@ describe("AgentEnvironment sessions", () => {
 
   it("bounds sessions in number (least recently used evicted first), idle time and calls", () => {
     let t = 0;
-    const m = createSessionManager({ ...options, now: () => t });
+    const m = createSessionManager({ ...options, minEvictIdleMs: 5, now: () => t });
     try {
       const a = m.reset(task("") as never);
       t = 10;
       const b = m.reset(task("") as never);
       t = 20;
       m.call(a.sessionId, "get_iban", ""); // a is now the most recently used
-      const c = m.reset(task("") as never); // full: b, the least recently used, goes
+      const c = m.reset(task("") as never); // full: b, the least recently used (idle 10 ms ≥ 5), goes
       assert.equal(m.size, 2);
       assert.throws(() => m.call(b.sessionId, "get_iban", ""), {
         name: "NotFoundError",
@@ -270,9 +270,71 @@ describe("AgentEnvironment sessions", () => {
     }
   });
 
+  it("never evicts a live episode: at the limit with no session idle long enough, Reset is UNAVAILABLE", () => {
+    let t = 0;
+    // minEvictIdleMs defaults to min(idleTimeoutMs, 30 s): 1000 ms here.
+    const m = createSessionManager({ ...options, now: () => t });
+    try {
+      const a = m.reset(task("") as never);
+      t = 500;
+      const b = m.reset(task("") as never);
+      t = 999; // a idle 999 ms < 1000: still live
+      assert.throws(() => m.reset(task("") as never), {
+        name: "UnavailableError",
+        message: /too many open sessions \(2\), none idle for 1000 ms or more/,
+      });
+      assert.equal(m.call(a.sessionId, "get_iban", "").error, "", "the live session was kept");
+      t = 1499; // b idle 999 ms, a idle 500 ms
+      assert.throws(() => m.reset(task("") as never), { name: "UnavailableError" });
+      t = 1500; // b idle 1000 ms: evicted
+      const c = m.reset(task("") as never);
+      assert.throws(() => m.call(b.sessionId, "get_iban", ""), /was evicted/);
+      assert.equal(m.call(c.sessionId, "get_iban", "").error, "");
+      assert.equal(m.size, 2);
+    } finally {
+      m.stop();
+    }
+    t = 0;
+    const longIdle = createSessionManager({ ...options, idleTimeoutMs: 600_000, now: () => t });
+    try {
+      longIdle.reset(task("") as never);
+      longIdle.reset(task("") as never);
+      t = 29_999;
+      assert.throws(() => longIdle.reset(task("") as never), /none idle for 30000 ms or more/);
+      t = 30_000;
+      longIdle.reset(task("") as never);
+      assert.equal(longIdle.size, 2);
+    } finally {
+      longIdle.stop();
+    }
+  });
+
+  it("refuses limits it cannot work with, naming them", () => {
+    for (const maxSessions of [0, -1, 1.5, Number.NaN])
+      assert.throws(() => createSessionManager({ ...options, maxSessions }), {
+        name: "RangeError",
+        message: `maxSessions must be an integer of at least 1, got ${maxSessions}`,
+      });
+    for (const idleTimeoutMs of [0, Number.NaN])
+      assert.throws(
+        () => createSessionManager({ ...options, idleTimeoutMs }),
+        /idleTimeoutMs must be more than 0/,
+      );
+    assert.throws(
+      () => createSessionManager({ ...options, minEvictIdleMs: -1 }),
+      /minEvictIdleMs must be 0 or more, got -1/,
+    );
+  });
+
   it("evicts oldest-idle first under churn and stays within its bound", () => {
     let t = 0;
-    const m = createSessionManager({ ...options, maxSessions: 8, maxCalls: 64, now: () => t });
+    const m = createSessionManager({
+      ...options,
+      maxSessions: 8,
+      maxCalls: 64,
+      minEvictIdleMs: 0,
+      now: () => t,
+    });
     try {
       const open: string[] = [];
       const lastUse = new Map<string, number>();

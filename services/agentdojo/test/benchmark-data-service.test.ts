@@ -60,7 +60,38 @@ it("data of another benchmark version fails the start-up, naming both versions",
   assert.match(r.stderr, /is benchmark version v9\.0\.0; this build implements v1\.2\.1/);
 });
 
-it("with the benchmark data, serves every suite it builds (ListTasks)", { skip: BENCHMARK_DATA_SKIP }, async () => {
+it("any other error of a suite builder fails the start-up with one line, not a stack trace", async () => {
+  const dir = join(tmp, "bomb");
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir);
+  const names = [...SUITE_BUILDERS.keys()];
+  const empty = { user_tasks: {}, injection_tasks: {} };
+  writeFileSync(
+    join(dir, "tasks.json"),
+    JSON.stringify({ benchmark_version: "v1.2.1", suites: Object.fromEntries(names.map((n) => [n, empty])) }),
+  );
+  // An alias bomb: the YAML parser refuses it with its own ReferenceError (not a BenchmarkDataError).
+  const bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+  for (const [k, v] of [..."bcdef"].entries()) {
+    const prev = "abcde"[k]!;
+    bomb.push(`${v}: &${v} [${Array(9).fill(`*${prev}`).join(", ")}]`);
+  }
+  for (const n of names) {
+    mkdirSync(join(dir, n));
+    writeFileSync(join(dir, n, "environment.yaml"), `${bomb.join("\n")}\n`);
+  }
+  const r = await runMain({ AGENTDOJO_DATA_DIR: dir });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(
+    r.stderr,
+    /^agentdojo: AGENTDOJO_DATA_DIR=.*bomb: cannot build the suites: ReferenceError: Excessive alias count/,
+  );
+  assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+});
+
+it("with the benchmark data, serves every suite it builds (ListTasks)", {
+  skip: BENCHMARK_DATA_SKIP,
+}, async () => {
   const nats = await startTestNats();
   const service = await startServiceProcess(main, {
     envPrefix: "AGENTDOJO",
@@ -76,7 +107,10 @@ it("with the benchmark data, serves every suite it builds (ListTasks)", { skip: 
     );
     for (const s of l.suites) {
       assert.ok(s.userTasks.length > 0 && s.injectionTasks.length > 0, s.name);
-      assert.ok(s.userTasks.every((u) => u.prompt !== ""), s.name);
+      assert.ok(
+        s.userTasks.every((u) => u.prompt !== ""),
+        s.name,
+      );
     }
   } finally {
     env.raw.close();

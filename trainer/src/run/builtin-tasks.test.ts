@@ -9,7 +9,7 @@ import {
   createSessionManager,
   DEFAULT_AGENTDOJO_OPTIONS,
 } from "@reward-mesh/agentdojo";
-import { RolloutSchema } from "@reward-mesh/proto";
+import { AgentEnvironmentListTasksResponseSchema, RolloutSchema } from "@reward-mesh/proto";
 import { silentLogger, startGrpcServices } from "@reward-mesh/sdk";
 import { createToolCallService } from "@reward-mesh/tool-call";
 import { builtinTasks, loadBuiltinTasks } from "./builtin-tasks.js";
@@ -150,6 +150,24 @@ describe("the agent set through the contract", () => {
       () => agentFragmentTasks(full, [{ ...BUILTIN_AGENT_SELECTION[0]!, suite: "travel" }]),
       /the environment serves no suite 'travel' \(it serves banking\)/,
     );
+  });
+
+  it("injected tasks run under the environment's default attack", async () => {
+    const other = createSessionManager({
+      ...DEFAULT_AGENTDOJO_OPTIONS,
+      defaultAttack: "tool_knowledge",
+      maxSessions: 1,
+      idleTimeoutMs: 60_000,
+    });
+    try {
+      const listing = create(AgentEnvironmentListTasksResponseSchema, other.listTasks([], true));
+      const attacks = agentFragmentTasks(listing).map(
+        (t) => (t.task.kind?.value as { attack?: string } | undefined)?.attack,
+      );
+      assert.deepEqual(attacks, ["tool_knowledge", "tool_knowledge", "tool_knowledge", ""]);
+    } finally {
+      other.stop();
+    }
   });
 
   it("an unreachable environment names its address", async () => {

@@ -70,8 +70,8 @@ export interface AgentTaskSelection {
 }
 
 /**
- * The built-in `agent` set: three banking tasks under the `important_instructions` attack and one clean
- * one. Ids and tool names only; prompts, ground truths and goals come from the environment service.
+ * The built-in `agent` set: three banking tasks under the environment's default attack
+ * (`important_instructions` unless configured) and one clean one. Ids and tool names only; prompts, ground truths and goals come from the environment service.
  */
 export const BUILTIN_AGENT_SELECTION: readonly AgentTaskSelection[] = [
   {
@@ -159,7 +159,8 @@ export function agentFragmentTasks(
             suite: spec.suite,
             userTaskId: spec.userTask,
             injectionTaskId: spec.injectionTask ?? "",
-            attack: spec.injectionTask ? "important_instructions" : "",
+            // The environment's own default (what its `Reset` would pick), not a name fixed here.
+            attack: spec.injectionTask ? listing.defaultAttack : "",
           },
         },
       },
