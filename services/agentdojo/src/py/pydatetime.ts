@@ -177,21 +177,6 @@ export function temporal(dt: string): PyTemporal {
   return new PyTemporal(pyDatetimeStr(dt));
 }
 
-/** `datetime.datetime.now().isoformat()` (local wall-clock time, microseconds). */
-export function nowIso(clock: () => Date = () => new Date()): string {
-  const t = clock();
-  const us = t.getMilliseconds() * 1000;
-  return format({
-    y: t.getFullYear(),
-    mo: t.getMonth() + 1,
-    d: t.getDate(),
-    h: t.getHours(),
-    mi: t.getMinutes(),
-    s: t.getSeconds(),
-    us,
-  });
-}
-
 /** The `time().isoformat()` part of a canonical datetime text (`HH:MM:SS[.ffffff]`). */
 export function timePart(dt: string): string {
   return dt.slice(11);
