@@ -96,7 +96,7 @@ describe("email and calendar clients", () => {
   });
 
   it("pydantic datetimes need at least HH:MM after the date", () => {
-    assert.equal(parseDataDatetime(" 2024-05-15 10:00 "), "2024-05-15T10:00:00");
+    assert.equal(parseDataDatetime("2024-05-15 10:00"), "2024-05-15T10:00:00");
     assert.equal(parseDataDatetime("2024-05-15"), "2024-05-15T00:00:00");
     assert.equal(parseDataDatetime("2024-05-15 10"), undefined);
     assert.equal(parseDataDatetime("2024-05-15T10"), undefined);

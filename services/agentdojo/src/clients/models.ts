@@ -14,7 +14,7 @@ import { checkEmailStr } from "../py/email-address.js";
 import { dateOf, parseDataDatetime, pyNow, temporal } from "../py/pydatetime.js";
 import { safeDump } from "../pyyaml.js";
 import { type Dumpable, pyRepr } from "../render.js";
-import { coerce } from "../runtime.js";
+import { coerce, pyTypeName } from "../runtime.js";
 import { ToolError } from "../suite.js";
 
 /** A Python `datetime` as `isoformat()` prints it, e.g. `2024-05-15T10:00:00`. */
@@ -129,15 +129,6 @@ interface FieldProblem {
   readonly msg: string;
   readonly type: string;
   readonly input: unknown;
-}
-
-function pyTypeName(v: unknown): string {
-  if (v === null || v === undefined) return "NoneType";
-  if (typeof v === "boolean") return "bool";
-  if (typeof v === "string") return "str";
-  if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
-  if (Array.isArray(v)) return "list";
-  return "dict";
 }
 
 /** pydantic's `ValidationError` as the runtime shows it (`ValidationError: N validation errors for M ...`). */
