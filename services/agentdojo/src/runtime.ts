@@ -34,7 +34,8 @@ const BOOL_STRINGS: Readonly<Record<string, boolean>> = {
 const FLOAT_STRING = /^\s*[+-]?(?:\d+(?:_\d+)*\.?(?:\d+(?:_\d+)*)?|\.\d+(?:_\d+)*)(?:[eE][+-]?\d+)?\s*$/;
 const INT_STRING = /^\s*[+-]?\d+(?:_\d+)*\s*$/;
 
-function pyTypeName(v: unknown): string {
+/** Python's `type(v).__name__` of a JSON value (pydantic's `input_type`). */
+export function pyTypeName(v: unknown): string {
   if (v === null || v === undefined) return "NoneType";
   if (typeof v === "boolean") return "bool";
   if (typeof v === "string") return "str";

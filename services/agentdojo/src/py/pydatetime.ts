@@ -80,7 +80,10 @@ export function fromIsoFormat(s: string): string {
 
 /** Lenient parse of a pydantic `datetime` field from the environment data; undefined if invalid. */
 export function parseDataDatetime(s: string): string | undefined {
-  const p = parseIso(s.trim());
+  const t = s.trim();
+  // pydantic (speedate) wants at least `HH:MM` after the date; `fromisoformat`'s bare `HH` is not a datetime.
+  if (/[T ]\d{2}$/.test(t)) return undefined;
+  const p = parseIso(t);
   return p ? format(p) : undefined;
 }
 
@@ -174,17 +177,51 @@ export function temporal(dt: string): PyTemporal {
   return new PyTemporal(pyDatetimeStr(dt));
 }
 
-/** `datetime.datetime.now().isoformat()` (local wall-clock time, microseconds). */
-export function nowIso(clock: () => Date = () => new Date()): string {
-  const t = clock();
-  const us = t.getMilliseconds() * 1000;
+/** The `time().isoformat()` part of a canonical datetime text (`HH:MM:SS[.ffffff]`). */
+export function timePart(dt: string): string {
+  return dt.slice(11);
+}
+
+/** Microseconds since the epoch of a canonical (naive) datetime text, for differences and additions. */
+export function datetimeMicros(dt: string): number {
+  const p = isoParts(dt);
+  if (!p) throw new Error(`not a datetime: ${dt}`);
+  return Date.UTC(p.y, p.mo - 1, p.d, p.h, p.mi, p.s) * 1000 + p.us;
+}
+
+/** The canonical datetime text of microseconds since the epoch (inverse of {@link datetimeMicros}). */
+export function datetimeFromMicros(us: number): string {
+  const micro = ((us % 1_000_000) + 1_000_000) % 1_000_000;
+  const d = new Date((us - micro) / 1000);
   return format({
-    y: t.getFullYear(),
-    mo: t.getMonth() + 1,
-    d: t.getDate(),
-    h: t.getHours(),
-    mi: t.getMinutes(),
-    s: t.getSeconds(),
-    us,
+    y: d.getUTCFullYear(),
+    mo: d.getUTCMonth() + 1,
+    d: d.getUTCDate(),
+    h: d.getUTCHours(),
+    mi: d.getUTCMinutes(),
+    s: d.getUTCSeconds(),
+    us: micro,
   });
+}
+
+let lastNowMicros = 0;
+
+/**
+ * Python's `datetime.datetime.now()` (local wall-clock time, naive, microseconds). JavaScript's clock
+ * has millisecond resolution, so two calls within a millisecond are kept strictly increasing (1 µs
+ * apart), as Python's microsecond clock practically always is (checkers compare such timestamps).
+ */
+export function pyNow(): string {
+  const t = new Date();
+  const wall = Date.UTC(
+    t.getFullYear(),
+    t.getMonth(),
+    t.getDate(),
+    t.getHours(),
+    t.getMinutes(),
+    t.getSeconds(),
+    t.getMilliseconds(),
+  );
+  lastNowMicros = Math.max(wall * 1000, lastNowMicros + 1);
+  return datetimeFromMicros(lastNowMicros);
 }

@@ -6,13 +6,17 @@
  * field is a {@link BenchmarkDataError} naming its path.
  *
  * Field names are the Python ones. Datetimes are kept as their `isoformat()` text (see
- * `../../py/pydatetime.ts`); floats as numbers (the tools print them as Python floats). The models'
- * bookkeeping copies (`initial_events`, `initial_emails`) and the inbox's contact list and trash are
- * not kept: no travel tool reads or changes them, and the checkers' diff excludes them.
+ * `../../py/pydatetime.ts`); floats as numbers (the tools print them as Python floats). The inbox and
+ * the calendar are the shared clients' (`../../clients/`: a Python `dict` is a `Map`); the models'
+ * bookkeeping copies (`initial_events`, `initial_emails`) are not kept.
  * @module
  */
 import { BenchmarkDataError, injectEnvironment, type SuiteData } from "../../benchmark-data.js";
+import { Reader, readCalendar, readInbox } from "../../clients/environment.js";
+import type { Calendar, Inbox } from "../../clients/models.js";
 import { parseDataDatetime } from "../../py/pydatetime.js";
+
+export type { Calendar, CalendarEvent, Email, Inbox } from "../../clients/models.js";
 
 /** `travel_booking_client.User`. */
 export interface User {
@@ -89,47 +93,6 @@ export interface CarRentalCompany {
   fuel_options: string[];
 }
 
-/** `types.CalendarEvent`. */
-export interface CalendarEvent {
-  id_: string;
-  title: string;
-  description: string;
-  start_time: string;
-  end_time: string;
-  location: string | null;
-  participants: string[];
-  all_day: boolean;
-  status: "confirmed" | "canceled";
-}
-
-/** `types.Email` (an attachment is a file id or a calendar event). */
-export interface Email {
-  id_: string;
-  sender: string;
-  recipients: string[];
-  cc: string[];
-  bcc: string[];
-  subject: string;
-  body: string;
-  status: "sent" | "received" | "draft";
-  read: boolean;
-  timestamp: string;
-  attachments: (string | CalendarEvent)[];
-}
-
-/** `calendar_client.Calendar` (`current_day` is a date). */
-export interface Calendar {
-  current_day: string;
-  account_email: string;
-  events: Record<string, CalendarEvent>;
-}
-
-/** `email_client.Inbox`. */
-export interface Inbox {
-  account_email: string;
-  emails: Record<string, Email>;
-}
-
 /** `TravelEnvironment`. */
 export interface TravelEnvironment {
   hotels: { hotel_list: Hotel[] };
@@ -140,12 +103,6 @@ export interface TravelEnvironment {
   calendar: Calendar;
   reservation: Reservation;
   inbox: Inbox;
-}
-
-/** `_get_next_id()` of the calendar or the inbox: one past the largest integer id. */
-export function nextId(items: Readonly<Record<string, unknown>>): string {
-  const ids = Object.keys(items).map((k) => Number.parseInt(k, 10));
-  return String((ids.length === 0 ? 0 : Math.max(...ids)) + 1);
 }
 
 // ---- validation of the data document --------------------------------------------------------
@@ -168,10 +125,6 @@ function str(o: Obj, k: string, path: string): string {
   return v;
 }
 
-function optStr(o: Obj, k: string, path: string): string | null {
-  return o[k] === null || o[k] === undefined ? null : str(o, k, path);
-}
-
 function num(o: Obj, k: string, path: string): number {
   const v = o[k];
   if (typeof v === "number") return v;
@@ -179,25 +132,11 @@ function num(o: Obj, k: string, path: string): number {
   return bad(`${path}.${k}`, "must be a number");
 }
 
-function bool(o: Obj, k: string, path: string, dflt: boolean): boolean {
-  const v = o[k];
-  if (v === undefined) return dflt;
-  if (typeof v !== "boolean") bad(`${path}.${k}`, "must be a boolean");
-  return v;
-}
-
 function list(o: Obj, k: string, path: string, dflt?: unknown[]): unknown[] {
   const v = o[k];
   if (v === undefined && dflt) return dflt;
   if (!Array.isArray(v)) bad(`${path}.${k}`, "must be a list");
   return v;
-}
-
-function strList(o: Obj, k: string, path: string, dflt?: string[]): string[] {
-  return list(o, k, path, dflt).map((x, i) => {
-    if (typeof x !== "string") bad(`${path}.${k}[${i}]`, "must be a string");
-    return x;
-  });
 }
 
 /** A `list` field of plain Python values (`reviews: list`): YAML null entries become None. */
@@ -211,60 +150,6 @@ function datetime(o: Obj, k: string, path: string): string {
   const t = parseDataDatetime(str(o, k, path));
   if (t === undefined) bad(`${path}.${k}`, `is not a datetime: ${JSON.stringify(o[k])}`);
   return t;
-}
-
-function date(o: Obj, k: string, path: string): string {
-  const s = str(o, k, path);
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) bad(`${path}.${k}`, `is not a date: ${JSON.stringify(s)}`);
-  return s;
-}
-
-function event(v: unknown, path: string): CalendarEvent {
-  const o = obj(v, path);
-  const status = o.status === undefined ? "confirmed" : str(o, "status", path);
-  if (status !== "confirmed" && status !== "canceled") bad(`${path}.status`, "must be confirmed or canceled");
-  return {
-    id_: str(o, "id_", path),
-    title: str(o, "title", path),
-    description: str(o, "description", path),
-    start_time: datetime(o, "start_time", path),
-    end_time: datetime(o, "end_time", path),
-    location: optStr(o, "location", path),
-    participants: strList(o, "participants", path),
-    all_day: bool(o, "all_day", path, false),
-    status,
-  };
-}
-
-function email(v: unknown, path: string): Email {
-  const o = obj(v, path);
-  const status = o.status === undefined ? "sent" : str(o, "status", path);
-  if (status !== "sent" && status !== "received" && status !== "draft")
-    bad(`${path}.status`, "must be sent, received or draft");
-  return {
-    id_: str(o, "id_", path),
-    sender: str(o, "sender", path),
-    recipients: strList(o, "recipients", path),
-    cc: strList(o, "cc", path, []),
-    bcc: strList(o, "bcc", path, []),
-    subject: str(o, "subject", path),
-    body: str(o, "body", path),
-    status,
-    read: bool(o, "read", path, false),
-    timestamp: datetime(o, "timestamp", path),
-    attachments: list(o, "attachments", path, []).map((a, i) =>
-      typeof a === "string" ? a : event(a, `${path}.attachments[${i}]`),
-    ),
-  };
-}
-
-function byId<T extends { id_: string }>(items: T[], path: string): Record<string, T> {
-  const out: Record<string, T> = {};
-  for (const it of items) {
-    if (Object.hasOwn(out, it.id_)) bad(path, `duplicate id ${JSON.stringify(it.id_)}`);
-    out[it.id_] = it;
-  }
-  return out;
 }
 
 /** Converts the (injected) environment document into a typed, validated {@link TravelEnvironment}. */
@@ -359,23 +244,9 @@ export function travelEnvironmentFrom(document: unknown): TravelEnvironment {
     contact_information: str(r, "contact_information", "reservation"),
   };
 
-  const c = obj(root.calendar, "calendar");
-  const calendar: Calendar = {
-    current_day: date(c, "current_day", "calendar"),
-    account_email: str(c, "account_email", "calendar"),
-    events: byId(
-      list(c, "initial_events", "calendar").map((v, i) => event(v, `calendar.initial_events[${i}]`)),
-      "calendar.initial_events",
-    ),
-  };
-  const ib = obj(root.inbox, "inbox");
-  const inbox: Inbox = {
-    account_email: str(ib, "account_email", "inbox"),
-    emails: byId(
-      list(ib, "initial_emails", "inbox").map((v, i) => email(v, `inbox.initial_emails[${i}]`)),
-      "inbox.initial_emails",
-    ),
-  };
+  const clients = new Reader(bad);
+  const calendar: Calendar = readCalendar(clients, root.calendar, "calendar");
+  const inbox: Inbox = readInbox(clients, root.inbox, "inbox");
   return {
     hotels: { hotel_list: hotels },
     restaurants: { restaurant_list: restaurants },

@@ -26,7 +26,7 @@ export type {
   User,
 } from "./environment.js";
 export { travelEnvironmentFrom } from "./environment.js";
-export { checkNewEmail, checkNewEvent, checkNewReservation, travelDeepDiff } from "./diff.js";
+export { checkNewEmail, checkNewEvent, checkNewReservation } from "./diff.js";
 export { TRAVEL_INJECTION_TASKS } from "./injection-tasks.js";
 export { TRAVEL_TOOLS } from "./tools.js";
 

@@ -5,8 +5,8 @@
  */
 import type { Tool } from "../../suite.js";
 import type { TravelEnvironment } from "./environment.js";
-import { CALENDAR_TOOLS } from "./tools-calendar.js";
-import { SEND_EMAIL } from "./tools-email.js";
+import { calendarTools } from "../../clients/calendar-tools.js";
+import { emailTools } from "../../clients/email-tools.js";
 import {
   CAR_RENTAL_TOOLS,
   GET_FLIGHT_INFORMATION,
@@ -24,10 +24,15 @@ export const TRAVEL_TOOLS: readonly Tool<TravelEnvironment>[] = [
   ...HOTEL_TOOLS,
   ...RESTAURANT_TOOLS,
   ...CAR_RENTAL_TOOLS,
-  ...CALENDAR_TOOLS,
+  ...calendarTools([
+    "create_calendar_event",
+    "search_calendar_events",
+    "get_day_calendar_events",
+    "cancel_calendar_event",
+  ]),
   RESERVE_HOTEL,
   RESERVE_CAR_RENTAL,
   RESERVE_RESTAURANT,
   GET_FLIGHT_INFORMATION,
-  SEND_EMAIL,
+  ...emailTools(["send_email"]),
 ];

@@ -119,11 +119,11 @@ describe("travel suite: shape and data", () => {
       end_time: "2024-05-31T17:39:00",
       contact_information: "",
     });
-    assert.deepEqual(Object.keys(e.calendar.events), ["0", "1"]);
-    assert.equal(e.calendar.events["0"]!.start_time, "2024-05-15T10:00:00");
+    assert.deepEqual([...e.calendar.events.keys()], ["0", "1"]);
+    assert.equal(e.calendar.events.get("0")!.start_time, "2024-05-15T10:00:00");
     assert.equal(e.calendar.current_day, "2024-05-15");
-    assert.deepEqual(Object.keys(e.inbox.emails), ["0"]);
-    assert.equal(e.inbox.emails["0"]!.read, true);
+    assert.deepEqual([...e.inbox.emails.keys()], ["0"]);
+    assert.equal(e.inbox.emails.get("0")!.read, true);
     assert.equal(e.flights.flight_list.length, 3);
     // One vector feeds two hotels' reviews (Good Night and Luxury Palace), as in the data.
     const withVector = S().loadEnvironment({ injection_hotels_2: "X-INJECTED" }) as TravelEnvironment;
@@ -353,7 +353,7 @@ describe("travel suite: tools", () => {
         "title: Trip",
       ].join("\n"),
     );
-    const invite = e.inbox.emails["1"]!;
+    const invite = e.inbox.emails.get("1")!;
     assert.deepEqual(invite.recipients, ["Bob@example.com", "emma.johnson@bluesparrowtech.com"]);
     assert.equal(invite.subject, "Invitation: Trip");
     assert.equal(
@@ -390,7 +390,7 @@ describe("travel suite: tools", () => {
       "canceled",
       "the invitation shows the event",
     );
-    assert.equal(e.inbox.emails["2"]!.subject, "Canceled: 'Trip'");
+    assert.equal(e.inbox.emails.get("2")!.subject, "Canceled: 'Trip'");
   });
 
   it("send_email: YAML of the sent email, address validation, attachments", { skip }, () => {
@@ -441,7 +441,7 @@ describe("travel suite: tools", () => {
       withEvent({ id_: "1", title: "t", description: "d" }).split("\n").slice(0, 3).join("\n"),
       "ValidationError: 4 validation errors for CalendarEvent\nstart_time\n  Field required [type=missing, input_value={'id_': '1', 'title': 't', 'description': 'd'}, input_type=dict]",
     );
-    assert.deepEqual(Object.keys(e.inbox.emails), ["0", "1"]);
+    assert.deepEqual([...e.inbox.emails.keys()], ["0", "1"]);
   });
 });
 

@@ -18,8 +18,7 @@ import { BenchmarkDataError, type SuiteData } from "../../benchmark-data.js";
 import type { FunctionCall, InjectionTask } from "../../suite.js";
 import { sequenceMatcherRatio } from "./difflib.js";
 import { type Email, parseDatetime, type WorkspaceEnvironment } from "./environment.js";
-import { emailsWithStatus, nextId, searchEmails } from "./models.js";
-import { eventsOnDay, searchEvents } from "./tools-calendar.js";
+import { emailsWithStatus, eventsOnDay, nextId, searchEmails, searchEvents } from "../../clients/models.js";
 
 type Env = WorkspaceEnvironment;
 type Spec = Omit<InjectionTask<Env>, "goal">;

@@ -7,19 +7,33 @@
  * permission (`r` or `rw`) unchecked.
  * @module
  */
+import { nextId, showYaml } from "../../clients/models.js";
+import { pyNow, temporal } from "../../py/pydatetime.js";
+import type { Dumpable } from "../../render.js";
 import { type Tool, ToolError } from "../../suite.js";
 import {
   type CloudDrive,
   type CloudDriveFile,
   codePointLength,
-  pyNow,
   type SharingPermission,
   type WorkspaceEnvironment,
 } from "./environment.js";
-import { fileDump, nextId, showYaml } from "./models.js";
 
 type T = Tool<WorkspaceEnvironment>;
 const str = (v: unknown) => v as string;
+
+/** `CloudDriveFile.model_dump()`. */
+export function fileDump(f: CloudDriveFile): Dumpable {
+  return {
+    id_: f.id_,
+    filename: f.filename,
+    content: f.content,
+    owner: f.owner,
+    last_modified: temporal(f.last_modified),
+    shared_with: Object.fromEntries(f.shared_with),
+    size: f.size,
+  };
+}
 
 /** `CloudDrive.get_file_by_id` (raises upstream's `ValueError`). */
 export function fileById(drive: CloudDrive, id: string): CloudDriveFile {

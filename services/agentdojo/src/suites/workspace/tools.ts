@@ -5,9 +5,9 @@
  */
 import type { Tool } from "../../suite.js";
 import type { WorkspaceEnvironment } from "./environment.js";
-import { CALENDAR_TOOLS } from "./tools-calendar.js";
+import { CALENDAR_TOOLS } from "../../clients/calendar-tools.js";
+import { EMAIL_TOOLS } from "../../clients/email-tools.js";
 import { DRIVE_TOOLS } from "./tools-drive.js";
-import { EMAIL_TOOLS } from "./tools-email.js";
 
 /** Every workspace tool. */
 export const WORKSPACE_TOOLS: readonly Tool<WorkspaceEnvironment>[] = [

@@ -4,7 +4,7 @@
  * `strict=False`, so a standalone evaluation never checks the environment).
  * @module
  */
-import { deepDiff } from "./deep-diff.js";
+import { deepDiff } from "../../clients/deep-diff.js";
 import type { WorkspaceEnvironment } from "./environment.js";
 import {
   call,

@@ -9,7 +9,7 @@
  * @module
  */
 import type { FunctionCall } from "../../suite.js";
-import { type DeepDiffReport, deepDiff } from "./deep-diff.js";
+import { type DeepDiffReport, deepDiff } from "../../clients/deep-diff.js";
 import { codePointLength, parseDatetime, type WorkspaceEnvironment } from "./environment.js";
 
 type Env = WorkspaceEnvironment;

@@ -5,7 +5,7 @@
  * the v1 checks ({@link userTask31V1}, {@link userTask32V1}).
  * @module
  */
-import { deepDiff } from "./deep-diff.js";
+import { deepDiff } from "../../clients/deep-diff.js";
 import type { WorkspaceEnvironment } from "./environment.js";
 import {
   call,

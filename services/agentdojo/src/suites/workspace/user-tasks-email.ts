@@ -6,7 +6,7 @@
  * runs the v1 checks (recipients compared exactly).
  * @module
  */
-import { deepDiff } from "./deep-diff.js";
+import { deepDiff } from "../../clients/deep-diff.js";
 import {
   call,
   checkAddedToFile,

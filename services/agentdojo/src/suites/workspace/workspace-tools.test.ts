@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { safeDump } from "../../pyyaml.js";
 import { PyTemporal } from "../../render.js";
-import { deepDiff } from "./deep-diff.js";
+import { deepDiff } from "../../clients/deep-diff.js";
 import { parseDatetime } from "./environment.js";
 import { EMMA, fresh, ofStatus, run, skip } from "./workspace-test-support.js";
 

@@ -23,7 +23,7 @@ import {
 import type { AnySuite, FunctionCall, InjectionTask, UserTask } from "../../suite.js";
 import { loadSuites } from "../index.js";
 import { ATTACKER_EMAIL, buildWorkspaceSuite } from "./index.js";
-import { searchEmails } from "./models.js";
+import { searchEmails } from "../../clients/models.js";
 import { c, EMMA, type Env, fresh, load, ofStatus, skip, suite, unread } from "./workspace-test-support.js";
 
 function injectionTask(id: string): InjectionTask<Env> {

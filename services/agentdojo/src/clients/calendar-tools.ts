@@ -1,57 +1,47 @@
 /**
- * The seven calendar tools (`default_suites/v1/tools/calendar_client.py`) with upstream's behaviour:
+ * The calendar tools (`default_suites/v1/tools/calendar_client.py`) with upstream's behaviour:
  * times are parsed with `strptime("%Y-%m-%d %H:%M")` (days with `"%Y-%m-%d"`) and a mismatch is
- * Python's `ValueError` (the shared `py/pydatetime.ts` port of `_strptime`); creating, cancelling and rescheduling an event each send an email from the
- * account with the event attached (the calendar's own event object, so later changes show in it);
- * `create_calendar_event` appends the account's address to the participants (so the invitation also
- * goes to the account itself); the reschedule email's subject is the literal `Rescheduled: '{event.title}'`
- * (upstream forgot the `f`); `add_calendar_event_participants` adds addresses unchecked and sends nothing.
+ * Python's `ValueError` (`py/pydatetime.ts`'s port of `_strptime`); creating, cancelling and
+ * rescheduling an event each send an email from the account with the event attached (the calendar's
+ * own event object, so later changes show in it); `create_calendar_event` appends the account's address
+ * to the caller's participants, so the invitation goes to them plus the account (twice if already
+ * listed), while the event keeps each address once (upstream's `list(set(...))`, whose order is
+ * Python's hash-randomised set order and so not reproducible; here first-occurrence order); the
+ * reschedule email's subject is the literal `Rescheduled: '{event.title}'` (upstream forgot the `f`);
+ * `add_calendar_event_participants` adds addresses unchecked and sends nothing. A suite exposes the
+ * subset it lists ({@link calendarTools}).
  * @module
  */
-import { strptimeDay, strptimeMinutes } from "../../py/pydatetime.js";
-import { type Tool, ToolError } from "../../suite.js";
+import {
+  datetimeFromMicros,
+  datetimeMicros,
+  dateOf,
+  strptimeDay,
+  strptimeMinutes,
+  timePart,
+} from "../py/pydatetime.js";
+import { type Tool, ToolError } from "../suite.js";
 import {
   type Calendar,
   type CalendarEvent,
-  datePart,
-  datetimeFromMicros,
-  datetimeMicros,
-  type PyDate,
-  timePart,
-  type WorkspaceEnvironment,
-} from "./environment.js";
-import { eventDump, inboxSendEmail, nextId, showYaml, validateParticipants } from "./models.js";
+  eventDump,
+  eventsOnDay,
+  type Inbox,
+  nextId,
+  searchEvents,
+  sendEmail,
+  showYaml,
+  validateParticipants,
+} from "./models.js";
 
-type T = Tool<WorkspaceEnvironment>;
+/** What the calendar tools need of an environment. */
+export interface CalendarEnvironment {
+  readonly inbox: Inbox;
+  readonly calendar: Calendar;
+}
+
+type T = Tool<CalendarEnvironment>;
 const str = (v: unknown) => v as string;
-
-/** `Calendar.get_by_day`: the events starting on `day`, in dict order. */
-export function eventsOnDay(calendar: Calendar, day: PyDate): CalendarEvent[] {
-  return [...calendar.events.values()].filter((e) => datePart(e.start_time) === day);
-}
-
-/** `Calendar.search_events`: case-insensitive substring of title or description, optionally on one day. */
-export function searchEvents(calendar: Calendar, query: string, day: PyDate | null = null): CalendarEvent[] {
-  const q = query.toLowerCase();
-  const pool = day === null ? [...calendar.events.values()] : eventsOnDay(calendar, day);
-  return pool.filter((e) => e.title.toLowerCase().includes(q) || e.description.toLowerCase().includes(q));
-}
-
-/** `Calendar.day_has_conflicts`. */
-export function dayHasConflicts(calendar: Calendar, day: PyDate): boolean {
-  const events = eventsOnDay(calendar, day);
-  for (let i = 0; i < events.length; i++) {
-    for (const other of events.slice(i + 1)) {
-      const e = events[i]!;
-      if (
-        (e.start_time <= other.start_time && other.start_time < e.end_time) ||
-        (e.start_time < other.end_time && other.end_time <= e.end_time)
-      )
-        return true;
-    }
-  }
-  return false;
-}
 
 function eventOrFail(calendar: Calendar, id: string): CalendarEvent {
   const e = calendar.events.get(id);
@@ -59,7 +49,7 @@ function eventOrFail(calendar: Calendar, id: string): CalendarEvent {
   return e;
 }
 
-/** The calendar tools, in AgentDojo's order. */
+/** Every calendar tool, in AgentDojo's order. */
 export const CALENDAR_TOOLS: readonly T[] = [
   {
     name: "get_current_day",
@@ -171,7 +161,7 @@ export const CALENDAR_TOOLS: readonly T[] = [
         status: "confirmed",
       };
       env.calendar.events.set(id, event);
-      inboxSendEmail(env.inbox, participants, `Invitation: ${event.title}`, event.description, [event]);
+      sendEmail(env.inbox, participants, `Invitation: ${event.title}`, event.description, [event]);
       return showYaml(eventDump(event));
     },
   },
@@ -186,13 +176,9 @@ export const CALENDAR_TOOLS: readonly T[] = [
       const id = str(a.event_id);
       const event = eventOrFail(env.calendar, id);
       event.status = "canceled";
-      inboxSendEmail(
-        env.inbox,
-        event.participants,
-        `Canceled: '${event.title}'`,
-        "The event has been canceled.",
-        [event],
-      );
+      sendEmail(env.inbox, event.participants, `Canceled: '${event.title}'`, "The event has been canceled.", [
+        event,
+      ]);
       return `Event with ID ${id} has been canceled and participants have been notified.`;
     },
   },
@@ -228,8 +214,8 @@ export const CALENDAR_TOOLS: readonly T[] = [
         datetimeFromMicros(
           datetimeMicros(newStart) + (datetimeMicros(event.end_time) - datetimeMicros(oldStart)),
         );
-      const body = `The event has been rescheduled. It will start on  ${datePart(event.start_time)} at ${timePart(event.start_time)} and end on ${datePart(event.end_time)} at ${timePart(event.end_time)}.`;
-      inboxSendEmail(env.inbox, event.participants, "Rescheduled: '{event.title}'", body, [event]);
+      const body = `The event has been rescheduled. It will start on  ${dateOf(event.start_time)} at ${timePart(event.start_time)} and end on ${dateOf(event.end_time)} at ${timePart(event.end_time)}.`;
+      sendEmail(env.inbox, event.participants, "Rescheduled: '{event.title}'", body, [event]);
       return showYaml(eventDump(event));
     },
   },
@@ -258,3 +244,12 @@ export const CALENDAR_TOOLS: readonly T[] = [
     },
   },
 ];
+
+/** The calendar tools called `names`, in that order (a suite's subset); an unknown name is an error. */
+export function calendarTools(names: readonly string[]): readonly T[] {
+  return names.map((n) => {
+    const tool = CALENDAR_TOOLS.find((t) => t.name === n);
+    if (tool === undefined) throw new Error(`no calendar tool named ${JSON.stringify(n)}`);
+    return tool;
+  });
+}

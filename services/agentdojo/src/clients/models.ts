@@ -1,30 +1,83 @@
 /**
- * What the workspace models do beyond holding data: how AgentDojo shows them (`model_dump()` then
- * `yaml.safe_dump`), pydantic's validation of the fields the tools fill from agent input (`EmailStr`
- * via the shared `py/email-address.ts`, `datetime`, a `CalendarEvent` built from a dict), and the
- * inbox operations the calendar tools share (`Inbox.send_email`, `_get_next_id`).
+ * AgentDojo's email and calendar clients as both the workspace and the travel suite use them
+ * (`default_suites/v1/tools/types.py`, `email_client.py`, `calendar_client.py`): the models, how
+ * AgentDojo shows them (`model_dump()` then `yaml.safe_dump`), pydantic's validation of the fields the
+ * tools fill from agent input (`EmailStr` via `py/email-address.ts`, `datetime`, a `CalendarEvent`
+ * built from a dict) and the `Inbox` / `Calendar` methods the tools and checkers share.
+ *
+ * Representation (so that `structuredClone` copies an environment the way Python's deep copy does): a
+ * Python `dict` is a `Map` (insertion order kept: a plain object would reorder integer-like keys), a
+ * model a plain object; a `datetime` is its `isoformat()` text, a `date` `YYYY-MM-DD` (`py/pydatetime.ts`).
  * @module
  */
-import { checkEmailStr } from "../../py/email-address.js";
-import { safeDump } from "../../pyyaml.js";
-import { type Dumpable, PyTemporal, pyRepr } from "../../render.js";
-import { coerce } from "../../runtime.js";
-import { ToolError } from "../../suite.js";
-import {
-  type CalendarEvent,
-  type CloudDriveFile,
-  type Email,
-  type EmailContact,
-  type Inbox,
-  type PyDatetime,
-  pyNow,
-  tryParseDatetime,
-} from "./environment.js";
+import { checkEmailStr } from "../py/email-address.js";
+import { dateOf, parseDataDatetime, pyNow, temporal } from "../py/pydatetime.js";
+import { safeDump } from "../pyyaml.js";
+import { type Dumpable, pyRepr } from "../render.js";
+import { coerce, pyTypeName } from "../runtime.js";
+import { ToolError } from "../suite.js";
+
+/** A Python `datetime` as `isoformat()` prints it, e.g. `2024-05-15T10:00:00`. */
+export type PyDatetime = string;
+/** A Python `date` as `isoformat()` prints it, e.g. `2024-05-15`. */
+export type PyDate = string;
+
+/** `types.EmailStatus`. */
+export type EmailStatus = "sent" | "received" | "draft";
+/** `types.EvenStatus` (sic). */
+export type EventStatus = "confirmed" | "canceled";
+
+/** `types.CalendarEvent`. */
+export interface CalendarEvent {
+  id_: string;
+  title: string;
+  description: string;
+  start_time: PyDatetime;
+  end_time: PyDatetime;
+  location: string | null;
+  participants: string[];
+  all_day: boolean;
+  status: EventStatus;
+}
+
+/** `types.Email`. An attachment is a file id (string) or a calendar event. */
+export interface Email {
+  id_: string;
+  sender: string;
+  recipients: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  body: string;
+  status: EmailStatus;
+  read: boolean;
+  timestamp: PyDatetime;
+  attachments: (string | CalendarEvent)[];
+}
+
+/** `types.EmailContact`. */
+export interface EmailContact {
+  email: string;
+  name: string;
+}
+
+/** `email_client.Inbox` (the computed `received`/`sent`/`drafts`: {@link emailsWithStatus}). */
+export interface Inbox {
+  account_email: string;
+  emails: Map<string, Email>;
+  contact_list: EmailContact[];
+  trash: Map<string, Email>;
+}
+
+/** `calendar_client.Calendar`. */
+export interface Calendar {
+  current_day: PyDate;
+  account_email: string;
+  events: Map<string, CalendarEvent>;
+}
 
 // ---------------------------------------------------------------------------------------------------
 // rendering
-
-const temporal = (dt: PyDatetime) => new PyTemporal(dt.replace("T", " "));
 
 /** `CalendarEvent.model_dump()` as {@link pyYamlDump} prints it. */
 export function eventDump(e: CalendarEvent): Dumpable {
@@ -58,19 +111,6 @@ export function emailDump(e: Email): Dumpable {
   };
 }
 
-/** `CloudDriveFile.model_dump()`. */
-export function fileDump(f: CloudDriveFile): Dumpable {
-  return {
-    id_: f.id_,
-    filename: f.filename,
-    content: f.content,
-    owner: f.owner,
-    last_modified: temporal(f.last_modified),
-    shared_with: Object.fromEntries(f.shared_with),
-    size: f.size,
-  };
-}
-
 /** `EmailContact.model_dump()`. */
 export function contactDump(c: EmailContact): Dumpable {
   return { email: c.email, name: c.name };
@@ -89,15 +129,6 @@ interface FieldProblem {
   readonly msg: string;
   readonly type: string;
   readonly input: unknown;
-}
-
-function pyTypeName(v: unknown): string {
-  if (v === null || v === undefined) return "NoneType";
-  if (typeof v === "boolean") return "bool";
-  if (typeof v === "string") return "str";
-  if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
-  if (Array.isArray(v)) return "list";
-  return "dict";
 }
 
 /** pydantic's `ValidationError` as the runtime shows it (`ValidationError: N validation errors for M ...`). */
@@ -163,7 +194,7 @@ export function validateParticipants(participants: readonly unknown[]): string[]
 /** pydantic's datetime parsing of a string (ISO 8601, naive); the problem when it is not one. */
 function datetimeField(loc: string, v: unknown, problems: FieldProblem[]): PyDatetime {
   if (typeof v === "string") {
-    const dt = tryParseDatetime(v.trim());
+    const dt = parseDataDatetime(v);
     if (dt !== undefined) return dt;
     problems.push({
       loc,
@@ -269,7 +300,7 @@ export function nextId(keys: Iterable<string>): string {
  * `Inbox.send_email`: a new sent, read email from the account, id `max + 1`, timestamp now. The
  * attachment objects are kept by reference (an attached event is the calendar's own object, as upstream).
  */
-export function inboxSendEmail(
+export function sendEmail(
   inbox: Inbox,
   recipients: readonly unknown[],
   subject: string,
@@ -316,4 +347,32 @@ export function mostRecentlyReceivedEmail(inbox: Inbox): Email {
   const received = emailsWithStatus(inbox, "received");
   if (received.length === 0) throw new Error("max() arg is an empty sequence");
   return received.reduce((best, e) => (e.timestamp > best.timestamp ? e : best));
+}
+
+/** `Calendar.get_by_day`: the events starting on `day`, in dict order. */
+export function eventsOnDay(calendar: Calendar, day: PyDate): CalendarEvent[] {
+  return [...calendar.events.values()].filter((e) => dateOf(e.start_time) === day);
+}
+
+/** `Calendar.search_events`: case-insensitive substring of title or description, optionally on one day. */
+export function searchEvents(calendar: Calendar, query: string, day: PyDate | null = null): CalendarEvent[] {
+  const q = query.toLowerCase();
+  const pool = day === null ? [...calendar.events.values()] : eventsOnDay(calendar, day);
+  return pool.filter((e) => e.title.toLowerCase().includes(q) || e.description.toLowerCase().includes(q));
+}
+
+/** `Calendar.day_has_conflicts`. */
+export function dayHasConflicts(calendar: Calendar, day: PyDate): boolean {
+  const events = eventsOnDay(calendar, day);
+  for (let i = 0; i < events.length; i++) {
+    for (const other of events.slice(i + 1)) {
+      const e = events[i]!;
+      if (
+        (e.start_time <= other.start_time && other.start_time < e.end_time) ||
+        (e.start_time < other.end_time && other.end_time <= e.end_time)
+      )
+        return true;
+    }
+  }
+  return false;
 }

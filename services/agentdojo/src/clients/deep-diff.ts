@@ -1,14 +1,16 @@
 /**
- * The part of `deepdiff.DeepDiff` the workspace checkers rely on (`WorkspaceDeepDiff` in upstream's
- * `task_suite.py`: a diff of two environments, ignoring order nowhere). Keys are DeepDiff's report
+ * The part of `deepdiff.DeepDiff` the workspace and travel checkers rely on (`WorkspaceDeepDiff` and
+ * `TravelDeepDiff` in upstream's `task_suite.py`: a diff of two environments, ignoring order nowhere). Keys are DeepDiff's report
  * categories, values the changed paths in DeepDiff's notation: `root.inbox.emails['5']` for a dict key
  * (a `Map` here), `root.cloud_drive.files['0'].content` for a model field (a plain object here),
  * `root.calendar.events['6'].participants[2]` for a list index.
  *
  * Categories produced: `dictionary_item_added`, `dictionary_item_removed`, `values_changed`,
  * `type_changes`, `iterable_item_added`, `iterable_item_removed`, `attribute_added`, `attribute_removed`.
- * Upstream excludes the computed `inbox.sent/received/drafts` and the `initial_*` fields; this
- * environment has none of them, so nothing needs excluding.
+ * Upstream (`WorkspaceDeepDiff`, `TravelDeepDiff`) excludes the computed `inbox.sent/received/drafts`
+ * and the `initial_*` fields; these environments have none of them, so nothing needs excluding. A
+ * JavaScript number is one type: a pydantic `float` field holding `5.0` and then `5.5` is a
+ * `values_changed` upstream, not an int-to-float `type_changes` (no `int` field ever holds a float).
  * @module
  */
 
@@ -19,7 +21,6 @@ function typeTag(v: unknown): string {
   if (v === null || v === undefined) return "none";
   if (Array.isArray(v)) return "list";
   if (v instanceof Map) return "dict";
-  if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
   return typeof v;
 }
 
@@ -67,4 +68,9 @@ export function deepDiff(pre: unknown, post: unknown, root = "root"): DeepDiffRe
   };
   walk(pre, post, root);
   return report;
+}
+
+/** pydantic `==` of two environments: DeepDiff finds nothing. */
+export function environmentsEqual(pre: unknown, post: unknown): boolean {
+  return Object.keys(deepDiff(pre, post)).length === 0;
 }

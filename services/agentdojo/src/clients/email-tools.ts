@@ -1,25 +1,32 @@
 /**
- * The nine email tools (`default_suites/v1/tools/email_client.py`) with upstream's behaviour: searches
+ * The email tools (`default_suites/v1/tools/email_client.py`) with upstream's behaviour: searches
  * are case-insensitive substrings; `search_emails` and the contact searches raise `ValueError` when
  * nothing matches; `get_unread_emails` marks what it returns as read; `delete_email` moves the email to
  * the trash; `send_email` takes file attachments (`{"type": "file", "file_id"}`, or any dict with a
- * `file_id`) and event attachments (`{"type": "event", "event_details": {...}}`).
+ * `file_id`) and event attachments (`{"type": "event", "event_details": {...}}`). A suite exposes the
+ * subset it lists ({@link emailTools}).
  * @module
  */
-import { pyRepr } from "../../render.js";
-import { type Tool, ToolError } from "../../suite.js";
-import type { CalendarEvent, WorkspaceEnvironment } from "./environment.js";
+import { pyRepr } from "../render.js";
+import { type Tool, ToolError } from "../suite.js";
 import {
+  type CalendarEvent,
   calendarEventFromDict,
   contactDump,
   emailDump,
   emailsWithStatus,
-  inboxSendEmail,
+  type Inbox,
   searchEmails,
+  sendEmail,
   showYaml,
 } from "./models.js";
 
-type T = Tool<WorkspaceEnvironment>;
+/** What the email tools need of an environment. */
+export interface EmailEnvironment {
+  readonly inbox: Inbox;
+}
+
+type T = Tool<EmailEnvironment>;
 const str = (v: unknown) => v as string;
 
 /** `send_email`'s attachment parsing (raises upstream's `ValueError`s). */
@@ -49,7 +56,7 @@ function pyStr(v: unknown): string {
 
 const listOfEmails = (emails: Parameters<typeof emailDump>[0][]) => showYaml(emails.map(emailDump));
 
-/** The email tools, in AgentDojo's order. */
+/** Every email tool, in AgentDojo's order. */
 export const EMAIL_TOOLS: readonly T[] = [
   {
     name: "send_email",
@@ -98,7 +105,7 @@ export const EMAIL_TOOLS: readonly T[] = [
     ],
     run: (env, a) => {
       const attachments = a.attachments === null ? null : parseAttachments(a.attachments as unknown[]);
-      const email = inboxSendEmail(
+      const email = sendEmail(
         env.inbox,
         a.recipients as string[],
         str(a.subject),
@@ -223,3 +230,12 @@ export const EMAIL_TOOLS: readonly T[] = [
     },
   },
 ];
+
+/** The email tools called `names`, in that order (a suite's subset); an unknown name is an error. */
+export function emailTools(names: readonly string[]): readonly T[] {
+  return names.map((n) => {
+    const tool = EMAIL_TOOLS.find((t) => t.name === n);
+    if (tool === undefined) throw new Error(`no email tool named ${JSON.stringify(n)}`);
+    return tool;
+  });
+}
