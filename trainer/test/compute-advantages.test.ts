@@ -389,11 +389,14 @@ describe("Trainer.ComputeAdvantages", () => {
     );
     const L = COMPUTE_ADVANTAGES_LIMITS;
     const refused = (req: ComputeAdvantagesRequest, re: RegExp) =>
-      assert.throws(() => computeAdvantagesMessage(req), (err: Error) => {
-        assert.equal(err.name, "InvalidArgumentError");
-        assert.match(err.message, re);
-        return true;
-      });
+      assert.throws(
+        () => computeAdvantagesMessage(req),
+        (err: Error) => {
+          assert.equal(err.name, "InvalidArgumentError");
+          assert.match(err.message, re);
+          return true;
+        },
+      );
     refused(
       sized(256, 1, 2049, false),
       /'groups' has covariance work \(Σ rollouts·K²\) = 134283264, over the covarianceWork limit of 134217728/,
