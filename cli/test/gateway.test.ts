@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
 import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
 import { type RunningService, silentLogger, startRewardService } from "@reward-mesh/sdk";
+import { DEFAULT_PAD_TOKENS, responseOf } from "../src/gateway/openrlhf.js";
 
 const BIN = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
@@ -117,12 +118,43 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
     assert.deepEqual(one.json["rewards"], [1.5]);
   });
 
+  it("cuts the response as leniently as OpenRLHF's math_reward_func.py: pads, re-decoded or truncated prompts are no 400", async () => {
+    const prompt = "<|im_start|>user\nWhat is 6 * 7 ?<|im_end|>\n<|im_start|>assistant\n";
+    const body = {
+      query: [
+        // Older OpenRLHF: the left-padded batch decoded with its special tokens, right padding too.
+        `<|endoftext|><|endoftext|>${prompt}\\boxed{42}<|im_end|><|endoftext|>`,
+        // decode(encode(prompt)) with clean_up_tokenization_spaces: "7 ?" became "7?".
+        `${prompt.replace("7 ?", "7?")}\\boxed{42}`,
+        // A BOS token the dataset's prompt does not have.
+        `<s>${prompt}The answer: \\boxed{41}`,
+        // A prompt truncated to the prompt budget.
+        `${prompt.slice(0, 12)}\\boxed{42}`,
+      ],
+      prompts: [prompt, prompt, prompt, prompt],
+      labels: ["42", "42", "42", "42"],
+    };
+    const r = await post(url, body);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.deepEqual((r.json["extra_logs"] as Record<string, number[]>)["math/correct"], [1, 1, 0, 1]);
+  });
+
+  it("responseOf: pads stripped, the text after the prompt's first occurrence, else the whole query", () => {
+    const pads = DEFAULT_PAD_TOKENS;
+    assert.equal(responseOf("<pad><pad>Q: 1+1? A: 2</s>", "Q: 1+1? ", pads), "A: 2");
+    assert.equal(responseOf("<s>Q? Q? again", "Q? ", pads), "Q? again");
+    assert.equal(responseOf("Q ? A", "Q? ", pads), "Q ? A");
+    assert.equal(responseOf("<|endoftext|>A", "", pads), "A");
+    assert.equal(responseOf("<pad>Q A", "<pad>Q ", pads), "A");
+    assert.equal(responseOf("<pad>Q A", "Q ", []), "A");
+    assert.equal(responseOf("<pad>A<pad>", "", []), "<pad>A<pad>");
+  });
+
   it("refuses a malformed request with 400 naming the key", async () => {
     const cases: [unknown, RegExp][] = [
       [{ prompts: [] }, /'query' is required/],
       [{ query: ["a", 3] }, /'query\[1\]' must be a string/],
       [{ query: ["ab"], prompts: ["a", "b"], labels: ["1"] }, /'prompts' must be a list of 1 strings/],
-      [{ query: ["ab"], prompts: ["x"], labels: ["1"] }, /'query\[0\]' does not start with 'prompts\[0\]'/],
       [{ query: ["ab"], prompts: ["a"] }, /'labels\[0\]' is required for math/],
       [
         { query: ["ab"], prompts: ["a"], labels: [{ bogus: 1 }] },

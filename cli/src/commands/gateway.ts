@@ -11,7 +11,12 @@ import { createRewardServiceClient, isLoopbackHost } from "@reward-mesh/sdk";
 import { loadRunConfig } from "@reward-mesh/trainer";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import type { CliConfig } from "../config.js";
-import { type GatewayComponent, type GatewayService, startOpenRlhfGateway } from "../gateway/openrlhf.js";
+import {
+  DEFAULT_PAD_TOKENS,
+  type GatewayComponent,
+  type GatewayService,
+  startOpenRlhfGateway,
+} from "../gateway/openrlhf.js";
 import { UsageError } from "../io.js";
 import { SERVICES } from "../services.js";
 
@@ -46,6 +51,12 @@ export const GATEWAY_COMMAND: CommandSpec = {
       default: "math",
       description: "domain of a string label: math (the label is the reference answer) or a custom domain",
     },
+    "pad-tokens": {
+      type: "string",
+      value: "T1,T2,...",
+      description: "pad tokens stripped from the ends of each query before the response is cut ('' for none)",
+      defaultText: DEFAULT_PAD_TOKENS.join(","),
+    },
     host: {
       type: "string",
       value: "ADDR",
@@ -74,7 +85,8 @@ export const GATEWAY_COMMAND: CommandSpec = {
   },
   notes: [
     "A label that is a JSON object is read as a rewardmesh.v1.Task (proto JSON), so any domain can be scored.\n" +
-      "The response is the query after its prompt (OpenRLHF sends the decoded prompt + response). A component\n" +
+      "The response is what follows the prompt's first occurrence in the query, after stripping --pad-tokens\n" +
+      "from its ends; the whole query when the prompt is not in it (as OpenRLHF's math_reward_func.py). A component\n" +
       'that does not apply to a query counts as 0. Bad requests get HTTP 400 with {"error": "..."}.',
   ],
   examples: [
@@ -214,6 +226,10 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
     host: String(flags["host"]),
     port,
     timeoutMs,
+    padTokens:
+      typeof flags["pad-tokens"] === "string"
+        ? flags["pad-tokens"].split(",").filter((t) => t !== "")
+        : DEFAULT_PAD_TOKENS,
   });
   stdout.write(
     `OpenRLHF reward endpoint on ${gw.url}/get_reward (${components.map((c) => `${c.service}/${c.component}×${c.weight}`).join(", ")}); Ctrl-C to stop\n`,

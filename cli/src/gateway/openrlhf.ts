@@ -6,7 +6,7 @@
  * dataset's label — and reads `rewards` (advantages), `scores` (dynamic filtering) and `extra_logs` (logged
  * per key) from the JSON answer, one entry per query. Older releases send `query` alone.
  *
- * Each request becomes one rollout per query (response = the query after its prompt), fanned out to every
+ * Each request becomes one rollout per query (response: see {@link responseOf}), fanned out to every
  * configured service over one `ScoreStream` per service; the answer is the weighted total per query and each
  * component's value under `extra_logs["<service>/<component>"]`. A component that does not apply (its
  * service does not score the task's domain, or it reported NOT_APPLICABLE) counts as 0, as in the trainer.
@@ -57,6 +57,70 @@ export interface OpenRlhfGatewayOptions {
   readonly maxBodyBytes?: number;
   /** Run id put on the rollouts. @default "openrlhf" */
   readonly runId?: string;
+  /** Pad tokens stripped from the ends of a query before the response is cut. @default DEFAULT_PAD_TOKENS */
+  readonly padTokens?: readonly string[];
+}
+
+/**
+ * Pad tokens of common tokenizers (Qwen `<|endoftext|>`, Llama 3 `<|end_of_text|>` and
+ * `<|finetune_right_pad_id|>`, T5/Gemma-style `<pad>`, BERT-style `[PAD]`, Llama 2/Mistral `</s>`). Older
+ * OpenRLHF decodes the padded batch with the special tokens kept, so a query can start (left padding) or end
+ * (right padding) with runs of them. `<|im_end|>` and `<|eot_id|>` are not here: they end turns inside the
+ * text, never pad it.
+ */
+export const DEFAULT_PAD_TOKENS: readonly string[] = [
+  "<|endoftext|>",
+  "<|end_of_text|>",
+  "<|finetune_right_pad_id|>",
+  "<pad>",
+  "[PAD]",
+  "</s>",
+];
+
+function stripLeading(text: string, tokens: readonly string[]): string {
+  let t = text;
+  for (let again = true; again; ) {
+    again = false;
+    for (const tok of tokens)
+      if (tok && t.startsWith(tok)) {
+        t = t.slice(tok.length);
+        again = true;
+      }
+  }
+  return t;
+}
+
+function stripTrailing(text: string, tokens: readonly string[]): string {
+  let t = text;
+  for (let again = true; again; ) {
+    again = false;
+    for (const tok of tokens)
+      if (tok && t.endsWith(tok)) {
+        t = t.slice(0, t.length - tok.length);
+        again = true;
+      }
+  }
+  return t;
+}
+
+/**
+ * The response in an OpenRLHF query, as leniently as OpenRLHF's own `examples/python/math_reward_func.py`
+ * (`query[len(prompt):]` when the prompt is in the query, else the whole query), never an error:
+ *
+ * 1. runs of `padTokens` are stripped from both ends of the query and from the start of the prompt;
+ * 2. if the prompt occurs in the query, the response is what follows its first occurrence (the example cuts
+ *    `len(prompt)` characters, which is the same when the query starts with the prompt, and keeps the
+ *    prompt's tail when something — a BOS token, a pad token not listed — precedes it; the first occurrence
+ *    is the prompt itself, since a response quoting its question comes after it);
+ * 3. otherwise (a prompt changed by `decode(encode(prompt))`, e.g. `clean_up_tokenization_spaces`, or
+ *    truncated, or no prompt sent) the whole stripped query is the response.
+ */
+export function responseOf(query: string, prompt: string, padTokens: readonly string[]): string {
+  const q = stripTrailing(stripLeading(query, padTokens), padTokens);
+  const p = stripLeading(prompt, padTokens);
+  if (p === "") return q;
+  const at = q.indexOf(p);
+  return at < 0 ? q : q.slice(at + p.length);
 }
 
 /** A running gateway. */
@@ -103,10 +167,6 @@ export function parseOpenRlhfRequest(body: unknown): OpenRlhfRequest {
     prompts.forEach((p, i) => {
       if (typeof p !== "string")
         throw new GatewayRequestError(`'prompts[${i}]' must be a string, got ${typeof p}`);
-      if (!query[i].startsWith(p))
-        throw new GatewayRequestError(
-          `'query[${i}]' does not start with 'prompts[${i}]': the response is the query after its prompt`,
-        );
     });
   }
   const labels = body["labels"];
@@ -158,7 +218,9 @@ let requestCounter = 0;
 function rolloutsOf(req: OpenRlhfRequest, o: OpenRlhfGatewayOptions): Rollout[] {
   const batch = `b${++requestCounter}`;
   return req.query.map((q, i) => {
-    const prompt = req.prompts?.[i] ?? "";
+    const sent = req.prompts?.[i] ?? "";
+    const pads = o.padTokens ?? DEFAULT_PAD_TOKENS;
+    const prompt = stripLeading(sent, pads);
     const id = `${batch}-${i}`;
     return create(RolloutSchema, {
       id,
@@ -167,7 +229,7 @@ function rolloutsOf(req: OpenRlhfRequest, o: OpenRlhfGatewayOptions): Rollout[] 
       index: 0,
       groupSize: 1,
       task: taskOf(req.labels?.[i], prompt, o.domain, i),
-      response: q.slice(prompt.length),
+      response: responseOf(q, sent, pads),
     });
   });
 }
