@@ -336,7 +336,7 @@ export async function startGrpcServices(
       await Promise.all([
         shutdownServer(server, graceMs),
         ...(healthOnly ? [shutdownServer(healthOnly.server, graceMs)] : []),
-        ...(httpServer ? [httpServer.close()] : []),
+        ...(httpServer ? [httpServer.close(graceMs)] : []),
       ]);
     },
   };
