@@ -17,6 +17,35 @@ import { DEFAULT_PAD_TOKENS, responseOf } from "../src/gateway/openrlhf.js";
 
 const BIN = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
+/** Spawns `reward-mesh gateway ARGS --port 0`; resolves with its /get_reward URL once it listens. */
+async function spawnGateway(
+  args: readonly string[],
+): Promise<{ url: string; child: ChildProcess; out: () => string }> {
+  const child = spawn(process.execPath, [BIN, "gateway", ...args, "--port", "0"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let text = "";
+  child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (text += d.toString()));
+  const t0 = Date.now();
+  for (;;) {
+    const m = /(http:\/\/\S+\/get_reward)/.exec(text);
+    if (m) return { url: m[1]!, child, out: () => text };
+    if (child.exitCode !== null || Date.now() - t0 > 60_000) {
+      child.kill("SIGTERM");
+      throw new Error(`gateway did not start:\n${text}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function stopGateway(g: { child: ChildProcess; out: () => string }): Promise<void> {
+  if (g.child.exitCode !== null) return;
+  const exited = new Promise<number | null>((r) => g.child.once("exit", (code) => r(code)));
+  g.child.kill("SIGTERM");
+  assert.equal(await exited, 0, g.out());
+}
+
 async function post(url: string, body: unknown) {
   const res = await fetch(url, {
     method: "POST",
@@ -113,7 +142,7 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
         "length/overlong": [0, 0, -0.5],
       },
     });
-    // OpenRLHF's single-query calls (one per sample) and the older query-only form.
+    // OpenRLHF's single-query calls (one per sample).
     const one = await post(url, { query: [body.query[0]], prompts: [prompt], labels: ["42"] });
     assert.deepEqual(one.json["rewards"], [1.5]);
   });
@@ -148,6 +177,29 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
     assert.equal(responseOf("<pad>Q A", "<pad>Q ", pads), "A");
     assert.equal(responseOf("<pad>Q A", "Q ", []), "A");
     assert.equal(responseOf("<pad>A<pad>", "", []), "<pad>A<pad>");
+  });
+
+  it("the query-only request of older OpenRLHF: 400 naming the need for labels with math, scored with --domain custom", async () => {
+    const queryOnly = { query: ["Say fifteen letters: abcdefghijklmno"] };
+    const r = await post(url, queryOnly);
+    assert.equal(r.status, 400);
+    assert.match(String(r.json["error"]), /^'labels' is required with --domain math .* --domain custom/);
+    const g = await spawnGateway([
+      "--components",
+      "length/overlong=1",
+      "--domain",
+      "custom",
+      "--services",
+      `length=${length.grpc.address}`,
+    ]);
+    try {
+      const ok = await post(g.url, queryOnly);
+      assert.equal(ok.status, 200, JSON.stringify(ok.json));
+      // The whole query is the response: 35 characters, max 20 → the full penalty −1.
+      assert.deepEqual(ok.json, { rewards: [-1], scores: [-1], extra_logs: { "length/overlong": [-1] } });
+    } finally {
+      await stopGateway(g);
+    }
   });
 
   it("refuses a malformed request with 400 naming the key", async () => {

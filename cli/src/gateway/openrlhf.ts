@@ -180,7 +180,13 @@ export function parseOpenRlhfRequest(body: unknown): OpenRlhfRequest {
 }
 
 /** The task of query `i`: a label object is a proto-JSON Task; a string label is read per `domain`. */
-function taskOf(label: unknown, prompt: string, domain: string, i: number): Task {
+function taskOf(label: unknown, prompt: string, domain: string, i: number, queryOnly: boolean): Task {
+  if (queryOnly && domain === "math")
+    throw new GatewayRequestError(
+      "'labels' is required with --domain math (each query's reference answer): a query-only request " +
+        '({"query": [...]}, older OpenRLHF) can be scored only with a --domain whose services need no label ' +
+        "(e.g. --domain custom for length)",
+    );
   if (isRecord(label)) {
     try {
       return fromJson(TaskSchema, label as JsonValue);
@@ -228,7 +234,7 @@ function rolloutsOf(req: OpenRlhfRequest, o: OpenRlhfGatewayOptions): Rollout[] 
       groupId: id,
       index: 0,
       groupSize: 1,
-      task: taskOf(req.labels?.[i], prompt, o.domain, i),
+      task: taskOf(req.labels?.[i], prompt, o.domain, i, req.labels === undefined),
       response: responseOf(q, sent, pads),
     });
   });
