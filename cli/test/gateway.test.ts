@@ -202,6 +202,42 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
     }
   });
 
+  it("a domain no service scores is an error, not a silent 0: at start for --domain, 400 for a query", async () => {
+    const r = await post(url, {
+      query: ["Q A"],
+      prompts: ["Q "],
+      labels: [{ id: "t", domain: "biology", custom: {} }],
+    });
+    assert.equal(r.status, 400);
+    assert.match(
+      String(r.json["error"]),
+      /^'labels\[0\]': the task's domain 'biology' is scored by none of the services \(math: math; length: code, tool_call, agent, custom\)/,
+    );
+    const bad = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const c = spawn(
+        process.execPath,
+        [
+          BIN,
+          "gateway",
+          "--components",
+          "math/correct=1",
+          "--domain",
+          "code",
+          "--services",
+          `math=${math.grpc.address}`,
+          "--port",
+          "0",
+        ],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
+      let stderr = "";
+      c.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+      c.once("exit", (status) => resolve({ status, stderr }));
+    });
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.match(bad.stderr, /'--domain code' is scored by none of the services \(math: math\)/);
+  });
+
   it("refuses a malformed request with 400 naming the key", async () => {
     const cases: [unknown, RegExp][] = [
       [{ prompts: [] }, /'query' is required/],

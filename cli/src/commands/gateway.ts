@@ -15,6 +15,7 @@ import {
   DEFAULT_PAD_TOKENS,
   type GatewayComponent,
   type GatewayService,
+  servicesDomains,
   startOpenRlhfGateway,
 } from "../gateway/openrlhf.js";
 import { UsageError } from "../io.js";
@@ -211,6 +212,11 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
           `component '${c.service}/${c.component}' is not offered by '${c.service}' (its components: ${s.components.join(", ")})`,
         );
     }
+    const domain = String(flags["domain"]);
+    if (!services.some((s) => s.domains.includes(domain)))
+      throw new UsageError(
+        `'--domain ${domain}' is scored by none of the services (${servicesDomains(services)}): every string-labelled query would get reward 0; pick one of their domains`,
+      );
   } catch (err) {
     for (const s of services) s.client.close();
     throw err;

@@ -240,6 +240,11 @@ function rolloutsOf(req: OpenRlhfRequest, o: OpenRlhfGatewayOptions): Rollout[] 
   });
 }
 
+/** `math: math; length: code, custom` — what each service scores, for error messages. */
+export function servicesDomains(services: readonly GatewayService[]): string {
+  return services.map((s) => `${s.name}: ${s.domains.join(", ") || "none"}`).join("; ");
+}
+
 /** The domain a rollout is routed by (its task's, else its kind's name). */
 function domainOf(r: Rollout): string {
   if (r.task?.domain) return r.task.domain;
@@ -277,6 +282,13 @@ export async function scoreOpenRlhfRequest(
 ): Promise<OpenRlhfResponse> {
   const req = parseOpenRlhfRequest(body);
   const rollouts = rolloutsOf(req, o);
+  rollouts.forEach((r, i) => {
+    const domain = domainOf(r);
+    if (!o.services.some((s) => s.domains.includes(domain)))
+      throw new GatewayRequestError(
+        `'labels[${i}]': the task's domain '${domain}' is scored by none of the services (${servicesDomains(o.services)}); its reward would be a silent 0`,
+      );
+  });
   const byService = new Map<string, RewardResult[]>();
   await Promise.all(
     o.services.map(async (s) => {
