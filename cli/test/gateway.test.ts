@@ -52,7 +52,9 @@ async function post(url: string, body: unknown) {
     headers: { "content-type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+  // The gateway writes NaN as the bare token Python's json reads; here it becomes the string "NaN".
+  const text = (await res.text()).replace(/\bNaN\b/g, '"NaN"');
+  return { status: res.status, json: JSON.parse(text) as Record<string, unknown> };
 }
 
 describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh", () => {
@@ -132,16 +134,20 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
     const r = await post(url, body);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     // math: correct 1 + 0.5·format 1; wrong: 0.5·format; length (custom domain only): soft overlong
-    // penalty of 15 characters with max 20, cache 10 = −(15 − 10)/10.
+    // penalty of 15 characters with max 20, cache 10 = −(15 − 10)/10. `scores` is the first component
+    // (math/correct; 0 where it does not apply), so OpenRLHF's dynamic filtering sees 0/1; a component that
+    // does not apply is NaN in extra_logs, not a logged 0.
     assert.deepEqual(r.json, {
       rewards: [1.5, 0.5, -0.5],
-      scores: [1.5, 0.5, -0.5],
+      scores: [1, 0, 0],
       extra_logs: {
-        "math/correct": [1, 0, 0],
-        "math/format": [1, 1, 0],
-        "length/overlong": [0, 0, -0.5],
+        "math/correct": [1, 0, "NaN"],
+        "math/format": [1, 1, "NaN"],
+        "length/overlong": ["NaN", "NaN", -0.5],
       },
     });
+    const raw = await fetch(url, { method: "POST", body: JSON.stringify(body) }).then((x) => x.text());
+    assert.match(raw, /"length\/overlong":\[NaN,NaN,-0\.5\]/);
     // OpenRLHF's single-query calls (one per sample).
     const one = await post(url, { query: [body.query[0]], prompts: [prompt], labels: ["42"] });
     assert.deepEqual(one.json["rewards"], [1.5]);
@@ -197,6 +203,22 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       assert.equal(ok.status, 200, JSON.stringify(ok.json));
       // The whole query is the response: 35 characters, max 20 → the full penalty −1.
       assert.deepEqual(ok.json, { rewards: [-1], scores: [-1], extra_logs: { "length/overlong": [-1] } });
+      // --score-component total: scores = rewards; an unknown one is refused at start.
+      const total = await spawnGateway([
+        "--components",
+        "length/overlong=2",
+        "--domain",
+        "custom",
+        "--score-component",
+        "total",
+        "--services",
+        `length=${length.grpc.address}`,
+      ]);
+      try {
+        assert.deepEqual((await post(total.url, queryOnly)).json["scores"], [-2]);
+      } finally {
+        await stopGateway(total);
+      }
     } finally {
       await stopGateway(g);
     }
@@ -243,7 +265,7 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       [{ prompts: [] }, /'query' is required/],
       [{ query: ["a", 3] }, /'query\[1\]' must be a string/],
       [{ query: ["ab"], prompts: ["a", "b"], labels: ["1"] }, /'prompts' must be a list of 1 strings/],
-      [{ query: ["ab"], prompts: ["a"] }, /'labels\[0\]' is required for math/],
+      [{ query: ["ab"], prompts: ["a"], labels: [null] }, /'labels\[0\]' is required for math/],
       [
         { query: ["ab"], prompts: ["a"], labels: [{ bogus: 1 }] },
         /'labels\[0\]' is an object but not a rewardmesh\.v1\.Task/,
@@ -295,7 +317,7 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       const r = await post(u, { query: ["Q: 2+2? \\boxed{4}"], prompts: ["Q: 2+2? "], labels: ["4"] });
       assert.deepEqual(r.json, {
         rewards: [1.25],
-        scores: [1.25],
+        scores: [1],
         extra_logs: { "math/correct": [1], "math/format": [1] },
       });
     } finally {

@@ -15,6 +15,7 @@ import {
   DEFAULT_PAD_TOKENS,
   type GatewayComponent,
   type GatewayService,
+  scoreComponentOf,
   servicesDomains,
   startOpenRlhfGateway,
 } from "../gateway/openrlhf.js";
@@ -52,6 +53,13 @@ export const GATEWAY_COMMAND: CommandSpec = {
       default: "math",
       description: "domain of a string label: math (the label is the reference answer) or a custom domain",
     },
+    "score-component": {
+      type: "string",
+      value: "S/C|total",
+      description:
+        "what 'scores' holds (OpenRLHF's dynamic filtering, range default (0,1)): one component's raw value, or the weighted total",
+      defaultText: "the first component",
+    },
     "pad-tokens": {
       type: "string",
       value: "T1,T2,...",
@@ -88,7 +96,8 @@ export const GATEWAY_COMMAND: CommandSpec = {
     "A label that is a JSON object is read as a rewardmesh.v1.Task (proto JSON), so any domain can be scored.\n" +
       "The response is what follows the prompt's first occurrence in the query, after stripping --pad-tokens\n" +
       "from its ends; the whole query when the prompt is not in it (as OpenRLHF's math_reward_func.py). A component\n" +
-      'that does not apply to a query counts as 0. Bad requests get HTTP 400 with {"error": "..."}.',
+      "that does not apply to a query counts 0 in rewards and scores and is NaN in extra_logs. Bad requests get\n" +
+      'HTTP 400 with {"error": "..."}.',
   ],
   examples: [
     "reward-mesh gateway --components math/correct=1,math/format=0.1 --services math=127.0.0.1:50067",
@@ -221,6 +230,13 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
     for (const s of services) s.client.close();
     throw err;
   }
+  const scoreComponent = typeof flags["score-component"] === "string" ? flags["score-component"] : undefined;
+  try {
+    scoreComponentOf({ components, ...(scoreComponent !== undefined ? { scoreComponent } : {}) });
+  } catch (err) {
+    for (const s of services) s.client.close();
+    throw new UsageError(`'--score-component': ${(err as Error).message}`);
+  }
   const stopped = new Promise<void>((resolve) => {
     process.once("SIGINT", () => resolve());
     process.once("SIGTERM", () => resolve());
@@ -232,6 +248,7 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
     host: String(flags["host"]),
     port,
     timeoutMs,
+    ...(scoreComponent !== undefined ? { scoreComponent } : {}),
     padTokens:
       typeof flags["pad-tokens"] === "string"
         ? flags["pad-tokens"].split(",").filter((t) => t !== "")

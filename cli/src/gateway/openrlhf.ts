@@ -7,9 +7,11 @@
  * per key) from the JSON answer, one entry per query. Older releases send `query` alone.
  *
  * Each request becomes one rollout per query (response: see {@link responseOf}), fanned out to every
- * configured service over one `ScoreStream` per service; the answer is the weighted total per query and each
- * component's value under `extra_logs["<service>/<component>"]`. A component that does not apply (its
- * service does not score the task's domain, or it reported NOT_APPLICABLE) counts as 0, as in the trainer.
+ * configured service over one `ScoreStream` per service; the answer is the weighted total per query
+ * (`rewards`; a component that does not apply counts 0 there, as in the trainer), the score component's value
+ * (`scores`, see {@link OpenRlhfGatewayOptions.scoreComponent}) and each component's value under
+ * `extra_logs["<service>/<component>"]` — `NaN` where the component does not apply (its service does not score
+ * the task's domain, or it reported NOT_APPLICABLE), written as the bare `NaN` token Python's `json` reads.
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -57,6 +59,12 @@ export interface OpenRlhfGatewayOptions {
   readonly maxBodyBytes?: number;
   /** Run id put on the rollouts. @default "openrlhf" */
   readonly runId?: string;
+  /**
+   * What `scores` holds (OpenRLHF's dynamic filtering keeps groups whose mean score lies in
+   * `--dynamic_filtering_reward_range`, default (0, 1)): `"<service>/<component>"` (its raw value, 0 where it
+   * does not apply) or `"total"` (the weighted total, as `rewards`). @default the first component
+   */
+  readonly scoreComponent?: string;
   /** Pad tokens stripped from the ends of a query before the response is cut. @default DEFAULT_PAD_TOKENS */
   readonly padTokens?: readonly string[];
 }
@@ -275,6 +283,20 @@ export interface OpenRlhfResponse {
   readonly extra_logs: Record<string, number[]>;
 }
 
+/**
+ * The `scores` source: `total` or a configured `<service>/<component>` (default: the first component).
+ * @throws {GatewayRequestError} never; a component not configured is a `TypeError` (the CLI checks it first).
+ */
+export function scoreComponentOf(o: Pick<OpenRlhfGatewayOptions, "components" | "scoreComponent">): string {
+  const first = o.components[0];
+  const key = o.scoreComponent ?? (first ? `${first.service}/${first.component}` : "total");
+  if (key !== "total" && !o.components.some((c) => `${c.service}/${c.component}` === key))
+    throw new TypeError(
+      `score component '${key}' is not one of the components (${o.components.map((c) => `${c.service}/${c.component}`).join(", ")}) or 'total'`,
+    );
+  return key;
+}
+
 /** Scores one OpenRLHF request with the configured services. */
 export async function scoreOpenRlhfRequest(
   body: unknown,
@@ -327,16 +349,25 @@ export async function scoreOpenRlhfRequest(
     const results = byService.get(c.service)!;
     extra[key] = rollouts.map((_, i) => {
       const comp = results[i]?.components.find((x) => x.name === c.component);
-      if (!comp || comp.status === ComponentStatus.NOT_APPLICABLE) return 0;
+      if (!comp || comp.status === ComponentStatus.NOT_APPLICABLE) return Number.NaN;
       rewards[i] = rewards[i]! + c.weight * comp.value;
       return comp.value;
     });
   }
-  return { rewards, scores: [...rewards], extra_logs: extra };
+  const scoreKey = scoreComponentOf(o);
+  const scores = scoreKey === "total" ? [...rewards] : extra[scoreKey]!.map((v) => (Number.isNaN(v) ? 0 : v));
+  return { rewards, scores, extra_logs: extra };
+}
+
+/** JSON, except that NaN is the bare `NaN` token (Python's `json`, which OpenRLHF reads with, accepts it). */
+function stringify(body: unknown): string {
+  return JSON.stringify(body, (_k, v) =>
+    typeof v === "number" && Number.isNaN(v) ? "\u0000NaN" : v,
+  ).replaceAll('"\\u0000NaN"', "NaN");
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = `${JSON.stringify(body)}\n`;
+  const text = `${stringify(body)}\n`;
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
@@ -378,6 +409,7 @@ function failure(err: unknown): { status: number; body: { error: string } } {
  * `GET /healthz` answers 200.
  */
 export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<RunningGateway> {
+  scoreComponentOf(o);
   const max = o.maxBodyBytes ?? 64 * 1024 * 1024;
   const server: Server = createServer(async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
