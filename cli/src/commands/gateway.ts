@@ -85,6 +85,18 @@ export const GATEWAY_COMMAND: CommandSpec = {
       default: "120000",
       description: "deadline per request and service",
     },
+    "max-concurrent": {
+      type: "string",
+      value: "N",
+      default: "16",
+      description: "requests scored at once; more get 429 with Retry-After (OpenRLHF retries)",
+    },
+    "max-body-bytes": {
+      type: "string",
+      value: "N",
+      default: "8388608",
+      description: "largest request body (past it: 413)",
+    },
     "wait-seconds": {
       type: "string",
       value: "N",
@@ -145,6 +157,12 @@ function positive(raw: string, flag: string): number {
   return v;
 }
 
+function positiveInteger(raw: string, flag: string): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new UsageError(`'${flag}' must be a positive integer, got '${raw}'`);
+  return Number(raw);
+}
+
 /** A service as Describe answered: what the gateway needs, plus its component names (checked at start). */
 interface DescribedService extends GatewayService {
   readonly components: readonly string[];
@@ -197,6 +215,8 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
       `'--host ${String(flags["host"])}' is not a loopback address: the endpoint is plaintext HTTP without a token; add --insecure to accept that (e.g. behind a proxy that encrypts)`,
     );
   const timeoutMs = positive(String(flags["timeout-ms"]), "--timeout-ms");
+  const maxConcurrent = positiveInteger(String(flags["max-concurrent"]), "--max-concurrent");
+  const maxBodyBytes = positiveInteger(String(flags["max-body-bytes"]), "--max-body-bytes");
   const deadline = Date.now() + positive(String(flags["wait-seconds"]), "--wait-seconds") * 1000;
   const names = [...new Set(components.map((c) => c.service))];
   for (const n of addresses.keys())
@@ -248,6 +268,8 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
     host: String(flags["host"]),
     port,
     timeoutMs,
+    maxConcurrent,
+    maxBodyBytes,
     ...(scoreComponent !== undefined ? { scoreComponent } : {}),
     padTokens:
       typeof flags["pad-tokens"] === "string"

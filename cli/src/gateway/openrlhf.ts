@@ -55,8 +55,10 @@ export interface OpenRlhfGatewayOptions {
   readonly port: number;
   /** Deadline of each ScoreStream call. */
   readonly timeoutMs: number;
-  /** Largest request body in bytes. @default 64 MiB */
+  /** Largest request body in bytes (past it: 413). @default 8 MiB */
   readonly maxBodyBytes?: number;
+  /** Requests scored at once; more are answered 429 (OpenRLHF's client retries). @default 16 */
+  readonly maxConcurrent?: number;
   /** Run id put on the rollouts. @default "openrlhf" */
   readonly runId?: string;
   /**
@@ -265,12 +267,13 @@ async function scoreStream(
   s: GatewayService,
   rollouts: readonly Rollout[],
   timeoutMs: number,
+  signal: AbortSignal,
 ): Promise<RewardResult[]> {
   async function* requests(): AsyncIterable<ScoreRequest> {
     for (const rollout of rollouts) yield create(ScoreRequestSchema, { rollout });
   }
   const out: RewardResult[] = [];
-  for await (const r of s.client.scoreStream(requests(), { timeoutMs })) out.push(r);
+  for await (const r of s.client.scoreStream(requests(), { timeoutMs, signal })) out.push(r);
   if (out.length !== rollouts.length)
     throw new Error(`service '${s.name}' answered ${out.length} results for ${rollouts.length} rollouts`);
   return out;
@@ -301,6 +304,24 @@ export function scoreComponentOf(o: Pick<OpenRlhfGatewayOptions, "components" | 
 export async function scoreOpenRlhfRequest(
   body: unknown,
   o: OpenRlhfGatewayOptions,
+  signal?: AbortSignal,
+): Promise<OpenRlhfResponse> {
+  // One service failing (or the client going away) cancels the other services' streams.
+  const cancel = new AbortController();
+  const onAbort = () => cancel.abort(signal?.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await scoreWith(body, o, cancel);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    cancel.abort();
+  }
+}
+
+async function scoreWith(
+  body: unknown,
+  o: OpenRlhfGatewayOptions,
+  cancel: AbortController,
 ): Promise<OpenRlhfResponse> {
   const req = parseOpenRlhfRequest(body);
   const rollouts = rolloutsOf(req, o);
@@ -322,8 +343,10 @@ export async function scoreOpenRlhfRequest(
             s,
             picked.map((p) => p.r),
             o.timeoutMs,
+            cancel.signal,
           );
       } catch (err) {
+        cancel.abort();
         // The stream names its j-th request; the caller knows it as query[i].
         const e = err as Partial<grpc.ServiceError>;
         if (e.code === grpc.status.INVALID_ARGUMENT && typeof e.details === "string") {
@@ -377,7 +400,13 @@ async function readBody(req: IncomingMessage, max: number): Promise<string> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > max) throw new GatewayRequestError(`the body is larger than ${max} bytes`);
+    if (size > max)
+      throw Object.assign(
+        new GatewayRequestError(`the body is larger than ${max} bytes (--max-body-bytes)`),
+        {
+          status: 413,
+        },
+      );
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString("utf8");
@@ -385,7 +414,8 @@ async function readBody(req: IncomingMessage, max: number): Promise<string> {
 
 /** The HTTP status and error body of a failure while scoring. */
 function failure(err: unknown): { status: number; body: { error: string } } {
-  if (err instanceof GatewayRequestError) return { status: 400, body: { error: err.message } };
+  if (err instanceof GatewayRequestError)
+    return { status: (err as { status?: number }).status ?? 400, body: { error: err.message } };
   const e = err as Partial<grpc.ServiceError>;
   if (typeof e.code === "number") {
     const status =
@@ -410,13 +440,29 @@ function failure(err: unknown): { status: number; body: { error: string } } {
  */
 export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<RunningGateway> {
   scoreComponentOf(o);
-  const max = o.maxBodyBytes ?? 64 * 1024 * 1024;
+  const max = o.maxBodyBytes ?? 8 * 1024 * 1024;
+  const maxConcurrent = o.maxConcurrent ?? 16;
+  let inFlight = 0;
   const server: Server = createServer(async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/healthz") return send(res, 200, { status: "SERVING" });
     if (path !== "/get_reward" && path !== "/")
       return send(res, 404, { error: `no route ${path}: POST /get_reward (OpenRLHF --remote_rm_url)` });
     if (req.method !== "POST") return send(res, 405, { error: `${req.method} ${path}: use POST` });
+    if (inFlight >= maxConcurrent) {
+      res.setHeader("retry-after", "1");
+      req.resume();
+      return send(res, 429, {
+        error: `${inFlight} requests are being scored, the limit (--max-concurrent ${maxConcurrent}); retry`,
+      });
+    }
+    inFlight++;
+    // The client going away cancels the services' streams of its request.
+    const gone = new AbortController();
+    res.once("close", () => {
+      inFlight--;
+      if (!res.writableFinished) gone.abort(new Error("the client closed the connection"));
+    });
     try {
       const text = await readBody(req, max);
       let body: unknown;
@@ -425,8 +471,10 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
       } catch (err) {
         throw new GatewayRequestError(`the body is not valid JSON: ${(err as Error).message}`);
       }
-      send(res, 200, await scoreOpenRlhfRequest(body, o));
+      const answer = await scoreOpenRlhfRequest(body, o, gone.signal);
+      if (!gone.signal.aborted) send(res, 200, answer);
     } catch (err) {
+      if (gone.signal.aborted) return;
       const f = failure(err);
       send(res, f.status, f.body);
     }
