@@ -441,6 +441,7 @@ describe("Trainer.ComputeAdvantages", () => {
       none,
       /^'options\.epsilon_placement' must be one of inside \| outside, got "middle"/,
     );
+    await bad({ estimator: "grpo", sgrpo: {} }, none, /^'sgrpo\.p' is required: S-GRPO needs/);
     await bad(
       { estimator: "grpo", sgrpo: { p: 0.7 } },
       none,

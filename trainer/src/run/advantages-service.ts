@@ -171,6 +171,11 @@ export function advantageConfigOf(req: ComputeAdvantagesRequest): UntypedAdvanta
     }
   }
   const s = req.sgrpo;
+  if (s && s.p === undefined)
+    throw new InvalidArgumentError(
+      "sgrpo.p",
+      "is required: S-GRPO needs the label-flip probability p in [0, 0.5) (set 0 explicitly for none)",
+    );
   const sgrpoComponent = s ? componentRef(s.component) : undefined;
   const ds = req.dynamicSampling;
   const dsComponent = ds ? componentRef(ds.component) : undefined;
@@ -180,7 +185,7 @@ export function advantageConfigOf(req: ComputeAdvantagesRequest): UntypedAdvanta
     ...(s
       ? {
           sgrpo: {
-            p: s.p,
+            p: s.p!,
             ...(s.variant !== undefined ? { variant: s.variant as "code" | "dr_grpo" } : {}),
             ...(s.epsilon !== undefined ? { epsilon: s.epsilon } : {}),
             ...(s.successThreshold !== undefined ? { successThreshold: s.successThreshold } : {}),
