@@ -81,6 +81,7 @@ function handlerContext(ctx: ConnectContext): HandlerContext {
     deadline: timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout,
     path: `/${ctx.service.typeName}/${ctx.method.name}`,
     peer: ctx.requestHeader.get("x-forwarded-for") ?? "http",
+    transport: "http",
   };
 }
 

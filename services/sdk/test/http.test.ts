@@ -21,7 +21,7 @@ import {
   startRewardService,
 } from "../src/index.js";
 import { createTestPki, type TestPki } from "../src/testing/index.js";
-import { createEchoService } from "./fixtures.js";
+import { createEchoService, installTestTracing } from "./fixtures.js";
 
 const TOKEN = "http-json-token-0123456789";
 
@@ -378,6 +378,34 @@ describe("HTTP/JSON close drains like gRPC: in-flight calls finish within the gr
     } finally {
       session.destroy();
       pki.remove();
+    }
+  });
+});
+
+describe("HTTP/JSON calls are labelled http in traces", () => {
+  it("reward.transport is http for a Score over HTTP/JSON, grpc over gRPC", async () => {
+    const { exporter } = installTestTracing();
+    const options = loadServiceRuntimeOptions("ECHO", 0, { ECHO_HTTP_PORT: "0", ECHO_WORKER: "false" });
+    const running = await startRewardService(createEchoService(), options, silentLogger);
+    const client = createGrpcClient(RewardService, running.grpc.address);
+    try {
+      exporter.reset();
+      const r = await post(`${running.grpc.httpUrl!}/rewardmesh.v1.RewardService/Score`, {
+        rollout: rollout("http-call"),
+      });
+      assert.equal(r.status, 200);
+      await client.score({ rollout: { ...rollout("grpc-call"), id: "r2" } }, { timeoutMs: 10_000 });
+      const transports = exporter
+        .getFinishedSpans()
+        .filter((span) => span.attributes["reward.transport"] !== undefined)
+        .map((span) => [
+          span.attributes["rollout.id"] ?? span.attributes["reward.rollout_id"],
+          span.attributes["reward.transport"],
+        ]);
+      assert.deepEqual(transports.map((t) => t[1]).sort(), ["grpc", "http"], JSON.stringify(transports));
+    } finally {
+      client.close();
+      await running.close(500);
     }
   });
 });
