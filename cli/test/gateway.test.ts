@@ -13,8 +13,38 @@ import { fileURLToPath } from "node:url";
 import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
 import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
 import { type RunningService, silentLogger, startRewardService } from "@reward-mesh/sdk";
+import { DEFAULT_PAD_TOKENS, responseOf } from "../src/gateway/openrlhf.js";
 
 const BIN = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
+
+/** Spawns `reward-mesh gateway ARGS --port 0`; resolves with its /get_reward URL once it listens. */
+async function spawnGateway(
+  args: readonly string[],
+): Promise<{ url: string; child: ChildProcess; out: () => string }> {
+  const child = spawn(process.execPath, [BIN, "gateway", ...args, "--port", "0"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let text = "";
+  child.stdout!.on("data", (d: Buffer) => (text += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (text += d.toString()));
+  const t0 = Date.now();
+  for (;;) {
+    const m = /(http:\/\/\S+\/get_reward)/.exec(text);
+    if (m) return { url: m[1]!, child, out: () => text };
+    if (child.exitCode !== null || Date.now() - t0 > 60_000) {
+      child.kill("SIGTERM");
+      throw new Error(`gateway did not start:\n${text}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function stopGateway(g: { child: ChildProcess; out: () => string }): Promise<void> {
+  if (g.child.exitCode !== null) return;
+  const exited = new Promise<number | null>((r) => g.child.once("exit", (code) => r(code)));
+  g.child.kill("SIGTERM");
+  assert.equal(await exited, 0, g.out());
+}
 
 async function post(url: string, body: unknown) {
   const res = await fetch(url, {
@@ -22,7 +52,9 @@ async function post(url: string, body: unknown) {
     headers: { "content-type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+  // The gateway writes NaN as the bare token Python's json reads; here it becomes the string "NaN".
+  const text = (await res.text()).replace(/\bNaN\b/g, '"NaN"');
+  return { status: res.status, json: JSON.parse(text) as Record<string, unknown> };
 }
 
 describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh", () => {
@@ -102,19 +134,130 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
     const r = await post(url, body);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     // math: correct 1 + 0.5·format 1; wrong: 0.5·format; length (custom domain only): soft overlong
-    // penalty of 15 characters with max 20, cache 10 = −(15 − 10)/10.
+    // penalty of 15 characters with max 20, cache 10 = −(15 − 10)/10. `scores` is the first component
+    // (math/correct; 0 where it does not apply), so OpenRLHF's dynamic filtering sees 0/1; a component that
+    // does not apply is NaN in extra_logs, not a logged 0.
     assert.deepEqual(r.json, {
       rewards: [1.5, 0.5, -0.5],
-      scores: [1.5, 0.5, -0.5],
+      scores: [1, 0, 0],
       extra_logs: {
-        "math/correct": [1, 0, 0],
-        "math/format": [1, 1, 0],
-        "length/overlong": [0, 0, -0.5],
+        "math/correct": [1, 0, "NaN"],
+        "math/format": [1, 1, "NaN"],
+        "length/overlong": ["NaN", "NaN", -0.5],
       },
     });
-    // OpenRLHF's single-query calls (one per sample) and the older query-only form.
+    const raw = await fetch(url, { method: "POST", body: JSON.stringify(body) }).then((x) => x.text());
+    assert.match(raw, /"length\/overlong":\[NaN,NaN,-0\.5\]/);
+    // OpenRLHF's single-query calls (one per sample).
     const one = await post(url, { query: [body.query[0]], prompts: [prompt], labels: ["42"] });
     assert.deepEqual(one.json["rewards"], [1.5]);
+  });
+
+  it("cuts the response as leniently as OpenRLHF's math_reward_func.py: pads, re-decoded or truncated prompts are no 400", async () => {
+    const prompt = "<|im_start|>user\nWhat is 6 * 7 ?<|im_end|>\n<|im_start|>assistant\n";
+    const body = {
+      query: [
+        // Older OpenRLHF: the left-padded batch decoded with its special tokens, right padding too.
+        `<|endoftext|><|endoftext|>${prompt}\\boxed{42}<|im_end|><|endoftext|>`,
+        // decode(encode(prompt)) with clean_up_tokenization_spaces: "7 ?" became "7?".
+        `${prompt.replace("7 ?", "7?")}\\boxed{42}`,
+        // A BOS token the dataset's prompt does not have.
+        `<s>${prompt}The answer: \\boxed{41}`,
+        // A prompt truncated to the prompt budget.
+        `${prompt.slice(0, 12)}\\boxed{42}`,
+      ],
+      prompts: [prompt, prompt, prompt, prompt],
+      labels: ["42", "42", "42", "42"],
+    };
+    const r = await post(url, body);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.deepEqual((r.json["extra_logs"] as Record<string, number[]>)["math/correct"], [1, 1, 0, 1]);
+  });
+
+  it("responseOf: pads stripped, the text after the prompt's first occurrence, else the whole query", () => {
+    const pads = DEFAULT_PAD_TOKENS;
+    assert.equal(responseOf("<pad><pad>Q: 1+1? A: 2</s>", "Q: 1+1? ", pads), "A: 2");
+    assert.equal(responseOf("<s>Q? Q? again", "Q? ", pads), "Q? again");
+    assert.equal(responseOf("Q ? A", "Q? ", pads), "Q ? A");
+    assert.equal(responseOf("<|endoftext|>A", "", pads), "A");
+    assert.equal(responseOf("<pad>Q A", "<pad>Q ", pads), "A");
+    assert.equal(responseOf("<pad>Q A", "Q ", []), "A");
+    assert.equal(responseOf("<pad>A<pad>", "", []), "<pad>A<pad>");
+  });
+
+  it("the query-only request of older OpenRLHF: 400 naming the need for labels with math, scored with --domain custom", async () => {
+    const queryOnly = { query: ["Say fifteen letters: abcdefghijklmno"] };
+    const r = await post(url, queryOnly);
+    assert.equal(r.status, 400);
+    assert.match(String(r.json["error"]), /^'labels' is required with --domain math .* --domain custom/);
+    const g = await spawnGateway([
+      "--components",
+      "length/overlong=1",
+      "--domain",
+      "custom",
+      "--services",
+      `length=${length.grpc.address}`,
+    ]);
+    try {
+      const ok = await post(g.url, queryOnly);
+      assert.equal(ok.status, 200, JSON.stringify(ok.json));
+      // The whole query is the response: 35 characters, max 20 → the full penalty −1.
+      assert.deepEqual(ok.json, { rewards: [-1], scores: [-1], extra_logs: { "length/overlong": [-1] } });
+      // --score-component total: scores = rewards; an unknown one is refused at start.
+      const total = await spawnGateway([
+        "--components",
+        "length/overlong=2",
+        "--domain",
+        "custom",
+        "--score-component",
+        "total",
+        "--services",
+        `length=${length.grpc.address}`,
+      ]);
+      try {
+        assert.deepEqual((await post(total.url, queryOnly)).json["scores"], [-2]);
+      } finally {
+        await stopGateway(total);
+      }
+    } finally {
+      await stopGateway(g);
+    }
+  });
+
+  it("a domain no service scores is an error, not a silent 0: at start for --domain, 400 for a query", async () => {
+    const r = await post(url, {
+      query: ["Q A"],
+      prompts: ["Q "],
+      labels: [{ id: "t", domain: "biology", custom: {} }],
+    });
+    assert.equal(r.status, 400);
+    assert.match(
+      String(r.json["error"]),
+      /^'labels\[0\]': the task's domain 'biology' is scored by none of the services \(math: math; length: code, tool_call, agent, custom\)/,
+    );
+    const bad = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const c = spawn(
+        process.execPath,
+        [
+          BIN,
+          "gateway",
+          "--components",
+          "math/correct=1",
+          "--domain",
+          "code",
+          "--services",
+          `math=${math.grpc.address}`,
+          "--port",
+          "0",
+        ],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
+      let stderr = "";
+      c.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+      c.once("exit", (status) => resolve({ status, stderr }));
+    });
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.match(bad.stderr, /'--domain code' is scored by none of the services \(math: math\)/);
   });
 
   it("refuses a malformed request with 400 naming the key", async () => {
@@ -122,8 +265,7 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       [{ prompts: [] }, /'query' is required/],
       [{ query: ["a", 3] }, /'query\[1\]' must be a string/],
       [{ query: ["ab"], prompts: ["a", "b"], labels: ["1"] }, /'prompts' must be a list of 1 strings/],
-      [{ query: ["ab"], prompts: ["x"], labels: ["1"] }, /'query\[0\]' does not start with 'prompts\[0\]'/],
-      [{ query: ["ab"], prompts: ["a"] }, /'labels\[0\]' is required for math/],
+      [{ query: ["ab"], prompts: ["a"], labels: [null] }, /'labels\[0\]' is required for math/],
       [
         { query: ["ab"], prompts: ["a"], labels: [{ bogus: 1 }] },
         /'labels\[0\]' is an object but not a rewardmesh\.v1\.Task/,
@@ -175,7 +317,7 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       const r = await post(u, { query: ["Q: 2+2? \\boxed{4}"], prompts: ["Q: 2+2? "], labels: ["4"] });
       assert.deepEqual(r.json, {
         rewards: [1.25],
-        scores: [1.25],
+        scores: [1],
         extra_logs: { "math/correct": [1], "math/format": [1] },
       });
     } finally {

@@ -29,11 +29,12 @@ describe("chart: a service's HTTP/JSON port", () => {
     const objs = await renderChart({ services: { length: { httpPort: 8061 } } });
     validateAll(objs);
     const svc = find(objs, "Service", `${FULL}-length`) as Any;
+    // TLS is on by default: the port serves HTTPS (h2 and HTTP/1.1).
     assert.deepEqual(svc.spec.ports[2], {
       name: "http",
       port: 8061,
       targetPort: "http",
-      appProtocol: "http",
+      appProtocol: "https",
     });
     const c = (find(objs, "Deployment", `${FULL}-length`) as Any).spec.template.spec.containers[0];
     assert.deepEqual(
@@ -47,6 +48,15 @@ describe("chart: a service's HTTP/JSON port", () => {
     // Other services stay without one.
     const math = find(objs, "Service", `${FULL}-math`) as Any;
     assert.equal(math.spec.ports.length, 2);
+  });
+
+  it("appProtocol is http when grpc.tls is off (plaintext HTTP/1.1)", async () => {
+    const objs = await renderChart({
+      grpc: { tls: { enabled: false } },
+      services: { length: { httpPort: 8061 } },
+    });
+    const svc = find(objs, "Service", `${FULL}-length`) as Any;
+    assert.equal(svc.spec.ports[2].appProtocol, "http");
   });
 
   it("refuses an httpPort equal to the gRPC or health port", async () => {

@@ -36,6 +36,8 @@ export interface HandlerContext {
   readonly path: string;
   /** The remote peer's address. */
   readonly peer: string;
+  /** The protocol the call came over: `grpc` (default, unset) or `http` (HTTP/JSON, the Connect adapters). */
+  readonly transport?: "grpc" | "http";
 }
 
 /** Handler shape for one method, by method kind (connect-es `ServiceImpl` style). */

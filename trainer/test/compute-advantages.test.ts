@@ -17,7 +17,11 @@ import {
   Trainer,
 } from "@reward-mesh/proto";
 import { computeAdvantages, runAdvantagesCli, serveTrainer } from "../src/index.js";
-import { advantageConfigOf } from "../src/run/advantages-service.js";
+import {
+  advantageConfigOf,
+  COMPUTE_ADVANTAGES_LIMITS,
+  computeAdvantagesMessage,
+} from "../src/run/advantages-service.js";
 
 type Row = (number | null)[];
 
@@ -358,6 +362,53 @@ describe("Trainer.ComputeAdvantages", () => {
     }
   });
 
+  it("refuses requests past its size caps as INVALID_ARGUMENT naming the limit", async () => {
+    const sized = (K: number, groups: number, G: number, diagnostics: boolean) =>
+      create(ComputeAdvantagesRequestSchema, {
+        estimator: "corr_grpo",
+        diagnostics,
+        groups: Array.from({ length: groups }, (_, g) => ({
+          groupId: `g${g}`,
+          rollouts: Array.from({ length: G }, (_, i) => ({
+            rolloutId: `r${i}`,
+            values: Array.from({ length: K }, (_, k) => ((i * 7 + k * 3 + g) % 5) / 4),
+          })),
+        })),
+      });
+    // Over the wire: K = 1000 with diagnostics (4 groups × 2 K×K matrices of 10⁶ cells) is refused up front.
+    await assert.rejects(
+      client.computeAdvantages(sized(1000, 4, 3, true), { timeoutMs: 10_000 }),
+      (err: grpc.ServiceError) => {
+        assert.equal(err.code, grpc.status.INVALID_ARGUMENT, err.details);
+        assert.match(
+          err.details,
+          /^'groups\[0\]\.rollouts\[0\]\.values' has K = 1000, over the components limit of 256 per request/,
+        );
+        return true;
+      },
+    );
+    const L = COMPUTE_ADVANTAGES_LIMITS;
+    const refused = (req: ComputeAdvantagesRequest, re: RegExp) =>
+      assert.throws(
+        () => computeAdvantagesMessage(req),
+        (err: Error) => {
+          assert.equal(err.name, "InvalidArgumentError");
+          assert.match(err.message, re);
+          return true;
+        },
+      );
+    refused(
+      sized(256, 1, 2049, false),
+      /'groups' has covariance work \(Σ rollouts·K²\) = 134283264, over the covarianceWork limit of 134217728/,
+    );
+    refused(sized(64, 1025, 2, true), /'diagnostics' would answer .*over the diagnosticsCells limit/);
+    refused(sized(1, L.groups + 1, 1, false), /'groups' has 65537, over the groups limit of 65536/);
+    // At the caps the engine still answers: K = 256 with diagnostics.
+    const ok = computeAdvantagesMessage(sized(256, 16, 4, true));
+    assert.equal(ok.groups.length, 16);
+    assert.equal(ok.groups[0]!.diagnostics!.covariance.length, 256 * 256);
+  });
+
   it("answers INVALID_ARGUMENT naming the request field", async () => {
     const good = batch(1).slice(0, 1);
     const bad = async (
@@ -390,6 +441,7 @@ describe("Trainer.ComputeAdvantages", () => {
       none,
       /^'options\.epsilon_placement' must be one of inside \| outside, got "middle"/,
     );
+    await bad({ estimator: "grpo", sgrpo: {} }, none, /^'sgrpo\.p' is required: S-GRPO needs/);
     await bad(
       { estimator: "grpo", sgrpo: { p: 0.7 } },
       none,

@@ -11,7 +11,14 @@ import { createRewardServiceClient, isLoopbackHost } from "@reward-mesh/sdk";
 import { loadRunConfig } from "@reward-mesh/trainer";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import type { CliConfig } from "../config.js";
-import { type GatewayComponent, type GatewayService, startOpenRlhfGateway } from "../gateway/openrlhf.js";
+import {
+  DEFAULT_PAD_TOKENS,
+  type GatewayComponent,
+  type GatewayService,
+  scoreComponentOf,
+  servicesDomains,
+  startOpenRlhfGateway,
+} from "../gateway/openrlhf.js";
 import { UsageError } from "../io.js";
 import { SERVICES } from "../services.js";
 
@@ -46,6 +53,19 @@ export const GATEWAY_COMMAND: CommandSpec = {
       default: "math",
       description: "domain of a string label: math (the label is the reference answer) or a custom domain",
     },
+    "score-component": {
+      type: "string",
+      value: "S/C|total",
+      description:
+        "what 'scores' holds (OpenRLHF's dynamic filtering, range default (0,1)): one component's raw value, or the weighted total",
+      defaultText: "the first component",
+    },
+    "pad-tokens": {
+      type: "string",
+      value: "T1,T2,...",
+      description: "pad tokens stripped from the ends of each query before the response is cut ('' for none)",
+      defaultText: DEFAULT_PAD_TOKENS.join(","),
+    },
     host: {
       type: "string",
       value: "ADDR",
@@ -65,6 +85,18 @@ export const GATEWAY_COMMAND: CommandSpec = {
       default: "120000",
       description: "deadline per request and service",
     },
+    "max-concurrent": {
+      type: "string",
+      value: "N",
+      default: "16",
+      description: "requests scored at once; more get 429 with Retry-After (OpenRLHF retries)",
+    },
+    "max-body-bytes": {
+      type: "string",
+      value: "N",
+      default: "8388608",
+      description: "largest request body (past it: 413)",
+    },
     "wait-seconds": {
       type: "string",
       value: "N",
@@ -74,8 +106,10 @@ export const GATEWAY_COMMAND: CommandSpec = {
   },
   notes: [
     "A label that is a JSON object is read as a rewardmesh.v1.Task (proto JSON), so any domain can be scored.\n" +
-      "The response is the query after its prompt (OpenRLHF sends the decoded prompt + response). A component\n" +
-      'that does not apply to a query counts as 0. Bad requests get HTTP 400 with {"error": "..."}.',
+      "The response is what follows the prompt's first occurrence in the query, after stripping --pad-tokens\n" +
+      "from its ends; the whole query when the prompt is not in it (as OpenRLHF's math_reward_func.py). A component\n" +
+      "that does not apply to a query counts 0 in rewards and scores and is NaN in extra_logs. Bad requests get\n" +
+      'HTTP 400 with {"error": "..."}.',
   ],
   examples: [
     "reward-mesh gateway --components math/correct=1,math/format=0.1 --services math=127.0.0.1:50067",
@@ -121,6 +155,12 @@ function positive(raw: string, flag: string): number {
   if (!Number.isFinite(v) || v <= 0)
     throw new UsageError(`'${flag}' must be a positive number, got '${raw}'`);
   return v;
+}
+
+function positiveInteger(raw: string, flag: string): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new UsageError(`'${flag}' must be a positive integer, got '${raw}'`);
+  return Number(raw);
 }
 
 /** A service as Describe answered: what the gateway needs, plus its component names (checked at start). */
@@ -175,6 +215,8 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
       `'--host ${String(flags["host"])}' is not a loopback address: the endpoint is plaintext HTTP without a token; add --insecure to accept that (e.g. behind a proxy that encrypts)`,
     );
   const timeoutMs = positive(String(flags["timeout-ms"]), "--timeout-ms");
+  const maxConcurrent = positiveInteger(String(flags["max-concurrent"]), "--max-concurrent");
+  const maxBodyBytes = positiveInteger(String(flags["max-body-bytes"]), "--max-body-bytes");
   const deadline = Date.now() + positive(String(flags["wait-seconds"]), "--wait-seconds") * 1000;
   const names = [...new Set(components.map((c) => c.service))];
   for (const n of addresses.keys())
@@ -199,9 +241,21 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
           `component '${c.service}/${c.component}' is not offered by '${c.service}' (its components: ${s.components.join(", ")})`,
         );
     }
+    const domain = String(flags["domain"]);
+    if (!services.some((s) => s.domains.includes(domain)))
+      throw new UsageError(
+        `'--domain ${domain}' is scored by none of the services (${servicesDomains(services)}): every string-labelled query would get reward 0; pick one of their domains`,
+      );
   } catch (err) {
     for (const s of services) s.client.close();
     throw err;
+  }
+  const scoreComponent = typeof flags["score-component"] === "string" ? flags["score-component"] : undefined;
+  try {
+    scoreComponentOf({ components, ...(scoreComponent !== undefined ? { scoreComponent } : {}) });
+  } catch (err) {
+    for (const s of services) s.client.close();
+    throw new UsageError(`'--score-component': ${(err as Error).message}`);
   }
   const stopped = new Promise<void>((resolve) => {
     process.once("SIGINT", () => resolve());
@@ -214,6 +268,13 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
     host: String(flags["host"]),
     port,
     timeoutMs,
+    maxConcurrent,
+    maxBodyBytes,
+    ...(scoreComponent !== undefined ? { scoreComponent } : {}),
+    padTokens:
+      typeof flags["pad-tokens"] === "string"
+        ? flags["pad-tokens"].split(",").filter((t) => t !== "")
+        : DEFAULT_PAD_TOKENS,
   });
   stdout.write(
     `OpenRLHF reward endpoint on ${gw.url}/get_reward (${components.map((c) => `${c.service}/${c.component}×${c.weight}`).join(", ")}); Ctrl-C to stop\n`,

@@ -6,10 +6,12 @@
  * dataset's label — and reads `rewards` (advantages), `scores` (dynamic filtering) and `extra_logs` (logged
  * per key) from the JSON answer, one entry per query. Older releases send `query` alone.
  *
- * Each request becomes one rollout per query (response = the query after its prompt), fanned out to every
- * configured service over one `ScoreStream` per service; the answer is the weighted total per query and each
- * component's value under `extra_logs["<service>/<component>"]`. A component that does not apply (its
- * service does not score the task's domain, or it reported NOT_APPLICABLE) counts as 0, as in the trainer.
+ * Each request becomes one rollout per query (response: see {@link responseOf}), fanned out to every
+ * configured service over one `ScoreStream` per service; the answer is the weighted total per query
+ * (`rewards`; a component that does not apply counts 0 there, as in the trainer), the score component's value
+ * (`scores`, see {@link OpenRlhfGatewayOptions.scoreComponent}) and each component's value under
+ * `extra_logs["<service>/<component>"]` — `NaN` where the component does not apply (its service does not score
+ * the task's domain, or it reported NOT_APPLICABLE), written as the bare `NaN` token Python's `json` reads.
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -53,10 +55,82 @@ export interface OpenRlhfGatewayOptions {
   readonly port: number;
   /** Deadline of each ScoreStream call. */
   readonly timeoutMs: number;
-  /** Largest request body in bytes. @default 64 MiB */
+  /** Largest request body in bytes (past it: 413). @default 8 MiB */
   readonly maxBodyBytes?: number;
+  /** Requests scored at once; more are answered 429 (OpenRLHF's client retries). @default 16 */
+  readonly maxConcurrent?: number;
   /** Run id put on the rollouts. @default "openrlhf" */
   readonly runId?: string;
+  /**
+   * What `scores` holds (OpenRLHF's dynamic filtering keeps groups whose mean score lies in
+   * `--dynamic_filtering_reward_range`, default (0, 1)): `"<service>/<component>"` (its raw value, 0 where it
+   * does not apply) or `"total"` (the weighted total, as `rewards`). @default the first component
+   */
+  readonly scoreComponent?: string;
+  /** Pad tokens stripped from the ends of a query before the response is cut. @default DEFAULT_PAD_TOKENS */
+  readonly padTokens?: readonly string[];
+}
+
+/**
+ * Pad tokens of common tokenizers (Qwen `<|endoftext|>`, Llama 3 `<|end_of_text|>` and
+ * `<|finetune_right_pad_id|>`, T5/Gemma-style `<pad>`, BERT-style `[PAD]`, Llama 2/Mistral `</s>`). Older
+ * OpenRLHF decodes the padded batch with the special tokens kept, so a query can start (left padding) or end
+ * (right padding) with runs of them. `<|im_end|>` and `<|eot_id|>` are not here: they end turns inside the
+ * text, never pad it.
+ */
+export const DEFAULT_PAD_TOKENS: readonly string[] = [
+  "<|endoftext|>",
+  "<|end_of_text|>",
+  "<|finetune_right_pad_id|>",
+  "<pad>",
+  "[PAD]",
+  "</s>",
+];
+
+function stripLeading(text: string, tokens: readonly string[]): string {
+  let t = text;
+  for (let again = true; again; ) {
+    again = false;
+    for (const tok of tokens)
+      if (tok && t.startsWith(tok)) {
+        t = t.slice(tok.length);
+        again = true;
+      }
+  }
+  return t;
+}
+
+function stripTrailing(text: string, tokens: readonly string[]): string {
+  let t = text;
+  for (let again = true; again; ) {
+    again = false;
+    for (const tok of tokens)
+      if (tok && t.endsWith(tok)) {
+        t = t.slice(0, t.length - tok.length);
+        again = true;
+      }
+  }
+  return t;
+}
+
+/**
+ * The response in an OpenRLHF query, as leniently as OpenRLHF's own `examples/python/math_reward_func.py`
+ * (`query[len(prompt):]` when the prompt is in the query, else the whole query), never an error:
+ *
+ * 1. runs of `padTokens` are stripped from both ends of the query and from the start of the prompt;
+ * 2. if the prompt occurs in the query, the response is what follows its first occurrence (the example cuts
+ *    `len(prompt)` characters, which is the same when the query starts with the prompt, and keeps the
+ *    prompt's tail when something — a BOS token, a pad token not listed — precedes it; the first occurrence
+ *    is the prompt itself, since a response quoting its question comes after it);
+ * 3. otherwise (a prompt changed by `decode(encode(prompt))`, e.g. `clean_up_tokenization_spaces`, or
+ *    truncated, or no prompt sent) the whole stripped query is the response.
+ */
+export function responseOf(query: string, prompt: string, padTokens: readonly string[]): string {
+  const q = stripTrailing(stripLeading(query, padTokens), padTokens);
+  const p = stripLeading(prompt, padTokens);
+  if (p === "") return q;
+  const at = q.indexOf(p);
+  return at < 0 ? q : q.slice(at + p.length);
 }
 
 /** A running gateway. */
@@ -103,10 +177,6 @@ export function parseOpenRlhfRequest(body: unknown): OpenRlhfRequest {
     prompts.forEach((p, i) => {
       if (typeof p !== "string")
         throw new GatewayRequestError(`'prompts[${i}]' must be a string, got ${typeof p}`);
-      if (!query[i].startsWith(p))
-        throw new GatewayRequestError(
-          `'query[${i}]' does not start with 'prompts[${i}]': the response is the query after its prompt`,
-        );
     });
   }
   const labels = body["labels"];
@@ -120,7 +190,13 @@ export function parseOpenRlhfRequest(body: unknown): OpenRlhfRequest {
 }
 
 /** The task of query `i`: a label object is a proto-JSON Task; a string label is read per `domain`. */
-function taskOf(label: unknown, prompt: string, domain: string, i: number): Task {
+function taskOf(label: unknown, prompt: string, domain: string, i: number, queryOnly: boolean): Task {
+  if (queryOnly && domain === "math")
+    throw new GatewayRequestError(
+      "'labels' is required with --domain math (each query's reference answer): a query-only request " +
+        '({"query": [...]}, older OpenRLHF) can be scored only with a --domain whose services need no label ' +
+        "(e.g. --domain custom for length)",
+    );
   if (isRecord(label)) {
     try {
       return fromJson(TaskSchema, label as JsonValue);
@@ -158,7 +234,9 @@ let requestCounter = 0;
 function rolloutsOf(req: OpenRlhfRequest, o: OpenRlhfGatewayOptions): Rollout[] {
   const batch = `b${++requestCounter}`;
   return req.query.map((q, i) => {
-    const prompt = req.prompts?.[i] ?? "";
+    const sent = req.prompts?.[i] ?? "";
+    const pads = o.padTokens ?? DEFAULT_PAD_TOKENS;
+    const prompt = stripLeading(sent, pads);
     const id = `${batch}-${i}`;
     return create(RolloutSchema, {
       id,
@@ -166,10 +244,15 @@ function rolloutsOf(req: OpenRlhfRequest, o: OpenRlhfGatewayOptions): Rollout[] 
       groupId: id,
       index: 0,
       groupSize: 1,
-      task: taskOf(req.labels?.[i], prompt, o.domain, i),
-      response: q.slice(prompt.length),
+      task: taskOf(req.labels?.[i], prompt, o.domain, i, req.labels === undefined),
+      response: responseOf(q, sent, pads),
     });
   });
+}
+
+/** `math: math; length: code, custom` — what each service scores, for error messages. */
+export function servicesDomains(services: readonly GatewayService[]): string {
+  return services.map((s) => `${s.name}: ${s.domains.join(", ") || "none"}`).join("; ");
 }
 
 /** The domain a rollout is routed by (its task's, else its kind's name). */
@@ -184,12 +267,13 @@ async function scoreStream(
   s: GatewayService,
   rollouts: readonly Rollout[],
   timeoutMs: number,
+  signal: AbortSignal,
 ): Promise<RewardResult[]> {
   async function* requests(): AsyncIterable<ScoreRequest> {
     for (const rollout of rollouts) yield create(ScoreRequestSchema, { rollout });
   }
   const out: RewardResult[] = [];
-  for await (const r of s.client.scoreStream(requests(), { timeoutMs })) out.push(r);
+  for await (const r of s.client.scoreStream(requests(), { timeoutMs, signal })) out.push(r);
   if (out.length !== rollouts.length)
     throw new Error(`service '${s.name}' answered ${out.length} results for ${rollouts.length} rollouts`);
   return out;
@@ -202,13 +286,52 @@ export interface OpenRlhfResponse {
   readonly extra_logs: Record<string, number[]>;
 }
 
+/**
+ * The `scores` source: `total` or a configured `<service>/<component>` (default: the first component).
+ * @throws {GatewayRequestError} never; a component not configured is a `TypeError` (the CLI checks it first).
+ */
+export function scoreComponentOf(o: Pick<OpenRlhfGatewayOptions, "components" | "scoreComponent">): string {
+  const first = o.components[0];
+  const key = o.scoreComponent ?? (first ? `${first.service}/${first.component}` : "total");
+  if (key !== "total" && !o.components.some((c) => `${c.service}/${c.component}` === key))
+    throw new TypeError(
+      `score component '${key}' is not one of the components (${o.components.map((c) => `${c.service}/${c.component}`).join(", ")}) or 'total'`,
+    );
+  return key;
+}
+
 /** Scores one OpenRLHF request with the configured services. */
 export async function scoreOpenRlhfRequest(
   body: unknown,
   o: OpenRlhfGatewayOptions,
+  signal?: AbortSignal,
+): Promise<OpenRlhfResponse> {
+  // One service failing (or the client going away) cancels the other services' streams.
+  const cancel = new AbortController();
+  const onAbort = () => cancel.abort(signal?.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await scoreWith(body, o, cancel);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    cancel.abort();
+  }
+}
+
+async function scoreWith(
+  body: unknown,
+  o: OpenRlhfGatewayOptions,
+  cancel: AbortController,
 ): Promise<OpenRlhfResponse> {
   const req = parseOpenRlhfRequest(body);
   const rollouts = rolloutsOf(req, o);
+  rollouts.forEach((r, i) => {
+    const domain = domainOf(r);
+    if (!o.services.some((s) => s.domains.includes(domain)))
+      throw new GatewayRequestError(
+        `'labels[${i}]': the task's domain '${domain}' is scored by none of the services (${servicesDomains(o.services)}); its reward would be a silent 0`,
+      );
+  });
   const byService = new Map<string, RewardResult[]>();
   await Promise.all(
     o.services.map(async (s) => {
@@ -220,8 +343,10 @@ export async function scoreOpenRlhfRequest(
             s,
             picked.map((p) => p.r),
             o.timeoutMs,
+            cancel.signal,
           );
       } catch (err) {
+        cancel.abort();
         // The stream names its j-th request; the caller knows it as query[i].
         const e = err as Partial<grpc.ServiceError>;
         if (e.code === grpc.status.INVALID_ARGUMENT && typeof e.details === "string") {
@@ -247,16 +372,25 @@ export async function scoreOpenRlhfRequest(
     const results = byService.get(c.service)!;
     extra[key] = rollouts.map((_, i) => {
       const comp = results[i]?.components.find((x) => x.name === c.component);
-      if (!comp || comp.status === ComponentStatus.NOT_APPLICABLE) return 0;
+      if (!comp || comp.status === ComponentStatus.NOT_APPLICABLE) return Number.NaN;
       rewards[i] = rewards[i]! + c.weight * comp.value;
       return comp.value;
     });
   }
-  return { rewards, scores: [...rewards], extra_logs: extra };
+  const scoreKey = scoreComponentOf(o);
+  const scores = scoreKey === "total" ? [...rewards] : extra[scoreKey]!.map((v) => (Number.isNaN(v) ? 0 : v));
+  return { rewards, scores, extra_logs: extra };
+}
+
+/** JSON, except that NaN is the bare `NaN` token (Python's `json`, which OpenRLHF reads with, accepts it). */
+function stringify(body: unknown): string {
+  return JSON.stringify(body, (_k, v) =>
+    typeof v === "number" && Number.isNaN(v) ? "\u0000NaN" : v,
+  ).replaceAll('"\\u0000NaN"', "NaN");
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = `${JSON.stringify(body)}\n`;
+  const text = `${stringify(body)}\n`;
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
@@ -266,7 +400,13 @@ async function readBody(req: IncomingMessage, max: number): Promise<string> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > max) throw new GatewayRequestError(`the body is larger than ${max} bytes`);
+    if (size > max)
+      throw Object.assign(
+        new GatewayRequestError(`the body is larger than ${max} bytes (--max-body-bytes)`),
+        {
+          status: 413,
+        },
+      );
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString("utf8");
@@ -274,7 +414,8 @@ async function readBody(req: IncomingMessage, max: number): Promise<string> {
 
 /** The HTTP status and error body of a failure while scoring. */
 function failure(err: unknown): { status: number; body: { error: string } } {
-  if (err instanceof GatewayRequestError) return { status: 400, body: { error: err.message } };
+  if (err instanceof GatewayRequestError)
+    return { status: (err as { status?: number }).status ?? 400, body: { error: err.message } };
   const e = err as Partial<grpc.ServiceError>;
   if (typeof e.code === "number") {
     const status =
@@ -298,13 +439,30 @@ function failure(err: unknown): { status: number; body: { error: string } } {
  * `GET /healthz` answers 200.
  */
 export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<RunningGateway> {
-  const max = o.maxBodyBytes ?? 64 * 1024 * 1024;
+  scoreComponentOf(o);
+  const max = o.maxBodyBytes ?? 8 * 1024 * 1024;
+  const maxConcurrent = o.maxConcurrent ?? 16;
+  let inFlight = 0;
   const server: Server = createServer(async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/healthz") return send(res, 200, { status: "SERVING" });
     if (path !== "/get_reward" && path !== "/")
       return send(res, 404, { error: `no route ${path}: POST /get_reward (OpenRLHF --remote_rm_url)` });
     if (req.method !== "POST") return send(res, 405, { error: `${req.method} ${path}: use POST` });
+    if (inFlight >= maxConcurrent) {
+      res.setHeader("retry-after", "1");
+      req.resume();
+      return send(res, 429, {
+        error: `${inFlight} requests are being scored, the limit (--max-concurrent ${maxConcurrent}); retry`,
+      });
+    }
+    inFlight++;
+    // The client going away cancels the services' streams of its request.
+    const gone = new AbortController();
+    res.once("close", () => {
+      inFlight--;
+      if (!res.writableFinished) gone.abort(new Error("the client closed the connection"));
+    });
     try {
       const text = await readBody(req, max);
       let body: unknown;
@@ -313,8 +471,10 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
       } catch (err) {
         throw new GatewayRequestError(`the body is not valid JSON: ${(err as Error).message}`);
       }
-      send(res, 200, await scoreOpenRlhfRequest(body, o));
+      const answer = await scoreOpenRlhfRequest(body, o, gone.signal);
+      if (!gone.signal.aborted) send(res, 200, answer);
     } catch (err) {
+      if (gone.signal.aborted) return;
       const f = failure(err);
       send(res, f.status, f.body);
     }

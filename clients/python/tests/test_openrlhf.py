@@ -3,6 +3,7 @@ called as OpenRLHF calls a `--remote_rm_url` Python file (`reward_func(queries, 
 the mesh's HTTP endpoint (`reward-mesh gateway`) answering a request in OpenRLHF's shape."""
 
 import json
+import math
 import unittest
 
 try:
@@ -92,9 +93,12 @@ class GatewayTest(unittest.TestCase):
         req = openrlhf.RemoteRMRequest([prompts[0] + "\\boxed{7}", prompts[1] + "\\boxed{8}", prompts[2] + "hi there"],
                                        prompts, ["7", "7", {"custom": {}}])
         res = openrlhf.post(GATEWAY, req, timeout=30)
-        self.assertEqual(res.extra_logs["math/correct"], [1.0, 0.0, 0.0])
-        self.assertEqual(res.extra_logs["length/length"], [0.0, 0.0, 8.0])
-        self.assertEqual(res.scores, res.rewards)
+        # A component that does not apply is NaN in extra_logs (Python's json reads the bare NaN token);
+        # scores is the first component (math/correct), 0 where it does not apply.
+        nan_as_none = lambda xs: [None if math.isnan(x) else x for x in xs]  # noqa: E731
+        self.assertEqual(nan_as_none(res.extra_logs["math/correct"]), [1.0, 0.0, None])
+        self.assertEqual(nan_as_none(res.extra_logs["length/length"]), [None, None, 8.0])
+        self.assertEqual(res.scores, [1.0, 0.0, 0.0])
         verl.reset()
         verl.configure(services=SERVICES, run_config=RUN)
         local = openrlhf.reward_func(req.query, req.prompts, req.labels)
@@ -105,6 +109,11 @@ class GatewayTest(unittest.TestCase):
     def test_gateway_refusal_names_the_key(self):
         with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'labels\\[1\\]' is an object but not a rewardmesh.v1.Task"):
             openrlhf.post(GATEWAY, {"query": ["x", "y"], "prompts": ["", ""], "labels": ["1", {"maths": {}}]}, timeout=30)
+        # A query not starting with its prompt is scored whole (as OpenRLHF's math_reward_func.py), not refused.
+        with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'labels\\[0\\]' must be a string, a number or a Task"):
+            openrlhf.post(GATEWAY, {"query": ["x"], "prompts": ["y"], "labels": [["1"]]}, timeout=30)
+        res = openrlhf.post(GATEWAY, {"query": ["x \\boxed{1}"], "prompts": ["y"], "labels": ["1"]}, timeout=30)
+        self.assertEqual(res.extra_logs["math/correct"], [1.0])
 
 
 if __name__ == "__main__":

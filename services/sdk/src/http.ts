@@ -12,6 +12,9 @@
  *   h2c and HTTP/1.1 on one port): use gRPC for streaming there.
  * - `GET /healthz` (no token needed): 200 `{"status":"SERVING","services":{…}}` while serving, 503 otherwise;
  *   `POST /grpc.health.v1.Health/Check` is the Connect form of the gRPC health check.
+ * - `close(graceMs)` drains like the gRPC server: it stops accepting connections, answers `/healthz` 503 and
+ *   any new request on a kept-alive connection 503 `unavailable` (HTTP/2 sessions get a GOAWAY), waits for the
+ *   calls in flight up to `graceMs`, then aborts what is left (the handlers' signal) and closes every socket.
  * - Security follows the gRPC port's: TLS (and client certificates) with the same files, and the bearer token
  *   (`Authorization: Bearer <token>`) on everything but health.
  * @module
@@ -19,6 +22,7 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import http2 from "node:http2";
+import type { Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import {
   type Code,
@@ -60,7 +64,8 @@ export interface RunningHttpServer {
   readonly port: number;
   /** `http://host:port` (or `https://`) clients can call. */
   readonly url: string;
-  close(): Promise<void>;
+  /** Drains (see the module doc): in-flight calls get up to `graceMs` (default 5 s), then are cut. */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** Our gRPC handler context from Connect's: the request headers become the metadata (`traceparent`, …). */
@@ -76,6 +81,7 @@ function handlerContext(ctx: ConnectContext): HandlerContext {
     deadline: timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout,
     path: `/${ctx.service.typeName}/${ctx.method.name}`,
     peer: ctx.requestHeader.get("x-forwarded-for") ?? "http",
+    transport: "http",
   };
 }
 
@@ -162,15 +168,31 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttp
       );
     },
   });
+  let draining = false;
+  let inFlight = 0;
+  let onIdle: (() => void) | undefined;
   const handler = (req: NodeRequest, res: NodeResponse) => {
     const path = (req.url ?? "").split("?")[0];
+    // HTTP/1.1 only: HTTP/2 forbids connection-specific headers (its sessions get a GOAWAY instead).
+    const closeHeader: Record<string, string> =
+      req.httpVersionMajor === 1 && draining ? { connection: "close" } : {};
     if (path === "/healthz" && (req.method === "GET" || req.method === "HEAD")) {
       const { ok, body } = healthBody(o.health, o.services);
-      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+      res.writeHead(ok && !draining ? 200 : 503, { "content-type": "application/json", ...closeHeader });
       if (req.method === "HEAD") res.end();
       else res.end(body);
       return;
     }
+    if (draining) {
+      res.writeHead(503, { "content-type": "application/json", ...closeHeader });
+      res.end(`${JSON.stringify({ code: "unavailable", message: "the server is shutting down" })}\n`);
+      return;
+    }
+    inFlight++;
+    res.once("close", () => {
+      inFlight--;
+      if (inFlight === 0) onIdle?.();
+    });
     if (expected && !path?.startsWith("/grpc.health.v1.Health/")) {
       const md = new grpc.Metadata();
       const auth = req.headers["authorization"];
@@ -198,6 +220,16 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttp
         handler,
       )
     : http.createServer({ keepAliveTimeout: 65_000 }, handler);
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (session: http2.ServerHttp2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
   const port = await new Promise<number>((resolve, reject) => {
     server.once("error", reject);
     server.listen(o.port, o.host, () => {
@@ -213,14 +245,29 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttp
   return {
     port,
     url,
-    close: () =>
-      new Promise<void>((resolve) => {
-        shutdown.abort();
-        server.close(() => resolve());
-        // Idle keep-alive (HTTP/1.1) connections would hold close() open.
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        const timer = setTimeout(resolve, 2_000);
-        timer.unref();
-      }),
+    async close(graceMs = 5_000) {
+      if (draining) return;
+      draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Stop taking requests: idle HTTP/1.1 connections close, HTTP/2 sessions get a GOAWAY (their open
+      // streams go on).
+      (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+      for (const session of sessions) session.close();
+      if (inFlight > 0) {
+        logger.info({ inFlight, graceMs }, "HTTP/JSON server draining");
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, graceMs);
+          onIdle = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      if (inFlight > 0) logger.warn({ inFlight }, "HTTP/JSON drain timed out: cancelling the calls left");
+      shutdown.abort();
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+      await Promise.race([closed, new Promise<void>((r) => setTimeout(r, 2_000).unref())]);
+    },
   };
 }

@@ -188,6 +188,7 @@ export function createRewardServiceImpl(
     rollout: Parameters<RewardServiceDefinition["scoreRollout"]>[0],
     md: grpc.Metadata,
     signal: AbortSignal,
+    transport: "grpc" | "http",
   ) =>
     limiter.run(
       () =>
@@ -195,7 +196,7 @@ export function createRewardServiceImpl(
           signal,
           logger,
           parentContext: extractFromMetadata(md),
-          transport: "grpc",
+          transport,
         }),
       signal,
     );
@@ -204,7 +205,7 @@ export function createRewardServiceImpl(
       return def.describe();
     },
     async score(req, ctx) {
-      return scoreOne(req.rollout, ctx.metadata, ctx.signal);
+      return scoreOne(req.rollout, ctx.metadata, ctx.signal, ctx.transport ?? "grpc");
     },
     // Results come back in request order. Requests are read concurrently with writing results, with at
     // most 2 × concurrency in flight: a slow reader (client) stops us reading, which stops the client
@@ -224,7 +225,7 @@ export function createRewardServiceImpl(
           for await (const req of reqs) {
             while (queue.length >= window) await new Promise<void>((r) => (wakeReader = r));
             const idx = i++;
-            const p = scoreOne(req.rollout, ctx.metadata, ctx.signal).catch((err: unknown) => {
+            const p = scoreOne(req.rollout, ctx.metadata, ctx.signal, ctx.transport ?? "grpc").catch((err: unknown) => {
               if (isInvalidArgumentError(err)) {
                 throw new InvalidArgumentError(`requests[${idx}].${err.field}`, err.problem, { cause: err });
               }
@@ -336,7 +337,7 @@ export async function startGrpcServices(
       await Promise.all([
         shutdownServer(server, graceMs),
         ...(healthOnly ? [shutdownServer(healthOnly.server, graceMs)] : []),
-        ...(httpServer ? [httpServer.close()] : []),
+        ...(httpServer ? [httpServer.close(graceMs)] : []),
       ]);
     },
   };

@@ -20,6 +20,8 @@ export interface EchoOptions {
   readonly failFirst?: Map<string, number>;
   /** Record aborts. */
   readonly onAbort?: (reason: unknown) => void;
+  /** Called when scoring of a rollout starts (before the delay). */
+  readonly onStart?: (id: string) => void;
 }
 
 /**
@@ -43,6 +45,7 @@ export function createEchoService(o: EchoOptions = {}): RewardServiceDefinition 
     score: async (r, ctx) => {
       const n = (attempts.get(r.id) ?? 0) + 1;
       attempts.set(r.id, n);
+      o.onStart?.(r.id);
       if (o.delayMs) {
         await new Promise<void>((resolve, reject) => {
           const onAbort = () => {

@@ -1,8 +1,9 @@
 /**
  * HTTP/JSON (`<PREFIX>_HTTP_PORT`, the Connect protocol) beside gRPC, over a real service on port 0: JSON in
  * and out for Describe and Score, the same errors as gRPC (INVALID_ARGUMENT → 400 with the same message),
- * strict JSON (an unknown field is a 400 naming it), the token, `GET /healthz` and the drain; and the
- * configuration's errors.
+ * strict JSON (an unknown field is a 400 naming it), the token, `GET /healthz` and the drain (real slow calls in
+ * flight finish within the grace, over HTTP/1.1 and TLS HTTP/2; past it they are cut); and the configuration's
+ * errors.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -20,7 +21,7 @@ import {
   startRewardService,
 } from "../src/index.js";
 import { createTestPki, type TestPki } from "../src/testing/index.js";
-import { createEchoService } from "./fixtures.js";
+import { createEchoService, installTestTracing } from "./fixtures.js";
 
 const TOKEN = "http-json-token-0123456789";
 
@@ -268,6 +269,143 @@ describe("HTTP/JSON with TLS: HTTPS with the gRPC port's certificate, HTTP/2 for
       assert.equal(messages.at(-1)!.flags & 2, 2, "an end-of-stream envelope closes the stream");
     } finally {
       session.close();
+    }
+  });
+});
+
+describe("HTTP/JSON close drains like gRPC: in-flight calls finish within the grace, then are cut", {
+  timeout: 30_000,
+}, () => {
+  /** A slow echo service on an HTTP port; `started` resolves once `n` calls are being scored. */
+  async function slowService(delayMs: number, n: number, env: Record<string, string> = {}) {
+    let count = 0;
+    let startedResolve!: () => void;
+    const started = new Promise<void>((r) => (startedResolve = r));
+    const aborts: unknown[] = [];
+    const options = loadServiceRuntimeOptions("ECHO", 0, {
+      ECHO_HTTP_PORT: "0",
+      ECHO_WORKER: "false",
+      ...env,
+    });
+    const running = await startRewardService(
+      createEchoService({
+        delayMs,
+        onStart: () => {
+          if (++count === n) startedResolve();
+        },
+        onAbort: (reason) => aborts.push(reason),
+      }),
+      options,
+      silentLogger,
+    );
+    return { running, started, aborts };
+  }
+
+  it("HTTP/1.1: two slow calls in flight both answer 200 after close() began; new work is refused", async () => {
+    const { running, started, aborts } = await slowService(700, 2);
+    const url = running.grpc.httpUrl!;
+    const calls = ["ab", "abc"].map((resp) =>
+      post(`${url}/rewardmesh.v1.RewardService/Score`, { rollout: rollout(resp) }),
+    );
+    await started;
+    const t0 = Date.now();
+    const closing = running.close(10_000);
+    // Stop accepting: a new request does not get scored (refused connection, or 503 on a kept-alive one).
+    const late = await post(`${url}/rewardmesh.v1.RewardService/Score`, { rollout: rollout("x") }).then(
+      (r) => r.status,
+      () => "refused",
+    );
+    assert.notEqual(late, 200);
+    const results = await Promise.all(calls);
+    assert.deepEqual(
+      results.map((r) => [r.status, r.json.components[0].value]),
+      [
+        [200, 2],
+        [200, 3],
+      ],
+    );
+    await closing;
+    assert.ok(Date.now() - t0 < 5_000, "close returns once the calls are done, not at the grace");
+    assert.deepEqual(aborts, []);
+  });
+
+  it("a call past the grace is cut (its handler aborted) and close() returns soon after", async () => {
+    const { running, started, aborts } = await slowService(30_000, 1);
+    const call = post(`${running.grpc.httpUrl!}/rewardmesh.v1.RewardService/Score`, {
+      rollout: rollout("ab"),
+    }).then(
+      (r) => r.status,
+      () => "cut",
+    );
+    await started;
+    const t0 = Date.now();
+    await running.close(300);
+    assert.ok(Date.now() - t0 < 5_000, `close took ${Date.now() - t0} ms`);
+    assert.notEqual(await call, 200);
+    assert.equal(aborts.length, 1);
+  });
+
+  it("TLS HTTP/2: the session gets a GOAWAY, its in-flight stream still answers 200", async () => {
+    const pki = createTestPki();
+    const { running, started } = await slowService(700, 1, {
+      ECHO_GRPC_TLS_CERT_FILE: pki.serverCert,
+      ECHO_GRPC_TLS_KEY_FILE: pki.serverKey,
+    });
+    const session = http2.connect(running.grpc.httpUrl!, { ca: readFileSync(pki.caCert) });
+    try {
+      const goaway = new Promise<void>((r) => session.once("goaway", () => r()));
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/rewardmesh.v1.RewardService/Score",
+        "content-type": "application/json",
+      });
+      const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        let status = 0;
+        let text = "";
+        stream.on("response", (h) => (status = Number(h[":status"])));
+        stream.on("data", (d: Buffer) => (text += d.toString()));
+        stream.on("end", () => resolve({ status, text }));
+        stream.on("error", reject);
+      });
+      stream.end(JSON.stringify({ rollout: rollout("abcd") }));
+      await started;
+      const closing = running.close(10_000);
+      await goaway;
+      const r = await response;
+      assert.equal(r.status, 200, r.text);
+      assert.equal(JSON.parse(r.text).components[0].value, 4);
+      await closing;
+    } finally {
+      session.destroy();
+      pki.remove();
+    }
+  });
+});
+
+describe("HTTP/JSON calls are labelled http in traces", () => {
+  it("reward.transport is http for a Score over HTTP/JSON, grpc over gRPC", async () => {
+    const { exporter } = installTestTracing();
+    const options = loadServiceRuntimeOptions("ECHO", 0, { ECHO_HTTP_PORT: "0", ECHO_WORKER: "false" });
+    const running = await startRewardService(createEchoService(), options, silentLogger);
+    const client = createGrpcClient(RewardService, running.grpc.address);
+    try {
+      exporter.reset();
+      const r = await post(`${running.grpc.httpUrl!}/rewardmesh.v1.RewardService/Score`, {
+        rollout: rollout("http-call"),
+      });
+      assert.equal(r.status, 200);
+      await client.score({ rollout: { ...rollout("grpc-call"), id: "r2" } }, { timeoutMs: 10_000 });
+      const transports = exporter
+        .getFinishedSpans()
+        .filter((span) => span.attributes["reward.transport"] !== undefined)
+        .map((span) => [
+          span.attributes["rollout.id"] ?? span.attributes["reward.rollout_id"],
+          span.attributes["reward.transport"],
+        ]);
+      assert.deepEqual(transports.map((t) => t[1]).sort(), ["grpc", "http"], JSON.stringify(transports));
+    } finally {
+      client.close();
+      await running.close(500);
     }
   });
 });

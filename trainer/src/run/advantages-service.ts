@@ -3,6 +3,11 @@
  * field onto the input of `reward-mesh advantages` (same engine, same configuration compiler), so an RPC and
  * the CLI given the same batch return the same numbers to the last bit. Engine errors come back as
  * INVALID_ARGUMENT naming the request field (`groups[2].rollouts[5].values[3]`, `options.epsilon_placement`).
+ *
+ * The request is size-capped before the engine runs ({@link COMPUTE_ADVANTAGES_LIMITS}): the engine runs on the
+ * event loop, CorrGRPO costs O(G·K²) per group and diagnostics return two K×K matrices per group, so an
+ * unbounded K or batch could stall or exhaust the process. A request past a cap is INVALID_ARGUMENT naming
+ * the limit.
  * @module
  */
 import { create } from "@bufbuild/protobuf";
@@ -64,6 +69,61 @@ function componentRef(
   return undefined;
 }
 
+/**
+ * Size caps of one `ComputeAdvantages` request (each refused as INVALID_ARGUMENT naming it). Sized so the worst
+ * admitted request stays around a second of CPU and a few hundred MB: 2^22 values are 32 MiB of doubles;
+ * Σ G·K² bounds the covariance work of CorrGRPO (and diagnostics) at 2^27 multiply-adds; diagnostics answer
+ * 2·groups·K² doubles, bounded at 2·2^22 (64 MiB).
+ */
+export const COMPUTE_ADVANTAGES_LIMITS = {
+  /** K, the number of reward components (values per rollout). */
+  components: 256,
+  /** Groups per request. */
+  groups: 65_536,
+  /** Rollouts per request, all groups together. */
+  rollouts: 1_048_576,
+  /** Values per request (Σ rollouts × K). */
+  values: 4_194_304,
+  /** Σ over groups of G·K² (rollouts × K²): the covariance work of CorrGRPO and diagnostics. */
+  covarianceWork: 134_217_728,
+  /** groups × K² when `diagnostics` is set: the size of the covariance and correlation matrices answered. */
+  diagnosticsCells: 4_194_304,
+} as const;
+
+/** Refuses a request past {@link COMPUTE_ADVANTAGES_LIMITS}, before anything K- or batch-sized is allocated. */
+export function checkRequestSize(req: ComputeAdvantagesRequest): void {
+  const L = COMPUTE_ADVANTAGES_LIMITS;
+  const over = (field: string, what: string, got: number, limit: keyof typeof L) =>
+    new InvalidArgumentError(field, `${what} ${got}, over the ${limit} limit of ${L[limit]} per request`);
+  for (const key of ["weights", "components"] as const) {
+    if (req[key].length > L.components) throw over(key, "has K =", req[key].length, "components");
+  }
+  if (req.groups.length > L.groups) throw over("groups", "has", req.groups.length, "groups");
+  let rollouts = 0;
+  let values = 0;
+  let work = 0;
+  let K = 0;
+  for (const [g, group] of req.groups.entries()) {
+    rollouts += group.rollouts.length;
+    let groupK = 0;
+    for (const [i, r] of group.rollouts.entries()) {
+      if (r.values.length > L.components)
+        throw over(`groups[${g}].rollouts[${i}].values`, "has K =", r.values.length, "components");
+      values += r.values.length;
+      groupK = Math.max(groupK, r.values.length);
+    }
+    K = Math.max(K, groupK);
+    work += group.rollouts.length * groupK * groupK;
+  }
+  if (rollouts > L.rollouts) throw over("groups", "has rollouts =", rollouts, "rollouts");
+  if (values > L.values) throw over("groups", "has values (Σ rollouts·K) =", values, "values");
+  if (work > L.covarianceWork)
+    throw over("groups", "has covariance work (Σ rollouts·K²) =", work, "covarianceWork");
+  const cells = req.groups.length * K * K;
+  if (req.diagnostics && cells > L.diagnosticsCells)
+    throw over("diagnostics", "would answer matrix cells (groups·K²) =", cells, "diagnosticsCells");
+}
+
 /** The request's groups as the engine's input; checks what the proto shape allows but the engine cannot see. */
 function groupsOf(req: ComputeAdvantagesRequest): AdvantageGroupInput[] {
   return req.groups.map((group, g) => {
@@ -111,6 +171,11 @@ export function advantageConfigOf(req: ComputeAdvantagesRequest): UntypedAdvanta
     }
   }
   const s = req.sgrpo;
+  if (s && s.p === undefined)
+    throw new InvalidArgumentError(
+      "sgrpo.p",
+      "is required: S-GRPO needs the label-flip probability p in [0, 0.5) (set 0 explicitly for none)",
+    );
   const sgrpoComponent = s ? componentRef(s.component) : undefined;
   const ds = req.dynamicSampling;
   const dsComponent = ds ? componentRef(ds.component) : undefined;
@@ -120,7 +185,7 @@ export function advantageConfigOf(req: ComputeAdvantagesRequest): UntypedAdvanta
     ...(s
       ? {
           sgrpo: {
-            p: s.p,
+            p: s.p!,
             ...(s.variant !== undefined ? { variant: s.variant as "code" | "dr_grpo" } : {}),
             ...(s.epsilon !== undefined ? { epsilon: s.epsilon } : {}),
             ...(s.successThreshold !== undefined ? { successThreshold: s.successThreshold } : {}),
@@ -186,9 +251,11 @@ function invalidArgument(
 /**
  * Runs the advantage engine on one request: the same configuration compiler and `computeAdvantages` call
  * as `reward-mesh advantages`.
- * @throws {InvalidArgumentError} naming the request field for a bad batch, option or estimator.
+ * @throws {InvalidArgumentError} naming the request field for a bad batch, option or estimator, or the
+ *   limit of {@link COMPUTE_ADVANTAGES_LIMITS} a request exceeds.
  */
 export function computeAdvantagesMessage(req: ComputeAdvantagesRequest): ComputeAdvantagesResponse {
+  checkRequestSize(req);
   const config = advantageConfigOf(req);
   // K is the first rollout's number of values; the engine would infer it from `weights` first.
   const first = req.groups[0]?.rollouts[0]?.values.length;
