@@ -202,18 +202,20 @@ describe("JetStream worker", () => {
       got.map((m) => m.value.rolloutId),
       [flaky.id],
     );
-    const dlq = await readStream(
-      bus,
-      Streams.dlq,
-      "mesh.dlq.echo",
-      (d) => fromBinary(DeadLetterSchema, d),
-      3,
-    );
-    const letter = dlq.find(
-      (m) =>
-        m.value.subject === `mesh.rollouts.custom.${runId}` &&
-        fromBinary(RolloutSchema, m.value.payload).id === doomed.id,
-    );
+    // The DLQ already holds earlier tests' letters, so poll for this rollout's own letter: its third
+    // delivery (after back-off) may come well after the flaky rollout's result.
+    const doomedLetter = async () =>
+      (await readStream(bus, Streams.dlq, "mesh.dlq.echo", (d) => fromBinary(DeadLetterSchema, d), 1)).find(
+        (m) =>
+          m.value.subject === `mesh.rollouts.custom.${runId}` &&
+          fromBinary(RolloutSchema, m.value.payload).id === doomed.id,
+      );
+    const deadline = Date.now() + 20_000;
+    let letter = await doomedLetter();
+    while (!letter && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      letter = await doomedLetter();
+    }
     assert.ok(letter, "doomed rollout dead-lettered");
     assert.match(letter.value.reason, /gave up after 3 deliveries: simulated infrastructure failure/);
     assert.equal(letter.value.deliveries, 3);
