@@ -290,10 +290,12 @@ describe("text policy episodes (scripted byte-level policy over gRPC, real Agent
   });
 
   it("ends an episode whose session is gone (NOT_FOUND) with stop reason environment; the others go on", async () => {
-    // One session at most: a second episode's Reset evicts the first episode's session.
+    // One session at most, and any idle session may be evicted (minEvictIdleMs 0; the default spares
+    // sessions idle < 30 s): a second episode's Reset evicts the first episode's session.
     const small = createSessionManager({
       maxSessions: 1,
       idleTimeoutMs: 60_000,
+      minEvictIdleMs: 0,
       maxCalls: 6,
       attackModelName: "Qwen",
       defaultAttack: "important_instructions",
