@@ -199,3 +199,13 @@ export function formatHelp(spec: CommandSpec): string {
   for (const e of spec.examples) out.push(`  ${e}`);
   return `${out.join("\n")}\n`;
 }
+
+/** A comma-separated option value as its trimmed, non-empty items; `undefined` when the option is absent. */
+export function commaList(v: unknown): string[] | undefined {
+  return typeof v === "string"
+    ? v
+        .split(",")
+        .map((x) => x.trim())
+        .filter((x) => x !== "")
+    : undefined;
+}

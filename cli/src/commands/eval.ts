@@ -41,7 +41,7 @@ import {
   agentTaskMatrix,
   listEnvironmentTasks,
 } from "@reward-mesh/trainer";
-import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import { type CommandSpec, commaList, parseCommand, usageLine } from "../args.js";
 import type { CliConfig } from "../config.js";
 import { UsageError } from "../io.js";
 
@@ -488,14 +488,6 @@ export function renderAgentDojoReport(rep: AgentDojoEvalReport): string {
   return `${[...head, fmt(cols), ...rows.map(fmt)].join("\n")}\n`;
 }
 
-const list = (v: unknown): string[] | undefined =>
-  typeof v === "string"
-    ? v
-        .split(",")
-        .map((x) => x.trim())
-        .filter((x) => x !== "")
-    : undefined;
-
 /** Runs `reward-mesh eval agentdojo`; returns the exit code (2: bad input, the message on stderr). */
 export async function runEval(
   args: readonly string[],
@@ -527,14 +519,14 @@ export async function runEval(
     const lines = parseTrajectorySet(text, path);
     const backend = await backendFor(
       typeof flags["addr"] === "string" ? flags["addr"] : undefined,
-      list(flags["suites"]) ?? [],
+      commaList(flags["suites"]) ?? [],
       cli,
       cli.grpc,
     );
     try {
       const listing = backend.listing;
-      const attacks = [...new Set(list(flags["attacks"]) ?? [listing.defaultAttack])];
-      const suites = [...new Set(list(flags["suites"]) ?? listing.suites.map((x) => x.name))];
+      const attacks = [...new Set(commaList(flags["attacks"]) ?? [listing.defaultAttack])];
+      const suites = [...new Set(commaList(flags["suites"]) ?? listing.suites.map((x) => x.name))];
       const cells = agentTaskMatrix(listing, { suites, attacks });
       const selected = { suites: new Set(suites), attacks: new Set(attacks) };
       const { matched, skipped } = matchCells(cells, lines, listing, selected, path);

@@ -26,7 +26,7 @@ import {
   listEnvironmentTasks,
 } from "@reward-mesh/trainer";
 import { didYouMean } from "@reward-mesh/sdk";
-import { type CommandSpec, formatHelp, parseCommand, usageLine, wantsHelp } from "../args.js";
+import { type CommandSpec, commaList, formatHelp, parseCommand, usageLine, wantsHelp } from "../args.js";
 import { type CliConfig, loadCliConfig } from "../config.js";
 import { UsageError } from "../io.js";
 import { localAgentDojoListing } from "./eval.js";
@@ -234,19 +234,12 @@ async function exportCommand(args: readonly string[], stdout: Writable, cli: Cli
   if (positionals.length !== 2) throw new UsageError(`expected agentdojo and <out.jsonl>\n${TASKS_USAGE}`);
   const [env, outPath] = positionals as [string, string];
   if (env !== "agentdojo") throw new UsageError(`unknown environment '${env}' (this build has: agentdojo)`);
-  const list = (v: unknown) =>
-    typeof v === "string"
-      ? v
-          .split(",")
-          .map((x) => x.trim())
-          .filter((x) => x !== "")
-      : undefined;
-  const suites = list(flags["suites"]) ?? [];
+  const suites = commaList(flags["suites"]) ?? [];
   const listing =
     typeof flags["addr"] === "string"
       ? await listEnvironmentTasks({ address: flags["addr"], security: cli.grpc }, { suites })
       : localAgentDojoListing(cli, suites);
-  const attacks = list(flags["attacks"]);
+  const attacks = commaList(flags["attacks"]);
   const cells = agentTaskMatrix(listing, {
     ...(attacks ? { attacks } : {}),
     clean: flags["no-clean"] !== true,
