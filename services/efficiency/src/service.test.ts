@@ -5,7 +5,14 @@ import { ComponentStatus } from "@reward-mesh/proto";
 import { createSandbox, loadSandboxConfig, type Sandbox } from "@reward-mesh/sandbox";
 import { makeRollout } from "@reward-mesh/sdk/testing";
 import { loadConfig } from "./config.js";
-import { compareTimings, createEfficiencyService, efficiencyScore, mannWhitneyP, median } from "./service.js";
+import {
+  compareTimings,
+  createEfficiencyService,
+  efficiencyScore,
+  MIN_SPEEDUP,
+  mannWhitneyP,
+  median,
+} from "./service.js";
 
 const sandboxConfig = { ...loadSandboxConfig({}), backend: "bwrap" as const };
 
@@ -47,6 +54,20 @@ describe("timing statistics", () => {
     const fast = compareTimings([5, 5.2, 4.9, 5.1, 5.3], [10.1, 9.9, 10.6, 10, 10.3]);
     assert.ok(fast.significant && Math.abs(fast.value - (1 - 5.1 / 10.1)) < 1e-12, JSON.stringify(fast));
   });
+
+  it("a speed-up under MIN_SPEEDUP is jitter, even when the samples do not overlap", () => {
+    const ref = [100, 100.5, 99.5, 100.2, 99.8];
+    const by4 = ref.map((t) => t * 0.96);
+    assert.equal(mannWhitneyP(by4, ref), 1 / 252, "completely separated");
+    assert.deepEqual(compareTimings(by4, ref, 0).significant, true, "without a margin: significant");
+    const v = compareTimings(by4, ref);
+    assert.deepEqual([MIN_SPEEDUP, v.significant, v.value], [0.05, false, 0]);
+    const by10 = compareTimings(
+      ref.map((t) => t * 0.9),
+      ref,
+    );
+    assert.ok(by10.significant && Math.abs(by10.value - 0.1) < 1e-12, JSON.stringify(by10));
+  });
 });
 
 describe("efficiency service (bwrap sandbox)", () => {
@@ -85,7 +106,7 @@ describe("efficiency service (bwrap sandbox)", () => {
     return r.components[0]!;
   };
 
-  it("a much faster passing candidate scores high; runs interleave with the reference; the reference is cached", async () => {
+  it("a much faster passing candidate scores high; runs interleave with the reference; the reference is cached, and re-measured before it grants a speed-up", async () => {
     runs.length = 0;
     const c = await score(fence(FAST), task(SLOW));
     assert.equal(c.status, ComponentStatus.OK, c.details);
@@ -95,14 +116,26 @@ describe("efficiency service (bwrap sandbox)", () => {
       /^t_gen [\d.]+ ms ±\d+%, t_ref [\d.]+ ms ±\d+% — CPU time, median of 5 and 5 runs; speed-up ×[\d.]+$/,
     );
     assert.deepEqual(runs, ["cand", "ref", "ref", "cand", "cand", "ref", "ref", "cand", "cand", "ref"]);
+    // A slower candidate: the cached reference alone says so.
     runs.length = 0;
-    const again = await score(fence(`${FAST}# another rollout\n`), task(SLOW));
+    const slower = `${SLOW.replace("    return s\n", "    for i in range(n + 1):\n        s += 0\n    return s\n")}# candidate\n`;
+    const again = await score(fence(slower), task(SLOW));
     assert.deepEqual(
       runs,
       ["cand", "cand", "cand", "cand", "cand"],
       "the reference timing came from the cache",
     );
+    assert.equal(again.value, 0, again.details);
     assert.match(again.details, /\(cached\)/);
+    // A faster one: a speed-up is only granted on reference runs interleaved with the candidate's.
+    runs.length = 0;
+    const faster = await score(fence(`${FAST}# another rollout\n`), task(SLOW));
+    assert.ok(faster.value > 0.5, `${faster.value} ${faster.details}`);
+    assert.match(faster.details, /\(re-measured: the cached median was [\d.]+ ms\)/);
+    assert.deepEqual(runs, [
+      ...["cand", "cand", "cand", "cand", "cand"],
+      ...["cand", "ref", "ref", "cand", "cand", "ref", "ref", "cand", "cand", "ref"],
+    ]);
   });
 
   it("a rollout waiting for another's reference timing is not failed by that rollout's abort", async () => {
@@ -145,6 +178,88 @@ describe("efficiency service (bwrap sandbox)", () => {
     const c = await score(fence(`${SLOW}# candidate\n`), task(SLOW));
     assert.equal(c.value, 0, c.details);
     assert.equal(c.status, ComponentStatus.OK);
+  });
+
+  it("a cached reference may deny a speed-up but not grant one: it is re-measured interleaved with the candidate", async () => {
+    // The sandbox runs both programs for real; the CPU times it reports are replaced by scripted ones
+    // (the test's clock), so the drift between the two measurements is exact.
+    const times: Record<"ref" | "cand", number[]> = { ref: [], cand: [] };
+    const roles: string[] = [];
+    const scripted: Sandbox = {
+      ...sandbox,
+      backend: sandbox.backend,
+      limits: sandbox.limits,
+      run: async (req) => {
+        const role = Buffer.from(req.stdin as Uint8Array)
+          .toString()
+          .includes("# the reference")
+          ? "ref"
+          : "cand";
+        roles.push(role);
+        const r = await sandbox.run(req);
+        const lines = r.stdout.toString("utf8").split("\n");
+        const report = JSON.parse(lines[1]!) as { check: { cpuMs: number } };
+        const t = times[role].shift();
+        assert.ok(t !== undefined, `an unscripted ${role} run`);
+        report.check.cpuMs = t;
+        lines[1] = JSON.stringify(report);
+        return { ...r, stdout: Buffer.from(lines.join("\n")) };
+      },
+    };
+    const own = createEfficiencyService({
+      repeats: 5,
+      maxRepeats: 9,
+      cacheSize: 16,
+      sandbox: sandboxConfig,
+      sandboxInstance: scripted,
+    });
+    const ref = `${SLOW}# the reference\n`;
+    const run = async (response: string) =>
+      (
+        await own.scoreRollout(
+          makeRollout({ response, task: { id: "t-drift", kind: { case: "code", value: task(ref) } } }),
+        )
+      ).components[0]!;
+    const around = (t: number) => [t, t + 0.5, t - 0.5, t + 0.2, t - 0.2];
+
+    // 1. A fast candidate; the reference is measured on a busy machine (115 ms) and cached.
+    times.cand = around(40);
+    times.ref = around(115);
+    const fast = await run(fence(FAST));
+    assert.ok(fast.value > 0.6, fast.details);
+    assert.deepEqual([times.cand.length, times.ref.length], [0, 0]);
+
+    // 2. A copy of the reference on a quiet machine (100 ms) looks 13 % faster than the cached 115 ms:
+    // fresh interleaved runs of both decide — 0, and the fresh samples replace the cached ones.
+    roles.length = 0;
+    times.cand = [...around(100), ...around(100)];
+    times.ref = around(100.1);
+    const copy = await run(fence(`${SLOW}# a copy\n`));
+    assert.equal(copy.value, 0, copy.details);
+    assert.equal(copy.status, ComponentStatus.OK);
+    assert.match(copy.details, /\(re-measured: the cached median was 115\.0 ms\)/);
+    assert.match(copy.details, /inside the measurement noise/);
+    assert.deepEqual(roles, [
+      ...["cand", "cand", "cand", "cand", "cand"],
+      ...["cand", "ref", "ref", "cand", "cand", "ref", "ref", "cand", "cand", "ref"],
+    ]);
+
+    // 3. The next copy meets the fresh cached samples: no reference run, 0 inside the noise.
+    roles.length = 0;
+    times.cand = around(100);
+    const again = await run(fence(`${SLOW}# another copy\n`));
+    assert.equal(again.value, 0, again.details);
+    assert.match(again.details, /\(cached\)/);
+    assert.deepEqual(roles, ["cand", "cand", "cand", "cand", "cand"]);
+
+    // 4. A real speed-up is confirmed the same way: fresh interleaved runs.
+    roles.length = 0;
+    times.cand = [...around(50), ...around(50)];
+    times.ref = around(100);
+    const half = await run(fence(`${FAST}# half\n`));
+    assert.ok(Math.abs(half.value - 0.5) < 0.01, half.details);
+    assert.match(half.details, /\(re-measured: the cached median was 100\.1 ms\)/);
+    assert.equal(roles.filter((r) => r === "ref").length, 5);
   });
 
   it("0 unless every test passes: wrong answer (OK), crash (ERROR), timeout (TIMEOUT)", async () => {
