@@ -330,7 +330,6 @@ export {
   isEpisodeTask,
   episodeVocabulary,
   parseToolCalls,
-  stopStringTokens,
   toolCallProblem,
   runEpisode,
   runEpisodes,

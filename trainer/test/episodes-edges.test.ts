@@ -56,7 +56,14 @@ type Script = (turn: number, prompt: string) => { readonly text: string; readonl
 
 function scriptedTextLearner(
   script: Script,
-  o: { maxContext?: number; onGenerate?: (turn: number) => Promise<void> } = {},
+  o: {
+    maxContext?: number;
+    onGenerate?: (turn: number) => Promise<void>;
+    /** Receives every Generate request the server gets. */
+    requests?: GenerateRequest[];
+    /** Leave `matchedStop` unset, as a learner that predates `LearnerCompletion.matched_stop`. */
+    withoutMatchedStop?: boolean;
+  } = {},
 ): Learner {
   const maxContext = o.maxContext ?? 0;
   const info: LearnerInfo = {
@@ -89,18 +96,23 @@ function scriptedTextLearner(
     let budget = p.maxTokens ?? req.maxNewTokens ?? 64;
     if (maxContext > 0) budget = Math.min(budget, maxContext - prompt.length);
     // sampling.py: a token at a time; EOS stops (text without it), a stop string stops (text cut at
-    // its earliest occurrence, its tokens kept), else the budget.
+    // its earliest occurrence — of those starting there the shortest —, its tokens kept, the string
+    // reported as matchedStop), else the budget.
     const tokens: number[] = [];
     let finish: "stop" | "length" | undefined;
     let cut: number | undefined;
+    let matched = "";
     for (const t of planned) {
       tokens.push(t);
       if (t === EOS) finish = "stop";
       else {
         const text = textOf(tokens);
-        const hits = (req.stop ?? []).map((s) => text.indexOf(s)).filter((k) => k >= 0);
-        if (hits.length > 0) [finish, cut] = ["stop", Math.min(...hits)];
-        else if (tokens.length >= budget) finish = "length";
+        for (const s of req.stop ?? []) {
+          const k = text.indexOf(s);
+          if (k >= 0 && (cut === undefined || k < cut || (k === cut && s.length < matched.length)))
+            [finish, cut, matched] = ["stop", k, s];
+        }
+        if (!finish && tokens.length >= budget) finish = "length";
       }
       if (finish) break;
     }
@@ -118,13 +130,17 @@ function scriptedTextLearner(
       policyVersion: 0,
       truncated: finish !== "stop",
       finishReason: finish === "stop" ? "stop" : "length",
+      ...(o.withoutMatchedStop ? {} : { matchedStop: matched }),
       promptTokenIds: prompt,
     };
   };
   const unsupported = () => Promise.reject(new Error("the scripted policy does not train"));
   return {
     info: async () => info,
-    generate: async (req) => Promise.all(req.prompts.map((_, i) => complete(req, i))),
+    generate: async (req) => {
+      o.requests?.push(req);
+      return Promise.all(req.prompts.map((_, i) => complete(req, i)));
+    },
     trainStep: unsupported,
     syncWeights: async () => ({ policyVersion: 0 }),
     saveCheckpoint: unsupported,
@@ -197,7 +213,8 @@ describe("text policy episodes (scripted byte-level policy over gRPC, real Agent
         : turn === 2
           ? { text: `${PAY} trailing` }
           : { text: "I paid the bill.<|im_end|>" };
-    const [r] = await overGrpc(scriptedTextLearner(script), (learner) =>
+    const requests: GenerateRequest[] = [];
+    const [r] = await overGrpc(scriptedTextLearner(script, { requests }), (learner) =>
       runEpisodes([textTask], {
         env,
         learner,
@@ -209,6 +226,14 @@ describe("text policy episodes (scripted byte-level policy over gRPC, real Agent
     assert.equal(r!.stopReason, "answer");
     assert.equal(r!.turns, 3);
     assert.equal(r!.calls, 2);
+    // One Generate per turn and nothing else: the learner says which stop string ended a turn
+    // (matchedStop), so no call is spent learning the stop strings' tokens.
+    assert.equal(requests.length, 3, "Generate calls the learner server got");
+    for (const [k, q] of requests.entries()) {
+      assert.equal(q.prompts.length, 1);
+      assert.equal(q.prompts[0]!.promptId, `bill-text/0/${k + 1}`);
+      assert.deepEqual(q.stop, ["</tool_call>", "<|im_end|>"]);
+    }
     assert.deepEqual(
       r!.messages.filter((m) => m.role === "assistant").map((m) => m.content),
       [READ, PAY, "I paid the bill."],
@@ -232,6 +257,43 @@ describe("text policy episodes (scripted byte-level policy over gRPC, real Agent
       ["read_file", "send_money"],
     );
     assert.equal(manager.size, 0);
+  });
+
+  it("puts back exactly the stop string the learner reports, of several; refuses a learner that does not report it", async () => {
+    // `}</tool_call>` starts before `</tool_call>`: the learner cuts the text there and reports it.
+    const script: Script = (turn) => (turn === 1 ? { text: `${READ} more` } : { text: "Done.", eos: true });
+    const requests: GenerateRequest[] = [];
+    const o = {
+      env,
+      settings: { maxTurns: 3, maxTokens: 4096, concurrency: 1 },
+      sampling: { maxNewTokens: 512, stop: ["</tool_call>", "}</tool_call>"] },
+      seed: 1,
+    };
+    const [r] = await overGrpc(scriptedTextLearner(script, { requests }), (learner) =>
+      runEpisodes([textTask], { ...o, learner }),
+    );
+    assert.deepEqual(
+      r!.messages.filter((m) => m.role === "assistant").map((m) => m.content),
+      [READ, "Done."],
+    );
+    assert.equal(r!.calls, 1);
+    assert.equal(r!.stopReason, "answer");
+    assert.equal(requests.length, 2, "one Generate per turn");
+    // The first turn's tokens are exactly its re-rendered text: the sequence is not `retokenized`.
+    assert.equal(textOf(r!.tokenIds.slice(0, r!.spans[0]!.end)), READ);
+    assert.equal(manager.size, 0);
+    // A learner that predates matched_stop: the runner does not guess, and says what is missing.
+    await assert.rejects(
+      overGrpc(scriptedTextLearner(script, { withoutMatchedStop: true }), (learner) =>
+        runEpisodes([textTask], { ...o, learner }),
+      ),
+      (e: Error) =>
+        e.name === "EpisodeError" &&
+        /turn 1 ended at a stop but does not say which \(LearnerCompletion\.matched_stop is unset\)/.test(
+          e.message,
+        ),
+    );
+    assert.equal(manager.size, 0, "the refused episode's session is closed");
   });
 
   it("stops an episode before its next prompt outgrows the learner's context, not the run", async () => {

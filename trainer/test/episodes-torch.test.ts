@@ -34,11 +34,13 @@ import {
 } from "@reward-mesh/sdk";
 import { type LocalNats, startTestNats, testBusOptions, testRuntimeOptions } from "@reward-mesh/sdk/testing";
 import {
+  type Completion,
   checkTorchAvailable,
   createRemoteLearner,
   type EpisodeResult,
   type EpisodeTask,
   episodeSample,
+  type GenerateRequest,
   type Learner,
   loadBuiltinTasks,
   readMetrics,
@@ -149,10 +151,20 @@ describe("text-policy episodes through the PyTorch learner (builtin:tiny4k, CPU)
   it("plays episodes, one sample each, and TrainStep trains exactly the policy's tokens", async () => {
     const info = await learner.info();
     assert.equal(info.tokenizer, "byte-level");
+    // Every Generate RPC the runner sends to the PyTorch learner, with what came back.
+    const calls: Array<{ req: GenerateRequest; out: Completion[] }> = [];
+    const counted: Learner = {
+      ...learner,
+      async generate(req) {
+        const out = await learner.generate(req);
+        calls.push({ req, out });
+        return out;
+      },
+    };
     const t0 = performance.now();
     const results = await runEpisodes([...TASKS, ...TASKS], {
       env: withCompactTools(env),
-      learner,
+      learner: counted,
       info,
       settings: SETTINGS,
       sampling: { maxNewTokens: 24, temperature: 1 },
@@ -161,6 +173,25 @@ describe("text-policy episodes through the PyTorch learner (builtin:tiny4k, CPU)
     const playMs = performance.now() - t0;
     assert.equal(results.length, 4);
     assert.equal(manager.size, 0, "every session is closed");
+    // Only turns are generated: one Generate per turn (plus the turn whose tokens ended the episode,
+    // `retokenized` / `tokens`), none to learn which stop string ended a turn — the learner says so.
+    for (const { req, out } of calls) {
+      assert.equal(req.prompts.length, 1);
+      assert.match(req.prompts[0]!.promptId, /^banking-[^/]+\/\d+\/\d+$/, "a turn's prompt");
+      assert.deepEqual(req.stop, ["<|im_end|>"]);
+      for (const c of out) {
+        assert.equal(typeof c.matchedStop, "string", "the PyTorch learner reports matched_stop");
+        assert.equal(c.matchedStop !== "", c.finishReason === "stop" && c.tokenIds.at(-1) !== 257);
+      }
+    }
+    results.forEach((r, i) => {
+      const n = calls.filter((c) => c.req.prompts[0]!.promptId.startsWith(`${r.taskId}/${i}/`)).length;
+      const lastNotKept = r.stopReason === "retokenized" || r.stopReason === "tokens" ? 1 : 0;
+      assert.ok(
+        n === r.turns || n === r.turns + lastNotKept,
+        `episode ${i}: ${n} Generate calls, ${r.turns} turns`,
+      );
+    });
     const known = new Set(["answer", "turns", "tokens", "calls", "retokenized", "context", "environment"]);
     for (const r of results) {
       assert.ok(known.has(r.stopReason), r.stopReason);

@@ -77,6 +77,10 @@ class Completion:
     #: `stop` (end-of-sequence, the prompt's stop token or a stop string) or `length`.
     finish_reason: str
     prompt_token_ids: List[int]
+    #: The stop string (one of the request's `stop`, as given) that ended the completion — `text` is
+    #: cut before it — or "" (end-of-sequence, the prompt's stop token, the budget). Several in the
+    #: text: the earliest occurrence, of those starting there the shortest (`sampling.first_stop`).
+    matched_stop: str = ""
 
 
 @dataclass(frozen=True)

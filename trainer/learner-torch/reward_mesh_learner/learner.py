@@ -172,6 +172,7 @@ class TorchLearner:
                     truncated=res.finish_reason == "length",
                     finish_reason=res.finish_reason,
                     prompt_token_ids=list(row.prompt_ids),
+                    matched_stop=res.matched_stop,
                 )
             )
         return out

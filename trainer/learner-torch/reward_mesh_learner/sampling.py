@@ -30,6 +30,8 @@ class RowResult:
     logprobs: List[float]
     text: str
     finish_reason: str  # "stop" or "length"
+    #: The stop string that ended the row ("" for end-of-sequence / a stop token / the budget).
+    matched_stop: str = ""
 
 
 def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -68,17 +70,29 @@ class _RowState:
         self.logprobs: List[float] = []
         self.finish: Optional[str] = None
         self.cut: Optional[int] = None  # text index of a stop string
+        self.matched: str = ""  # that stop string
 
 
-def _find_stop(tokenizer, tokens: List[int], stops: Sequence[str], window: int) -> Optional[int]:
-    """Index in the completion's text of the earliest stop string, or None. A cheap check on the
-    decoded tail first, then the full text (tokens may decode to partial characters)."""
+def first_stop(text: str, stops: Sequence[str]) -> Optional[Tuple[int, str]]:
+    """The stop string the text is cut at and where: the earliest occurrence of any of `stops`, and of
+    those starting there the shortest (the match that was complete first); None when none occurs. The
+    embedded TypeScript learner (`firstStop` in trainer/src/learner/embedded.ts) applies the same rule."""
+    best: Optional[Tuple[int, str]] = None
+    for s in stops:
+        i = text.find(s)
+        if i >= 0 and (best is None or (i, len(s)) < (best[0], len(best[1]))):
+            best = (i, s)
+    return best
+
+
+def _find_stop(tokenizer, tokens: List[int], stops: Sequence[str], window: int) -> Optional[Tuple[int, str]]:
+    """(index in the completion's text, stop string) of the stop string the text is cut at
+    (`first_stop`), or None. A cheap check on the decoded tail first, then the full text (tokens
+    may decode to partial characters)."""
     tail = tokenizer.decode(tokens[-window:])
     if not any(s in tail for s in stops):
         return None
-    text = tokenizer.decode(tokens)
-    hits = [i for i in (text.find(s) for s in stops) if i >= 0]
-    return min(hits) if hits else None
+    return first_stop(tokenizer.decode(tokens), stops)
 
 
 def _advance(state: _RowState, token: int, logprob: float, tokenizer, stops, window) -> None:
@@ -86,8 +100,8 @@ def _advance(state: _RowState, token: int, logprob: float, tokenizer, stops, win
     state.logprobs.append(logprob)
     if token in state.spec.stop_ids:
         state.finish = "stop"
-    elif stops and (cut := _find_stop(tokenizer, state.tokens, stops, window)) is not None:
-        state.finish, state.cut = "stop", cut
+    elif stops and (hit := _find_stop(tokenizer, state.tokens, stops, window)) is not None:
+        state.finish, (state.cut, state.matched) = "stop", hit
     elif len(state.tokens) >= state.spec.max_new:
         state.finish = "length"
 
@@ -99,7 +113,7 @@ def _result(state: _RowState, tokenizer) -> RowResult:
         text = tokenizer.decode(state.tokens[:-1])
     else:
         text = tokenizer.decode(state.tokens)
-    return RowResult(state.tokens, state.logprobs, text, state.finish or "length")
+    return RowResult(state.tokens, state.logprobs, text, state.finish or "length", state.matched)
 
 
 @torch.no_grad()

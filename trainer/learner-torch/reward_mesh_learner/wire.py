@@ -80,6 +80,8 @@ def encode_completions(completions: List[Completion]):
                 truncated=c.truncated,
                 finish_reason=c.finish_reason,
                 prompt_token_ids=c.prompt_token_ids,
+                # Always set ("" included): unset says "a learner that predates matched_stop".
+                matched_stop=c.matched_stop,
             )
             for c in completions
         ]

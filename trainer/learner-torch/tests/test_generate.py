@@ -10,6 +10,7 @@ import helpers
 from reward_mesh_learner.batching import pack
 from reward_mesh_learner.contract import ChatMessage, GenerateRequest, PromptSpec
 from reward_mesh_learner.errors import LearnerInputError
+from reward_mesh_learner.sampling import first_stop
 from reward_mesh_learner.tokenizer import BOS_ID, EOS_ID
 
 
@@ -55,13 +56,17 @@ class FinishReasons(unittest.TestCase):
         for c in out:
             self.assertEqual(c.token_ids, [EOS_ID])
             self.assertEqual((c.text, c.finish_reason, c.truncated), ("", "stop", False))
+            self.assertEqual(c.matched_stop, "", "end-of-sequence is no stop string")
             self.assertAlmostEqual(c.logprobs[0], 0.0, delta=1e-6)
+        # Also when stop strings were asked for but EOS came first.
+        for c in helpers.generate(learner, n=2, max_new_tokens=8, stop=["a", "</tool_call>"]):
+            self.assertEqual((c.token_ids, c.finish_reason, c.matched_stop), ([EOS_ID], "stop", ""))
 
     def test_prompt_stop_token_ends_a_completion(self):
         learner = helpers.biased_learner({ord("z"): 40.0, EOS_ID: -100.0})
         p = PromptSpec("p", text="x", stop_token=ord("z"), max_tokens=5)
         c = learner.generate(GenerateRequest(prompts=[p], n=1, seed=0))[0]
-        self.assertEqual((c.token_ids, c.text, c.finish_reason), ([ord("z")], "", "stop"))
+        self.assertEqual((c.token_ids, c.text, c.finish_reason, c.matched_stop), ([ord("z")], "", "stop", ""))
 
     def test_stop_string_cuts_the_text_and_keeps_the_tokens(self):
         a, b = ord("a"), ord("b")
@@ -71,20 +76,56 @@ class FinishReasons(unittest.TestCase):
             self.assertEqual(c.finish_reason, "stop")
             self.assertEqual(c.token_ids[-1], b)
             self.assertEqual(c.text, "a" * (len(c.token_ids) - 1))
+            self.assertEqual(c.matched_stop, "b")
             self.assertFalse(c.truncated)
         multi = helpers.generate(learner, n=8, max_new_tokens=30, stop=["bb", "ba"])
+        matched = set()
         for c in multi:
             text = bytes(c.token_ids).decode()
             if c.finish_reason == "stop":
                 cut = min(i for i in (text.find("bb"), text.find("ba")) if i >= 0)
                 self.assertEqual(c.text, text[:cut])
                 self.assertEqual(cut + 2, len(text), "generation ends as soon as a stop string appears")
+                # The stop string it ended on, as given: text + matched_stop is the tokens' text.
+                self.assertEqual(c.matched_stop, text[cut:])
+                self.assertEqual(c.text + c.matched_stop, text)
+                matched.add(c.matched_stop)
+            else:
+                self.assertEqual(c.matched_stop, "")
+        self.assertEqual(matched, {"bb", "ba"}, "both stop strings were hit and told apart")
+
+    def test_matched_stop_is_the_one_the_text_is_cut_at(self):
+        # "xb" and "b" complete at the same token; "xb" starts first, so the text is cut before it.
+        x, b = ord("x"), ord("b")
+        learner = helpers.biased_learner({x: 40.0, b: 39.0, EOS_ID: -100.0})
+        out = helpers.generate(learner, n=16, max_new_tokens=30, stop=["b", "xb", "</tool_call>"])
+        hit = 0
+        for c in out:
+            text = bytes(c.token_ids).decode()
+            self.assertEqual(c.finish_reason, "stop")
+            if text.endswith("xb"):
+                self.assertEqual((c.matched_stop, c.text), ("xb", text[:-2]))
+                hit += 1
+            else:  # a "b" right after the prompt
+                self.assertEqual((c.matched_stop, c.text), ("b", text[:-1]))
+        self.assertGreater(hit, 0)
+
+    def test_first_stop_rule(self):
+        # The earliest occurrence; of those starting there, the shortest (its match completed first).
+        self.assertEqual(first_stop("say </tool_call> x", ["x", "</tool_call>", "</tool"]), (4, "</tool"))
+        self.assertEqual(first_stop("abcd", ["c", "abcd"]), (0, "abcd"))
+        self.assertEqual(first_stop("abc", ["z"]), None)
+        self.assertEqual(first_stop("ab", ["b", "b"]), (1, "b"))
 
     def test_length_finish(self):
         learner = helpers.biased_learner({EOS_ID: -100.0})
         for c in helpers.generate(learner, n=4, max_new_tokens=5):
             self.assertEqual((len(c.token_ids), c.finish_reason, c.truncated), (5, "length", True))
             self.assertEqual(c.text, learner.policy.tokenizer.decode(c.token_ids))
+            self.assertEqual(c.matched_stop, "")
+        # The budget ran out before any stop string appeared.
+        for c in helpers.generate(learner, n=4, max_new_tokens=5, stop=["</tool_call>"]):
+            self.assertEqual((c.finish_reason, c.matched_stop), ("length", ""))
 
     def test_prompt_max_tokens_wins_over_max_new_tokens(self):
         learner = helpers.biased_learner({EOS_ID: -100.0})

@@ -93,6 +93,7 @@ class Server(unittest.TestCase):
         self.assertEqual(c.prompt_token_ids[0], 256)
         self.assertIn(c.finish_reason, ("stop", "length"))
         self.assertEqual(len(c.logprobs), len(c.token_ids))
+        self.assertTrue(c.HasField("matched_stop"))
         v0 = self.stub.Info(pb.LearnerInfoRequest()).policy_version
         res = self.stub.TrainStep(iter([header(idempotency_key="ok"), sample(c)]))
         self.assertEqual((res.policy_version, res.replayed, res.metrics["nSamples"]), (v0 + 1, False, 1.0))
@@ -134,6 +135,34 @@ class _Context:
 
     def invocation_metadata(self):
         return self.metadata
+
+
+class MatchedStopOnTheWire(unittest.TestCase):
+    """`LearnerCompletion.matched_stop` over real gRPC: the stop string, or "" — always set, so that a
+    caller can tell "no stop string" from a learner that predates the field (unset)."""
+
+    def generate(self, boosts, **req):
+        server = serve(helpers.biased_learner(boosts), "127.0.0.1", 0)
+        channel = grpc.insecure_channel(server.address)
+        try:
+            prompt = pb.LearnerPrompt(prompt_id="p", context_key="k", text="Q:", max_tokens=30)
+            return learner_pb2_grpc.LearnerStub(channel).Generate(pb.LearnerGenerateRequest(prompts=[prompt], n=4, seed=2, **req)).completions
+        finally:
+            channel.close()
+            server.stop(1.0)
+
+    def test_stop_string_eos_and_length(self):
+        a, b = ord("a"), ord("b")
+        for c in self.generate({a: 40.0, b: 40.0, 257: -100.0}, stop=["b", "ab", "</tool_call>"]):
+            self.assertTrue(c.HasField("matched_stop"))
+            self.assertEqual(c.finish_reason, "stop")
+            text = bytes(c.token_ids).decode()
+            want = "ab" if text.endswith("ab") else "b"
+            self.assertEqual((c.matched_stop, c.text + c.matched_stop), (want, text))
+        for c in self.generate({257: 40.0}, stop=["b"]):
+            self.assertEqual((c.finish_reason, c.HasField("matched_stop"), c.matched_stop), ("stop", True, ""))
+        for c in self.generate({257: -100.0}, stop=["\x00never"]):
+            self.assertEqual((c.finish_reason, c.HasField("matched_stop"), c.matched_stop), ("length", True, ""))
 
 
 class TraceContext(unittest.TestCase):

@@ -231,6 +231,7 @@ export function learnerConformanceSuite(label: string, options: ConformanceOptio
           assert.equal(c.logprobs.length, c.tokenIds.length);
           for (const lp of c.logprobs) assert.ok(lp <= 0 && Number.isFinite(lp));
           assert.equal(c.finishReason, c.truncated ? "length" : "stop");
+          assert.equal(c.matchedStop, "", "no stop strings were asked for");
           if (fx.policy === "fragments") {
             assert.deepEqual(c.promptTokenIds, []);
             const stopped = p.stopToken !== undefined && c.tokenIds.at(-1) === p.stopToken;
@@ -271,13 +272,32 @@ export function learnerConformanceSuite(label: string, options: ConformanceOptio
       withLearner(async (learner) => {
         const out = await learner.generate({ prompts: [fx.code], n: 16, seed: 21, stop: fx.stop });
         let cut = 0;
+        let matched = 0;
         for (const c of out) {
           for (const s of fx.stop)
             assert.ok(!c.text.includes(s), `'${c.text}' contains the stop string '${s}'`);
           assert.equal(c.finishReason, c.truncated ? "length" : "stop");
           if (!c.truncated) cut++;
+          // Which stop string ended it: one of the request's, as given; "" otherwise (never unset).
+          assert.equal(typeof c.matchedStop, "string", "matchedStop is reported");
+          if (c.matchedStop === "") continue;
+          matched++;
+          assert.ok(fx.stop.includes(c.matchedStop!), `matchedStop '${c.matchedStop}' is a requested stop`);
+          assert.equal(c.finishReason, "stop");
+          if (fx.policy === "fragments") {
+            // The text is cut right before it, and the completion's last token completed it.
+            const p = fx.code;
+            const full = c.tokenIds.map((t) => p.vocabulary![t]).join(p.separator ?? "");
+            assert.ok(full.startsWith(c.text + c.matchedStop), `'${full}' continues '${c.text}' with it`);
+            const before = c.tokenIds
+              .slice(0, -1)
+              .map((t) => p.vocabulary![t])
+              .join(p.separator ?? "");
+            for (const s of fx.stop) assert.ok(!before.includes(s), "no stop string before the last token");
+          }
         }
         assert.ok(cut > 0, "some completion hit a stop string or its end");
+        assert.ok(matched > 0, "some completion ended at a stop string and says which");
         const nucleus = await learner.generate({ prompts: [fx.code], n: 8, seed: 22, topP: 0.5 });
         const full = await learner.computeLogprobs(scored(nucleus));
         let raised = 0;

@@ -109,6 +109,62 @@ describe("generate", () => {
       assert.equal(c.text.split("+").length, 3);
     }
   });
+  it("matchedStop: the stop string that ended a completion, as given; empty at the stop token or the budget", async () => {
+    const l = createEmbeddedLearner({ seed: 1 });
+    // One fragment: every token is it, so each case is exact.
+    const one = (fragment: string, o: { stop?: string[]; stopToken?: number; maxTokens?: number } = {}) =>
+      l
+        .generate({
+          prompts: [
+            {
+              promptId: "p",
+              contextKey: `matched/${fragment}`,
+              vocabulary: [fragment],
+              maxTokens: o.maxTokens ?? 3,
+              ...(o.stopToken !== undefined ? { stopToken: o.stopToken } : {}),
+            },
+          ],
+          n: 1,
+          seed: 1,
+          ...(o.stop ? { stop: o.stop } : {}),
+        })
+        .then((cs) => cs[0]!);
+    const pick = (c: Awaited<ReturnType<typeof one>>) => [c.text, c.finishReason, c.matchedStop, c.tokenIds];
+    // A stop string inside a fragment: the text is cut before it, the token stays.
+    assert.deepEqual(pick(await one("ab</tool_call>cd", { stop: ["</tool_call>"] })), [
+      "ab",
+      "stop",
+      "</tool_call>",
+      [0],
+    ]);
+    // Several occur: the earliest occurrence, whatever the list order ...
+    assert.deepEqual(pick(await one("ab</tool_call>cd", { stop: ["cd", "</tool_call>"] })), [
+      "ab",
+      "stop",
+      "</tool_call>",
+      [0],
+    ]);
+    // ... a longer one included, when it starts first (the text is cut there) ...
+    const first = await one("ab</tool_call>cd", { stop: ["</tool_call>", "</tool", "b</tool_call>c"] });
+    assert.deepEqual(pick(first), ["a", "stop", "b</tool_call>c", [0]]);
+    // ... and of those starting there the shortest (its match was complete first).
+    const same = await one("ab</tool_call>cd", { stop: ["</tool_call>", "</tool"] });
+    assert.deepEqual(pick(same), ["ab", "stop", "</tool", [0]]);
+    // Across fragments: the match completes at the second token.
+    assert.deepEqual(pick(await one("x<", { stop: ["<x"] })), ["x", "stop", "<x", [0, 0]]);
+    // The stop token (a fragment policy's end of sequence): no stop string, even if one was asked for.
+    assert.deepEqual(pick(await one("ab</tool_call>", { stop: ["</tool_call>"], stopToken: 0 })), [
+      "",
+      "stop",
+      "",
+      [0],
+    ]);
+    // The budget: `length`, no stop string.
+    assert.deepEqual(pick(await one("a", { stop: ["</tool_call>"] })), ["aaa", "length", "", [0, 0, 0]]);
+    // Fixed length (no stop token, no stop strings).
+    assert.deepEqual(pick(await one("a")), ["aaa", "stop", "", [0, 0, 0]]);
+    await l.close();
+  });
   it("continues a sequence (prefixTokenIds) exactly as the sample of the whole sequence is scored", async () => {
     const l = createEmbeddedLearner({ seed: 2, initialScale: 1 });
     const first = await l.generate({

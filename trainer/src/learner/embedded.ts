@@ -68,14 +68,19 @@ function nucleusOf(probs: Float64Array, v: number, topP: number): { ids: number[
   return { ids, mass };
 }
 
-/** Index of the earliest stop string in `text`, or −1. */
-function firstStop(text: string, stop: readonly string[]): number {
-  let at = -1;
+/**
+ * The stop string the text is cut at and where: the earliest occurrence of any of `stop` in `text`,
+ * and of those starting there the shortest (the match that was complete first); `undefined` when none
+ * occurs. The PyTorch learner's `sampling._find_stop` applies the same rule.
+ */
+function firstStop(text: string, stop: readonly string[]): { at: number; stop: string } | undefined {
+  let best: { at: number; stop: string } | undefined;
   for (const s of stop) {
     const i = text.indexOf(s);
-    if (i >= 0 && (at < 0 || i < at)) at = i;
+    if (i < 0) continue;
+    if (!best || i < best.at || (i === best.at && s.length < best.stop.length)) best = { at: i, stop: s };
   }
-  return at;
+  return best;
 }
 
 interface State {
@@ -223,7 +228,7 @@ export function createEmbeddedLearner(options: EmbeddedLearnerOptions): Learner 
         const prefix = p.prefixTokenIds ?? [];
         let prev = prefix.length > 0 ? prefix[prefix.length - 1]! : -1;
         let stopped = false;
-        let cutAt = -1;
+        let cut: { at: number; stop: string } | undefined;
         for (let t = 0; t < maxTokens; t++) {
           const row = rowOf(prev);
           const lse = rowSoftmax(ctx.theta, row, v, probs, temperature);
@@ -254,8 +259,8 @@ export function createEmbeddedLearner(options: EmbeddedLearnerOptions): Learner 
           parts.push(vocabulary[a]!);
           prev = a;
           if (stop.length > 0) {
-            cutAt = firstStop(parts.join(p.separator ?? ""), stop);
-            if (cutAt >= 0) {
+            cut = firstStop(parts.join(p.separator ?? ""), stop);
+            if (cut) {
               stopped = true;
               break;
             }
@@ -268,11 +273,12 @@ export function createEmbeddedLearner(options: EmbeddedLearnerOptions): Learner 
           contextKey: p.contextKey,
           index: g,
           tokenIds,
-          text: cutAt >= 0 ? text.slice(0, cutAt) : text,
+          text: cut ? text.slice(0, cut.at) : text,
           logprobs,
           policyVersion: st.policyVersion,
           truncated,
           finishReason: truncated ? "length" : "stop",
+          matchedStop: cut?.stop ?? "",
           promptTokenIds: [],
         });
       }

@@ -114,7 +114,7 @@ export interface GenerateRequest {
   readonly maxNewTokens?: number;
   /**
    * Stop strings: a completion ends once its text contains one; the text is cut before it (the tokens
-   * that produced it stay) and `finishReason` is `stop`.
+   * that produced it stay), `finishReason` is `stop` and {@link Completion.matchedStop} is that string.
    */
   readonly stop?: readonly string[];
 }
@@ -139,6 +139,15 @@ export interface Completion {
   readonly truncated: boolean;
   /** `length` exactly when `truncated`. */
   readonly finishReason: FinishReason;
+  /**
+   * The stop string ({@link GenerateRequest.stop}, exactly as given) that ended the completion —
+   * `text` is cut before it, the tokens that produced it are in `tokenIds` — or `""` when it ended
+   * otherwise: at the stop token / end-of-sequence, at the token budget, or without any stop. When
+   * several stop strings occur, the one `text` is cut at: the earliest occurrence, and of those
+   * starting there the shortest. As vLLM's `CompletionOutput.stop_reason` (for strings).
+   * `undefined` only from a remote learner that predates the field (`LearnerCompletion.matched_stop`).
+   */
+  readonly matchedStop?: string;
   /**
    * Text policies: the prompt as tokenized (chat template applied), to send back in
    * {@link Sample.promptTokenIds}. Empty for fragment policies.

@@ -441,6 +441,8 @@ export function decodeCompletions(res: LearnerGenerateResponse): Completion[] {
     truncated: c.truncated,
     // A server that predates finish_reason sends "": derive it from truncated.
     finishReason: c.finishReason === "length" || (c.finishReason === "" && c.truncated) ? "length" : "stop",
+    // A server that predates matched_stop leaves it unset: undefined, not "" (which says "no stop string").
+    ...(c.matchedStop !== undefined ? { matchedStop: c.matchedStop } : {}),
     promptTokenIds: c.promptTokenIds,
   }));
 }

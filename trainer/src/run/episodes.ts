@@ -385,12 +385,6 @@ export interface EpisodeContext {
   readonly signal?: AbortSignal;
   /** Text policies: the learner's longest prompt + completion in tokens (0 = unbounded). @default 0 */
   readonly maxContext?: number;
-  /**
-   * Text policies: the token ids each stop string of the request tokenizes to on its own
-   * ({@link stopStringTokens}), to tell from a completion's last tokens which one ended it.
-   * @default none (a completion that ended at a stop is taken to have ended at `<|im_end|>`)
-   */
-  readonly stopTokens?: ReadonlyMap<string, readonly number[]>;
 }
 
 /** The growing sequence of one episode. */
@@ -494,66 +488,19 @@ function turnRequest(ctx: EpisodeContext, task: EpisodeTask, s: TurnState): Gene
 const turnStops = (s: EpisodeSampling) => [...new Set([...(s.stop ?? []), IM_END])];
 
 /**
- * The token ids each of `stops` is on its own, as the learner tokenizes text prompts (what a
- * completion that ended at that stop string ends with); a stop whose tokens depend on its neighbours
- * is left out. One Generate call (1 token per prompt): prompts `s` and `s s` per stop, the
- * difference is the stop's own tokens (a BOS the prompt starts with is not).
- */
-export async function stopStringTokens(
-  learner: Learner,
-  stops: readonly string[],
-): Promise<Map<string, number[]>> {
-  const out = new Map<string, number[]>();
-  if (stops.length === 0) return out;
-  const cs = await learner.generate({
-    prompts: stops.flatMap((s, k) => [
-      { promptId: `stop/${k}/1`, contextKey: "episode-stop-strings", text: s, maxTokens: 1 },
-      { promptId: `stop/${k}/2`, contextKey: "episode-stop-strings", text: s + s, maxTokens: 1 },
-    ]),
-    n: 1,
-    seed: 0,
-  });
-  stops.forEach((s, k) => {
-    const one = cs.find((c) => c.promptId === `stop/${k}/1`)?.promptTokenIds ?? [];
-    const two = cs.find((c) => c.promptId === `stop/${k}/2`)?.promptTokenIds ?? [];
-    const own = two.slice(one.length);
-    const fits = own.length > 0 && isStartsWith(two, one) && endsWith(one, own);
-    if (fits) out.set(s, own);
-  });
-  return out;
-}
-
-/** {@link stopStringTokens} once per learner and stop list (a tokenizer does not change with the weights). */
-const stopTokenCache = new WeakMap<Learner, Map<string, Promise<Map<string, number[]>>>>();
-function cachedStopTokens(learner: Learner, stops: readonly string[]): Promise<Map<string, number[]>> {
-  const byStops = stopTokenCache.get(learner) ?? new Map<string, Promise<Map<string, number[]>>>();
-  stopTokenCache.set(learner, byStops);
-  const key = JSON.stringify(stops);
-  let got = byStops.get(key);
-  if (!got) {
-    got = stopStringTokens(learner, stops);
-    got.catch(() => byStops.delete(key));
-    byStops.set(key, got);
-  }
-  return got;
-}
-
-const endsWith = (a: readonly number[], tail: readonly number[]) =>
-  tail.length <= a.length && tail.every((x, i) => a[a.length - tail.length + i] === x);
-
-/**
  * What a text policy's turn said, as its tokens say it: the completion's text, and the stop string it
- * ended on when its last tokens are that stop's (a learner cuts the stop out of `text` but keeps its
- * tokens). `<|im_end|>` (or an unrecognised end-of-sequence token) is not part of the turn's content:
- * the runner closes every turn with `<|im_end|>`.
+ * ended on ({@link Completion.matchedStop}: a learner cuts it out of `text` but keeps its tokens).
+ * `<|im_end|>` (or an end-of-sequence token) is not part of the turn's content: the runner closes every
+ * turn with `<|im_end|>`. A learner that does not say which stop string ended a completion (one that
+ * predates `LearnerCompletion.matched_stop`) is refused rather than guessed at.
  */
-function turnContent(ctx: EpisodeContext, c: Completion): string {
+function turnContent(c: Completion, turn: number): string {
   if (c.finishReason !== "stop") return c.text;
-  for (const s of turnStops(ctx.sampling)) {
-    const ids = ctx.stopTokens?.get(s);
-    if (s !== IM_END && ids && endsWith(c.tokenIds, ids)) return c.text + s;
-  }
-  return c.text;
+  if (c.matchedStop === undefined)
+    throw new EpisodeError(
+      `the learner's completion of turn ${turn} ended at a stop but does not say which (LearnerCompletion.matched_stop is unset): the learner predates that field; upgrade it`,
+    );
+  return c.matchedStop === IM_END ? c.text : c.text + c.matchedStop;
 }
 
 /** UTF-8 bytes of `s`: an upper bound on its tokens (every token of a byte-level or byte-fallback tokenizer covers at least one byte). */
@@ -625,8 +572,8 @@ function appendReply(
 
 /**
  * Plays one episode of `task` (the `index`-th of its batch); the session is closed whatever happens.
- * `ctx.policy` is the learner's kind of policy; text policies also take `ctx.maxContext` and
- * `ctx.stopTokens` from {@link runEpisodes}.
+ * `ctx.policy` is the learner's kind of policy; text policies also take `ctx.maxContext` from
+ * {@link runEpisodes}.
  */
 export async function runEpisode(
   ctx: EpisodeContext,
@@ -753,7 +700,7 @@ async function playTurns(
     appendTurn(seq, c);
     p.turns = t;
     // What the policy said, as its tokens say it (a stop string it ended on included).
-    const said = ctx.policy === "text" ? turnContent(ctx, c) : c.text;
+    const said = ctx.policy === "text" ? turnContent(c, t) : c.text;
     p.lastTurn = said;
     messages.push({ role: "assistant", content: said });
     text += said;
@@ -830,12 +777,7 @@ export async function runEpisodes(
   const ctx: EpisodeContext = {
     ...o,
     policy,
-    ...(policy === "text"
-      ? {
-          maxContext: info.maxContext,
-          stopTokens: o.stopTokens ?? (await cachedStopTokens(o.learner, turnStops(o.sampling))),
-        }
-      : {}),
+    ...(policy === "text" ? { maxContext: info.maxContext } : {}),
   };
   const results: EpisodeResult[] = new Array(tasks.length);
   let next = 0;
