@@ -12,9 +12,10 @@
  * noise: faster than `(1 − MIN_SPEEDUP) ×` the reference by an exact one-sided Mann–Whitney test at
  * {@link SIGNIFICANCE}; while it looks faster but is not yet significant, both sides get more runs (up
  * to `maxRepeats`). Inside the noise the value is 0 and `details` says so. Reference samples are cached
- * per task and sandbox image, with their spread; cached samples come from another time window, so they
- * may deny a speed-up but never grant one: a candidate faster than them is timed again, interleaved
- * with fresh reference runs, which then replace the cached ones.
+ * per task and sandbox image, with their spread; cached samples come from another time window: one
+ * fresh reference run checks they still hold, and they may deny a speed-up but never grant one — a
+ * candidate faster than them, or than stale ones, is timed again interleaved with fresh reference runs,
+ * which then replace the cached ones.
  * @module
  */
 import { createHash } from "node:crypto";
@@ -335,22 +336,36 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
       }
       if (!ref.ok)
         return one(0, `reference fails its own tests: ${ref.reason}`, ComponentStatus.NOT_APPLICABLE);
-      // A cached reference: the candidate alone may still need more runs to be conclusive.
-      while (!owner && !candFailure && candTimes.length < maxRepeats) {
+      // Cached samples were measured in another time window (another load, another CPU frequency: CPU
+      // times of one program drift by up to ×1.5 on a shared machine). One fresh reference run probes
+      // them: outside their range (± MIN_SPEEDUP) they are stale. Fresh or not, they may deny a speed-up
+      // but never grant one. Stale or beaten, fresh candidate runs interleaved with fresh reference runs
+      // decide, and the fresh reference samples replace the cached ones.
+      let probe: TestReport | undefined;
+      if (!owner && !candFailure)
+        probe = await sandboxed("reference", () => runPythonTests(sb, refProgram, { signal }));
+      const lo = Math.min(...ref.samples) * (1 - MIN_SPEEDUP);
+      const hi = Math.max(...ref.samples) * (1 + MIN_SPEEDUP);
+      const stale =
+        probe !== undefined && !(probe.status === "passed" && probe.cpuMs! >= lo && probe.cpuMs! <= hi);
+      // A cached reference in range: the candidate alone may still need more runs to be conclusive.
+      while (!owner && !stale && !candFailure && candTimes.length < maxRepeats) {
         const v = compareTimings(candTimes, ref.samples);
         if (v.significant || v.ratio >= 1 - MIN_SPEEDUP) break;
         await runCandidate();
       }
-      // Cached samples were measured in another time window (another load, another CPU frequency: CPU
-      // times of one program drift by up to ×1.5 on a shared machine), so they may deny a speed-up but
-      // never grant one: fresh candidate runs interleaved with fresh reference runs decide, and the
-      // fresh reference samples replace the cached ones.
-      let recheckedFrom: number | undefined;
-      if (!owner && !candFailure && compareTimings(candTimes, ref.samples).significant) {
-        recheckedFrom = median(ref.samples);
+      let source = owner ? "" : " (cached)";
+      if (!owner && !candFailure && (stale || compareTimings(candTimes, ref.samples).significant)) {
+        source = stale
+          ? probe!.status === "passed"
+            ? ` (re-measured: a fresh reference run took ${ms(probe!.cpuMs!)} ms, outside the cached ${ms(lo / (1 - MIN_SPEEDUP))}–${ms(hi / (1 + MIN_SPEEDUP))} ms)`
+            : ` (re-measured: a fresh reference run ended ${probe!.status})`
+          : ` (re-measured before crediting a speed-up: the cached median was ${ms(median(ref.samples))} ms)`;
         measureRef = true;
         candTimes.length = 0;
         await measure();
+        if (refFailure && refTransient)
+          return one(0, `could not re-measure the reference (${refFailure}): no speed-up credited`);
         if (refFailure)
           return one(0, `reference fails its own tests: ${refFailure}`, ComponentStatus.NOT_APPLICABLE);
         if (!candFailure) {
@@ -382,12 +397,6 @@ export function createEfficiencyService(options: EfficiencyServiceOptions): Rewa
           ComponentStatus.NOT_APPLICABLE,
         );
       const v = compareTimings(candTimes, ref.samples);
-      const source =
-        recheckedFrom !== undefined
-          ? ` (re-measured: the cached median was ${ms(recheckedFrom)} ms)`
-          : owner
-            ? ""
-            : " (cached)";
       const times = `t_gen ${ms(tGen)} ms ${spread(candTimes)}, t_ref ${ms(tRef)} ms ${spread(ref.samples)}${source} — CPU time, median of ${candTimes.length} and ${ref.samples.length} runs; speed-up ×${(1 / v.ratio).toFixed(2)}`;
       if (!v.significant && v.ratio < 1)
         return one(
