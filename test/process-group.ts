@@ -39,8 +39,8 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
 }
 
 /**
- * Runs `command args` detached (a new process group), resolves when it exits or, past `timeoutMs`,
- * once the group was terminated; then kills whatever of its group is still running.
+ * Runs `command args` detached (a new process group) until it exits or, past `timeoutMs`, until the
+ * group was terminated; then kills whatever of its group is still running and resolves with its output.
  */
 export async function runInGroup(
   command: string,
@@ -70,16 +70,26 @@ export async function runInGroup(
     signalGroup(pgid, "SIGTERM");
     kill = setTimeout(() => signalGroup(pgid, "SIGKILL"), o.graceMs ?? 5000);
   }, o.timeoutMs);
+  // Its output pipes close once every process holding them has ended, so this waits for the command to
+  // exit, not for 'close': what it left in the background holds them open (until the timeout).
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  let late: NodeJS.Timeout | undefined;
   try {
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
       child.once("error", reject);
-      child.once("close", (c, s) => resolve([c, s]));
+      child.once("exit", (c, s) => resolve([c, s]));
     });
+    // Whatever the command left running in its group (a background server, a child it orphaned).
+    signalGroup(pgid, "SIGKILL");
+    // Then its output to the end; a process that left the group (setsid) may hold the pipes: not past graceMs.
+    await Promise.race([closed, new Promise<void>((r) => (late = setTimeout(r, o.graceMs ?? 5000)))]);
     return { code, signal, stdout, stderr, timedOut };
   } finally {
     clearTimeout(timer);
     clearTimeout(kill);
-    // Whatever the command left running in its group (a background server, a child it orphaned).
-    signalGroup(pgid, "SIGKILL");
+    clearTimeout(late);
+    if (child.pid !== undefined) signalGroup(pgid, "SIGKILL");
+    child.stdout.destroy();
+    child.stderr.destroy();
   }
 }
