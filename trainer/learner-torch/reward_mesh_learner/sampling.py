@@ -30,8 +30,9 @@ class RowResult:
     logprobs: List[float]
     text: str
     finish_reason: str  # "stop" or "length"
-    #: The stop string that ended the row ("" for end-of-sequence / a stop token / the budget).
-    matched_stop: str = ""
+    #: The stop string that ended the row ("" for end-of-sequence / a stop token / the budget);
+    #: required, as `Completion.matched_stop`.
+    matched_stop: str
 
 
 def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
