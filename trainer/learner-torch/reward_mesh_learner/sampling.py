@@ -77,7 +77,8 @@ class _RowState:
 def first_stop(text: str, stops: Sequence[str]) -> Optional[Tuple[int, str]]:
     """The stop string the text is cut at and where: the earliest occurrence of any of `stops`, and of
     those starting there the shortest (the match that was complete first); None when none occurs. The
-    embedded TypeScript learner (`firstStop` in trainer/src/learner/embedded.ts) applies the same rule."""
+    embedded TypeScript learner (`firstStop` in trainer/src/learner/embedded.ts) applies the same rule.
+    vLLM and SGLang differ when one token completes several: they take the first in `stops` order."""
     best: Optional[Tuple[int, str]] = None
     for s in stops:
         i = text.find(s)
