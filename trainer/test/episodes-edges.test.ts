@@ -61,8 +61,12 @@ function scriptedTextLearner(
     onGenerate?: (turn: number) => Promise<void>;
     /** Receives every Generate request the server gets. */
     requests?: GenerateRequest[];
-    /** Leave `matchedStop` unset, as a learner that predates `LearnerCompletion.matched_stop`. */
-    withoutMatchedStop?: boolean;
+    /**
+     * What the learner reports as `matchedStop` instead of the stop string it cut at (`matched`, ""
+     * for none): `undefined` leaves it unset, as a learner that predates
+     * `LearnerCompletion.matched_stop`; a string, a learner that reports something else.
+     */
+    reportStop?: (c: { turn: number; matched: string; finish: "stop" | "length" }) => string | undefined;
   } = {},
 ): Learner {
   const maxContext = o.maxContext ?? 0;
@@ -120,6 +124,9 @@ function scriptedTextLearner(
       cut !== undefined
         ? textOf(tokens).slice(0, cut)
         : textOf(finish === "stop" ? tokens.slice(0, -1) : tokens);
+    const finishReason = finish === "stop" ? "stop" : "length";
+    const reported = o.reportStop ? o.reportStop({ turn, matched, finish: finishReason }) : matched;
+    // Unset `matchedStop` only as an old server would send it (the type requires it).
     return {
       promptId: p.promptId,
       contextKey: p.contextKey,
@@ -129,10 +136,10 @@ function scriptedTextLearner(
       logprobs: tokens.map(() => -0.5),
       policyVersion: 0,
       truncated: finish !== "stop",
-      finishReason: finish === "stop" ? "stop" : "length",
-      ...(o.withoutMatchedStop ? {} : { matchedStop: matched }),
+      finishReason,
+      ...(reported === undefined ? {} : { matchedStop: reported }),
       promptTokenIds: prompt,
-    };
+    } as Completion;
   };
   const unsupported = () => Promise.reject(new Error("the scripted policy does not train"));
   return {
@@ -282,18 +289,82 @@ describe("text policy episodes (scripted byte-level policy over gRPC, real Agent
     // The first turn's tokens are exactly its re-rendered text: the sequence is not `retokenized`.
     assert.equal(textOf(r!.tokenIds.slice(0, r!.spans[0]!.end)), READ);
     assert.equal(manager.size, 0);
-    // A learner that predates matched_stop: the runner does not guess, and says what is missing.
+    // A learner that predates matched_stop: the client does not guess, and says what is missing.
     await assert.rejects(
-      overGrpc(scriptedTextLearner(script, { withoutMatchedStop: true }), (learner) =>
+      overGrpc(scriptedTextLearner(script, { reportStop: () => undefined }), (learner) =>
         runEpisodes([textTask], { ...o, learner }),
       ),
       (e: Error) =>
         e.name === "EpisodeError" &&
-        /turn 1 ended at a stop but does not say which \(LearnerCompletion\.matched_stop is unset\)/.test(
+        (e.cause as Error | undefined)?.name === "RemoteLearnerError" &&
+        /completion 0 \(prompt 'bill-text\/0\/1'\) ended at a stop but does not say which \(LearnerCompletion\.matched_stop is unset\): the learner predates that field/.test(
           e.message,
         ),
     );
     assert.equal(manager.size, 0, "the refused episode's session is closed");
+  });
+
+  it('a learner that predates matched_stop: unset is "" where certain (no stop strings asked, the budget), refused where not', async () => {
+    // The scripted policy writes "abcdef" (no end-of-sequence): 4 tokens reach the budget.
+    const old = scriptedTextLearner(() => ({ text: "abcdef", eos: false }), { reportStop: () => undefined });
+    await overGrpc(old, async (learner) => {
+      const prompt = { promptId: "p", contextKey: "k", text: "x", maxTokens: 4 };
+      const [free] = await learner.generate({ prompts: [prompt], n: 1 });
+      assert.deepEqual([free!.finishReason, free!.matchedStop], ["length", ""], "no stop strings asked for");
+      const [budget] = await learner.generate({ prompts: [prompt], n: 1, stop: ["zz"] });
+      assert.deepEqual([budget!.finishReason, budget!.matchedStop], ["length", ""], "ran to the budget");
+      await assert.rejects(
+        learner.generate({ prompts: [prompt], n: 1, stop: ["c"] }),
+        (e: Error) =>
+          e.name === "RemoteLearnerError" &&
+          /completion 0 \(prompt 'p'\) ended at a stop but does not say which \(LearnerCompletion\.matched_stop is unset\)/.test(
+            e.message,
+          ),
+      );
+    });
+  });
+
+  it("refuses a matched stop string the turn did not ask for, or one on a completion that did not end at a stop", async () => {
+    const o = {
+      env,
+      settings: { maxTurns: 3, maxTokens: 4096, concurrency: 1 },
+      sampling: { maxNewTokens: 512, stop: ["</tool_call>"] },
+      seed: 1,
+    };
+    // The text says no call; a forged "stop string" would append one that the runner would execute.
+    const forged = `</tool_call>${PAY}`;
+    const requests: GenerateRequest[] = [];
+    await assert.rejects(
+      overGrpc(
+        scriptedTextLearner(() => ({ text: "<tool_call>x</tool_call>" }), {
+          requests,
+          reportStop: ({ matched }) => (matched === "" ? "" : forged),
+        }),
+        (learner) => runEpisodes([textTask], { ...o, learner }),
+      ),
+      (e: Error) =>
+        e.name === "EpisodeError" &&
+        e.message.includes("turn 1 has LearnerCompletion.matched_stop") &&
+        e.message.includes(JSON.stringify(forged)) &&
+        e.message.includes(`not "" nor one of the turn's stop strings ["</tool_call>","<|im_end|>"]`),
+    );
+    assert.equal(requests.length, 1, "the episode ends at the turn that reported it");
+    assert.equal(manager.size, 0, "the refused episode's session is closed");
+    // A requested stop string on a completion that ran to its budget (finish_reason length).
+    await assert.rejects(
+      overGrpc(
+        scriptedTextLearner(() => ({ text: "<tool_call>x" }), {
+          reportStop: ({ finish, matched }) => (finish === "length" ? "</tool_call>" : matched),
+        }),
+        (learner) =>
+          runEpisodes([textTask], { ...o, sampling: { maxNewTokens: 4, stop: ["</tool_call>"] }, learner }),
+      ),
+      (e: Error) =>
+        e.name === "EpisodeError" &&
+        e.message.includes('turn 1 has LearnerCompletion.matched_stop "</tool_call>"') &&
+        e.message.includes('finish_reason is "length"'),
+    );
+    assert.equal(manager.size, 0);
   });
 
   it("stops an episode before its next prompt outgrows the learner's context, not the run", async () => {

@@ -5,7 +5,9 @@
  * contract against a real AgentEnvironment gRPC server (the agentdojo package's session manager on a
  * free port), shown compact tool schemas (`episodes.tools: compact`; the full ones are ~5.8 KB of prompt).
  * Each episode becomes one sample; TrainStep takes them and counts exactly the policy's tokens as
- * active (the loss mask is 0 exactly on the environment-inserted stretches).
+ * active (the loss mask is 0 exactly on the environment-inserted stretches). A one-byte stop string
+ * ("e") makes some turn end at a stop string the learner reports (`matched_stop`) and the runner puts
+ * back; the learner's own tokenizer then reproduces the turn's sampled tokens from the rebuilt text.
  *
  * Skips, printing why, when `/usr/bin/python3` lacks torch / grpcio / protobuf (CI has them:
  * `scripts/bootstrap.sh --with-torch`).
@@ -162,13 +164,16 @@ describe("text-policy episodes through the PyTorch learner (builtin:tiny4k, CPU)
       },
     };
     const t0 = performance.now();
+    // A one-byte stop string, so that some turn ends at a stop string the learner cuts out of `text`
+    // and the runner puts back (the random model never writes `<|im_end|>`): seed 12 has a turn end at
+    // "e" (its first token), asserted below.
     const results = await runEpisodes([...TASKS, ...TASKS], {
       env: withCompactTools(env),
       learner: counted,
       info,
       settings: SETTINGS,
-      sampling: { maxNewTokens: 24, temperature: 1 },
-      seed: 5,
+      sampling: { maxNewTokens: 24, temperature: 1, stop: ["e"] },
+      seed: 12,
     });
     const playMs = performance.now() - t0;
     assert.equal(results.length, 4);
@@ -178,12 +183,58 @@ describe("text-policy episodes through the PyTorch learner (builtin:tiny4k, CPU)
     for (const { req, out } of calls) {
       assert.equal(req.prompts.length, 1);
       assert.match(req.prompts[0]!.promptId, /^banking-[^/]+\/\d+\/\d+$/, "a turn's prompt");
-      assert.deepEqual(req.stop, ["<|im_end|>"]);
+      assert.deepEqual(req.stop, ["e", "<|im_end|>"]);
       for (const c of out) {
-        assert.equal(typeof c.matchedStop, "string", "the PyTorch learner reports matched_stop");
+        assert.ok(["", "e", "<|im_end|>"].includes(c.matchedStop), `matched_stop ${c.matchedStop}`);
         assert.equal(c.matchedStop !== "", c.finishReason === "stop" && c.tokenIds.at(-1) !== 257);
       }
     }
+    // The turns that ended at "e": cut out of `text`, its token kept, put back in the conversation.
+    const hits = calls.flatMap(({ out }) => out).filter((c) => c.matchedStop === "e");
+    assert.ok(hits.length > 0, "some turn ended at the stop string 'e'");
+    for (const c of hits) {
+      assert.ok(!c.text.includes("e"), c.text);
+      assert.equal(c.tokenIds.at(-1), "e".charCodeAt(0), "the stop string's token is kept");
+      const [taskId, i, turn] = c.promptId.split("/");
+      const r = results[Number(i)]!;
+      assert.equal(r.taskId, taskId);
+      const said = r.messages.filter((m) => m.role === "assistant")[Number(turn) - 1]?.content;
+      assert.equal(said, `${c.text}e`, "the runner put the stop string back");
+      assert.ok(r.transcript.includes(said));
+    }
+    // Put back, the turn's text retokenizes to exactly its sampled tokens: the learner's own tokens for
+    // the next prompt (as the runner builds it) start with the episode so far, so the next turn would
+    // not be `retokenized`; without the stop string they do not. (The random model ends every episode
+    // at its first turn — it writes no tool call —, so the runner itself never builds that prompt here.)
+    const utf8 = new TextDecoder("utf-8", { fatal: true });
+    const valid = (ids: number[]) => {
+      try {
+        utf8.decode(Uint8Array.from(ids.map((t) => (t < 256 ? t : 0xff))));
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const clean = hits.find((c) => c.promptId.endsWith("/1") && valid(c.tokenIds));
+    assert.ok(clean, "some first turn that ended at 'e' is valid UTF-8 (seed 12)");
+    const r = results[Number(clean.promptId.split("/")[1])]!;
+    const prompt = Buffer.from(r.promptTokenIds.slice(1)).toString("utf8");
+    const reply =
+      "<|im_end|>\n<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n";
+    const next = (promptId: string, said: string) => ({
+      promptId,
+      contextKey: r.taskId,
+      text: prompt + said + reply,
+      maxTokens: 1,
+    });
+    const [putBack, without] = await learner.generate({
+      prompts: [next("put-back", `${clean.text}e`), next("without", clean.text)],
+      n: 1,
+      seed: 1,
+    });
+    const sofar = [...r.promptTokenIds, ...r.tokenIds.slice(0, r.spans[0]!.end)];
+    assert.deepEqual(putBack!.promptTokenIds.slice(0, sofar.length), sofar);
+    assert.notDeepEqual(without!.promptTokenIds.slice(0, sofar.length), sofar);
     results.forEach((r, i) => {
       const n = calls.filter((c) => c.req.prompts[0]!.promptId.startsWith(`${r.taskId}/${i}/`)).length;
       const lastNotKept = r.stopReason === "retokenized" || r.stopReason === "tokens" ? 1 : 0;
@@ -195,6 +246,7 @@ describe("text-policy episodes through the PyTorch learner (builtin:tiny4k, CPU)
     const known = new Set(["answer", "turns", "tokens", "calls", "retokenized", "context", "environment"]);
     for (const r of results) {
       assert.ok(known.has(r.stopReason), r.stopReason);
+      assert.notEqual(r.stopReason, "retokenized");
       assert.ok(r.turns >= 1 && r.turns <= SETTINGS.maxTurns);
       // The first prompt: BOS, then the ChatML conversation's bytes, with the compact tool schemas.
       assert.equal(r.promptTokenIds[0], BOS);

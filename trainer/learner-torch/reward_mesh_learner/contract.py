@@ -80,7 +80,8 @@ class Completion:
     #: The stop string (one of the request's `stop`, as given) that ended the completion — `text` is
     #: cut before it — or "" (end-of-sequence, the prompt's stop token, the budget). Several in the
     #: text: the earliest occurrence, of those starting there the shortest (`sampling.first_stop`).
-    matched_stop: str = ""
+    #: Required (no default): every completion says, so that none reaches the wire unset.
+    matched_stop: str
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,9 @@ class RowResult:
     logprobs: List[float]
     text: str
     finish_reason: str  # "stop" or "length"
-    #: The stop string that ended the row ("" for end-of-sequence / a stop token / the budget).
-    matched_stop: str = ""
+    #: The stop string that ended the row ("" for end-of-sequence / a stop token / the budget);
+    #: required, as `Completion.matched_stop`.
+    matched_stop: str
 
 
 def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -76,7 +77,8 @@ class _RowState:
 def first_stop(text: str, stops: Sequence[str]) -> Optional[Tuple[int, str]]:
     """The stop string the text is cut at and where: the earliest occurrence of any of `stops`, and of
     those starting there the shortest (the match that was complete first); None when none occurs. The
-    embedded TypeScript learner (`firstStop` in trainer/src/learner/embedded.ts) applies the same rule."""
+    embedded TypeScript learner (`firstStop` in trainer/src/learner/embedded.ts) applies the same rule.
+    vLLM and SGLang differ when one token completes several: they take the first in `stops` order."""
     best: Optional[Tuple[int, str]] = None
     for s in stops:
         i = text.find(s)

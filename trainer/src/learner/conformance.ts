@@ -163,6 +163,26 @@ async function expectInputError(
   });
 }
 
+/**
+ * The cut rule, as far as a completion shows it: `text + matchedStop` (what the tokens say up to the end
+ * of the stop string) holds no other stop string that starts before the cut, nor a shorter one that
+ * starts at it — the earliest occurrence wins, and of those starting there the shortest.
+ */
+function checkCutRule(c: Completion, stop: readonly string[]): void {
+  if (c.matchedStop === "") return;
+  const upTo = c.text + c.matchedStop;
+  for (const s of stop) {
+    if (s === c.matchedStop) continue;
+    const k = upTo.indexOf(s);
+    if (k < 0) continue;
+    assert.ok(k >= c.text.length, `'${s}' starts before the cut at ${c.text.length} in '${upTo}'`);
+    assert.ok(
+      k > c.text.length || s.length > c.matchedStop.length,
+      `'${s}' starts at the cut too and is shorter than '${c.matchedStop}'`,
+    );
+  }
+}
+
 /** Registers the conformance suite under `describe(label)`. */
 export function learnerConformanceSuite(label: string, options: ConformanceOptions): void {
   const fx = options.fixtures ?? FRAGMENT_FIXTURES;
@@ -282,8 +302,9 @@ export function learnerConformanceSuite(label: string, options: ConformanceOptio
           assert.equal(typeof c.matchedStop, "string", "matchedStop is reported");
           if (c.matchedStop === "") continue;
           matched++;
-          assert.ok(fx.stop.includes(c.matchedStop!), `matchedStop '${c.matchedStop}' is a requested stop`);
+          assert.ok(fx.stop.includes(c.matchedStop), `matchedStop '${c.matchedStop}' is a requested stop`);
           assert.equal(c.finishReason, "stop");
+          checkCutRule(c, fx.stop);
           if (fx.policy === "fragments") {
             // The text is cut right before it, and the completion's last token completed it.
             const p = fx.code;
@@ -308,6 +329,37 @@ export function learnerConformanceSuite(label: string, options: ConformanceOptio
           });
         });
         assert.ok(raised > 0, "top-p < 1 renormalised some token's probability");
+      }),
+    );
+
+    it(
+      "generate: of several stop strings one token completes, the one cut at is the earliest, then the shortest — not the first listed",
+      withLearner(async (learner) => {
+        // From a completion sampled without stop strings, three that its text completes at once: A, a
+        // character new to the text; B, the character before A and A (starts earlier); C, B and the
+        // next character (starts where B does, longer). Listed [A, C, B], the first in list order (what
+        // vLLM and SGLang report) is neither the earliest nor the shortest: B is the one to cut at.
+        let checked = 0;
+        for (let seed = 1; seed <= 40 && checked < 3; seed++) {
+          const [full] = await learner.generate({ prompts: [fx.code], n: 1, seed });
+          const t = full!.text;
+          const plain = (k: number) => k < t.length && t.charCodeAt(k) >= 0x20 && t.charCodeAt(k) <= 0x7e;
+          let e = 1;
+          while (e < t.length && !(plain(e - 1) && plain(e) && !t.slice(0, e).includes(t[e]!))) e++;
+          if (e >= t.length) continue;
+          const [a, b] = [t[e]!, t.slice(e - 1, e + 1)];
+          const stop = plain(e + 1) ? [a, t.slice(e - 1, e + 2), b] : [a, b];
+          const [c] = await learner.generate({ prompts: [fx.code], n: 1, seed, stop });
+          const why = `text '${t}', stop ${JSON.stringify(stop)}`;
+          // A stop string only ends a completion: the same seed draws the same tokens up to the cut.
+          assert.deepEqual(c!.tokenIds, full!.tokenIds.slice(0, c!.tokenIds.length), why);
+          assert.equal(c!.finishReason, "stop", why);
+          assert.equal(c!.matchedStop, b, why);
+          assert.equal(c!.text, t.slice(0, e - 1), why);
+          checkCutRule(c!, stop);
+          checked++;
+        }
+        assert.ok(checked > 0, "some completion (seeds 1-40) has two plain ASCII characters, the second new");
       }),
     );
 

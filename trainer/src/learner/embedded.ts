@@ -71,7 +71,8 @@ function nucleusOf(probs: Float64Array, v: number, topP: number): { ids: number[
 /**
  * The stop string the text is cut at and where: the earliest occurrence of any of `stop` in `text`,
  * and of those starting there the shortest (the match that was complete first); `undefined` when none
- * occurs. The PyTorch learner's `sampling._find_stop` applies the same rule.
+ * occurs. The PyTorch learner's `first_stop` (`reward_mesh_learner/sampling.py`) applies the same rule.
+ * Not vLLM's / SGLang's, which take the first of `stop` in list order that a token completed.
  */
 function firstStop(text: string, stop: readonly string[]): { at: number; stop: string } | undefined {
   let best: { at: number; stop: string } | undefined;

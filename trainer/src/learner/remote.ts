@@ -8,6 +8,7 @@ import { createSecureGrpcClient, type GrpcClientSecurity, injectIntoMetadata } f
 import { LearnerClosedError, RemoteLearnerError } from "./errors.js";
 import type { Learner, LearnerInfo } from "./types.js";
 import {
+  completionsOf,
   decodeCompletions,
   decodeTrainStepResult,
   encodeGenerateRequest,
@@ -93,7 +94,7 @@ export function createRemoteLearner(address: string, options: RemoteLearnerOptio
       }),
     generate: (req) =>
       call("Generate", async () =>
-        decodeCompletions(await client.generate(encodeGenerateRequest(req), opts())),
+        completionsOf(decodeCompletions(await client.generate(encodeGenerateRequest(req), opts())), req),
       ),
     trainStep: (req) =>
       call("TrainStep", async () => {

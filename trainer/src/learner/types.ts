@@ -144,10 +144,12 @@ export interface Completion {
    * `text` is cut before it, the tokens that produced it are in `tokenIds` — or `""` when it ended
    * otherwise: at the stop token / end-of-sequence, at the token budget, or without any stop. When
    * several stop strings occur, the one `text` is cut at: the earliest occurrence, and of those
-   * starting there the shortest. As vLLM's `CompletionOutput.stop_reason` (for strings).
-   * `undefined` only from a remote learner that predates the field (`LearnerCompletion.matched_stop`).
+   * starting there the shortest. As vLLM's `CompletionOutput.stop_reason` (for strings), except which
+   * one when a token completes several: vLLM and SGLang take the first in the list's order, this
+   * contract the earliest in the text. Required: a learner always says (`""` included); the remote client refuses a
+   * server that leaves `LearnerCompletion.matched_stop` unset where it matters (it predates the field).
    */
-  readonly matchedStop?: string;
+  readonly matchedStop: string;
   /**
    * Text policies: the prompt as tokenized (chat template applied), to send back in
    * {@link Sample.promptTokenIds}. Empty for fragment policies.

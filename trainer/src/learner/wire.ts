@@ -428,8 +428,15 @@ export function encodeCompletions(completions: readonly Completion[]): { complet
   return { completions: completions.map((c) => ({ ...c })) };
 }
 
-/** Completions from a wire response. */
-export function decodeCompletions(res: LearnerGenerateResponse): Completion[] {
+/**
+ * A completion as decoded from the wire: `matchedStop` is `undefined` when the server left
+ * `LearnerCompletion.matched_stop` unset (a learner that predates the field). {@link completionsOf}
+ * makes it a {@link Completion}.
+ */
+export type WireCompletion = Omit<Completion, "matchedStop"> & { readonly matchedStop?: string };
+
+/** Completions from a wire response (see {@link completionsOf}). */
+export function decodeCompletions(res: LearnerGenerateResponse): WireCompletion[] {
   return res.completions.map((c: LearnerCompletion) => ({
     promptId: c.promptId,
     contextKey: c.contextKey,
@@ -445,6 +452,26 @@ export function decodeCompletions(res: LearnerGenerateResponse): Completion[] {
     ...(c.matchedStop !== undefined ? { matchedStop: c.matchedStop } : {}),
     promptTokenIds: c.promptTokenIds,
   }));
+}
+
+/**
+ * The completions of `req` from a server's decoded response. A server that leaves `matched_stop`
+ * unset predates the field: where the answer is certain anyway it is `""` (a completion that ran to
+ * the budget, or a request without stop strings); a completion that ended at a stop of a request with
+ * stop strings is refused rather than guessed at (a RemoteLearnerError naming the field).
+ */
+export function completionsOf(decoded: readonly WireCompletion[], req: GenerateRequest): Completion[] {
+  const hasStops = (req.stop?.length ?? 0) > 0;
+  return decoded.map((c, i) => {
+    if (c.matchedStop !== undefined) return { ...c, matchedStop: c.matchedStop };
+    if (hasStops && c.finishReason === "stop")
+      throw new RemoteLearnerError(
+        grpc.status.INTERNAL,
+        `Generate: completion ${i} (prompt '${c.promptId}') ended at a stop but does not say which (LearnerCompletion.matched_stop is unset): the learner predates that field; upgrade it`,
+        false,
+      );
+    return { ...c, matchedStop: "" };
+  });
 }
 
 const REQUIRED_METRICS = [

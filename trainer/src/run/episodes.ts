@@ -491,16 +491,23 @@ const turnStops = (s: EpisodeSampling) => [...new Set([...(s.stop ?? []), IM_END
  * What a text policy's turn said, as its tokens say it: the completion's text, and the stop string it
  * ended on ({@link Completion.matchedStop}: a learner cuts it out of `text` but keeps its tokens).
  * `<|im_end|>` (or an end-of-sequence token) is not part of the turn's content: the runner closes every
- * turn with `<|im_end|>`. A learner that does not say which stop string ended a completion (one that
- * predates `LearnerCompletion.matched_stop`) is refused rather than guessed at.
+ * turn with `<|im_end|>`. The stop string comes from the learner and its text is parsed for tool calls
+ * that are executed, so it must be one the turn asked for (`stops`) — or `""` —, and non-empty only on
+ * a completion that ended at a stop; anything else is refused (an {@link EpisodeError} naming it).
  */
-function turnContent(c: Completion, turn: number): string {
-  if (c.finishReason !== "stop") return c.text;
-  if (c.matchedStop === undefined)
-    throw new EpisodeError(
-      `the learner's completion of turn ${turn} ended at a stop but does not say which (LearnerCompletion.matched_stop is unset): the learner predates that field; upgrade it`,
+function turnContent(c: Completion, turn: number, stops: readonly string[]): string {
+  const m: unknown = c.matchedStop;
+  const bad = (why: string) =>
+    new EpisodeError(
+      `the learner's completion of turn ${turn} has LearnerCompletion.matched_stop ${m === undefined ? "unset" : JSON.stringify(m)}: ${why}`,
     );
-  return c.matchedStop === IM_END ? c.text : c.text + c.matchedStop;
+  if (typeof m !== "string")
+    throw bad(`expected "" or one of the turn's stop strings ${JSON.stringify(stops)}`);
+  if (m === "") return c.text;
+  if (!stops.includes(m)) throw bad(`not "" nor one of the turn's stop strings ${JSON.stringify(stops)}`);
+  if (c.finishReason !== "stop")
+    throw bad(`finish_reason is "${c.finishReason}": only a completion that ended at a stop names one`);
+  return m === IM_END ? c.text : c.text + m;
 }
 
 /** UTF-8 bytes of `s`: an upper bound on its tokens (every token of a byte-level or byte-fallback tokenizer covers at least one byte). */
@@ -690,6 +697,8 @@ async function playTurns(
       turnRequest(ctx, task, { index, turn: t, contextKey, vocabulary, seq, text, remaining }),
     );
     if (!c) throw new EpisodeError(`the learner returned no completion for turn ${t}`);
+    // What the policy said, as its tokens say it (a stop string it ended on included, once checked).
+    const said = ctx.policy === "text" ? turnContent(c, t, turnStops(ctx.sampling)) : c.text;
     if (ctx.policy === "text") {
       const stop = appendReply(seq, c, t, settings.maxTokens);
       if (stop) {
@@ -699,8 +708,6 @@ async function playTurns(
     }
     appendTurn(seq, c);
     p.turns = t;
-    // What the policy said, as its tokens say it (a stop string it ended on included).
-    const said = ctx.policy === "text" ? turnContent(c, t) : c.text;
     p.lastTurn = said;
     messages.push({ role: "assistant", content: said });
     text += said;

@@ -190,6 +190,8 @@ function episodeCompletion(r: EpisodeResult, promptId: string, index: number): P
     policyVersion: r.policyVersion,
     truncated: r.truncated,
     finishReason: r.truncated ? "length" : "stop",
+    // A whole episode (its turns' stop strings are in its text already), not one stop-ended completion.
+    matchedStop: "",
     promptTokenIds: [...r.promptTokenIds],
     episode: {
       response: r.response,

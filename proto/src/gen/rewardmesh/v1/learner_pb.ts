@@ -336,15 +336,20 @@ export type LearnerCompletion = Message<"rewardmesh.v1.LearnerCompletion"> & {
 
   /**
    * The stop string (one of `LearnerGenerateRequest.stop`, exactly as given there) that ended this
-   * completion — vLLM's `CompletionOutput.stop_reason`, SGLang's `finish_reason.matched` — so that a
-   * caller can put it back after `text` (which is cut before it) without guessing from the tokens.
+   * completion, so that a caller can put it back after `text` (which is cut before it) without
+   * guessing from the tokens. Like vLLM's `CompletionOutput.stop_reason` and SGLang's
+   * `finish_reason.matched`, except for which one when a token completes several: those engines take
+   * the first in the order of `stop` that occurs (vLLM's StopChecker iterates `sampling_params.stop`),
+   * this contract the one the text is cut at: the one whose occurrence starts first in the text, and
+   * of those starting there the shortest (the one whose match was complete first). E.g. stop
+   * ["e", "the"] on a token that completes "the": vLLM reports "e" and cuts after "th", this contract
+   * "the" and cuts before it.
    * Set to "" when the completion did not end at a stop string: at the prompt's `stop_token` or the
    * model's end-of-sequence token (`finish_reason` `stop`; that token is the last of `token_ids`), at
-   * the token budget (`length`), or without any stop (fixed length). When several stop strings
-   * occur in the text, it is the one the text is cut at: the one whose occurrence starts first, and
-   * of those starting there the shortest (the one whose match was complete first). Every learner of
-   * this repository sets it, "" included; unset only from a learner that predates the field, which
-   * a caller that needs it should refuse rather than guess.
+   * the token budget (`length`), or without any stop (fixed length). Every learner of this
+   * repository sets it, "" included; unset only from a learner that predates the field: a caller
+   * may read unset as "" where that is certain (`finish_reason` `length`, or a request without stop
+   * strings) and should refuse it otherwise rather than guess.
    *
    * @generated from field: optional string matched_stop = 11;
    */
