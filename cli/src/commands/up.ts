@@ -289,7 +289,8 @@ export const UP_COMMAND: CommandSpec = {
     "runs-dir": { type: "string", value: "DIR", description: "where --traces stores spans", default: "runs" },
   },
   notes: [
-    "Environment: NATS_URL (default nats://127.0.0.1:4222), REWARD_MESH_NATS_STORE, REWARD_MESH_LOG_DIR,\n" +
+    "Environment: NATS_URL (default nats://127.0.0.1:4222; unset, a server reward-mesh did not start there is\n" +
+      "left alone and ours runs on a free port), REWARD_MESH_NATS_STORE, REWARD_MESH_LOG_DIR,\n" +
       "REWARD_MESH_NATS_AUTH=off (NATS without users, development only), REWARD_MESH_GRPC_* (TLS, tokens).",
   ],
   examples: ["reward-mesh up --services length,tool-call"],
