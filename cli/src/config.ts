@@ -21,6 +21,12 @@ export interface CliConfig {
   /** NATS and stream settings (`NATS_URL`, `MESH_STREAM_*`). */
   readonly bus: BusOptions;
   /**
+   * Whether the user chose the NATS server: `NATS_URL` set (not blank). When it is not, `bus.natsUrl` is
+   * the default address, and `up`/`demo` may move to a free port if a server they did not start holds it
+   * (see `commands/mesh-nats.ts`); a server the user named is never replaced.
+   */
+  readonly natsUrlExplicit: boolean;
+  /**
    * Where `reward-mesh up` keeps NATS's JetStream store when it starts a server itself.
    * @default ".nats/js" under the current directory
    */
@@ -83,11 +89,25 @@ export interface CliConfig {
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
+/** Defaults that tests (or an embedding program) may replace; the environment still wins. */
+export interface CliDefaults {
+  /**
+   * The NATS address used when `NATS_URL` is not set.
+   * @default "nats://127.0.0.1:4222" (the SDK's default, where Debian's nats-server service listens)
+   */
+  readonly natsUrl?: string;
+}
+
 /** Reads the CLI configuration. */
-export function loadCliConfig(env = processEnv()): CliConfig {
+export function loadCliConfig(env = processEnv(), defaults: CliDefaults = {}): CliConfig {
   const natsStoreDir = envString(env, "REWARD_MESH_NATS_STORE", ".nats/js");
+  // Blank counts as unset, as for every variable.
+  const natsUrlExplicit = envString(env, "NATS_URL", "") !== "";
+  const busEnv =
+    natsUrlExplicit || defaults.natsUrl === undefined ? env : { ...env, NATS_URL: defaults.natsUrl };
   return {
-    bus: loadBusOptions(env),
+    bus: loadBusOptions(busEnv),
+    natsUrlExplicit,
     natsStoreDir,
     natsAuth: envEnum(env, "REWARD_MESH_NATS_AUTH", ["on", "off"], "on"),
     natsAuthDir: envString(env, "REWARD_MESH_NATS_AUTH_DIR", join(dirname(natsStoreDir), "auth")),

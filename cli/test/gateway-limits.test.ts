@@ -1,10 +1,14 @@
 /**
  * The gateway's limits over real reward services (gRPC on port 0): a body past `maxBodyBytes` is a 413, a
  * request past `maxConcurrent` a 429, and the services' ScoreStreams are cancelled (their handlers aborted)
- * when the client goes away or when another service fails.
+ * when the client goes away or when another service fails. Shutdown drains: a request in flight finishes
+ * within the grace period (programmatic close and SIGTERM of the real `reward-mesh gateway` process), new
+ * connections are refused meanwhile, and past the grace what is left is cancelled with a 503.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import {
   createRewardServiceClient,
   defineRewardService,
@@ -127,5 +131,134 @@ describe("reward-mesh gateway limits and cancellation", { timeout: 60_000 }, () 
     assert.ok(r.status >= 500, `status ${r.status}`);
     assert.ok(Date.now() - t0 < 10_000, `answered after ${Date.now() - t0} ms`);
     await until(() => slow.events.aborted === before + 1, "the slow service's call to be cancelled");
+  });
+});
+
+describe("reward-mesh gateway shutdown drains", { timeout: 90_000 }, () => {
+  // Scores in 1.5 s: long enough to be in flight when the gateway is told to stop.
+  const steady = slowService("steady", { delayMs: 1_500 });
+  const stuck = slowService("stuck", { delayMs: 60_000 });
+  let steadyRunning: RunningService;
+  let stuckRunning: RunningService;
+  const clients: { close(): void }[] = [];
+  before(async () => {
+    steadyRunning = await startRewardService(
+      steady.def,
+      loadServiceRuntimeOptions("STEADY", 0, { STEADY_WORKER: "false" }),
+      silentLogger,
+    );
+    stuckRunning = await startRewardService(
+      stuck.def,
+      loadServiceRuntimeOptions("STUCK", 0, { STUCK_WORKER: "false" }),
+      silentLogger,
+    );
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    await steadyRunning.close(0);
+    await stuckRunning.close(0);
+  });
+
+  async function gateway(name: "steady" | "stuck", shutdownGraceMs: number): Promise<RunningGateway> {
+    const client = createRewardServiceClient((name === "steady" ? steadyRunning : stuckRunning).grpc.address);
+    clients.push(client);
+    return startOpenRlhfGateway({
+      components: [{ service: name, component: "v", weight: 1 }],
+      services: [{ name, client, domains: ["custom"] }],
+      domain: "custom",
+      host: "127.0.0.1",
+      port: 0,
+      timeoutMs: 120_000,
+      shutdownGraceMs,
+    });
+  }
+
+  it("close(): refuses new connections, lets the request in flight finish, then resolves", async () => {
+    const g = await gateway("steady", 20_000);
+    const url = `${g.url}/get_reward`;
+    const started = steady.events.started;
+    const inFlight = fetch(url, { method: "POST", body: body() });
+    await until(() => steady.events.started === started + 1, "the request to be scored");
+    assert.equal(g.inFlight(), 1);
+    const calledAt = Date.now();
+    let waitedMs = -1;
+    let leftInFlight = -1;
+    const closing = g.close().then(() => {
+      waitedMs = Date.now() - calledAt;
+      leftInFlight = g.inFlight();
+    });
+    // Not accepting any more: a new connection is refused while the first request is still being scored.
+    await assert.rejects(fetch(`${g.url}/healthz`), /fetch failed/);
+    const r = await inFlight;
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get("connection"), "close");
+    assert.deepEqual(await r.json(), {
+      rewards: [1],
+      scores: [1],
+      extra_logs: { "steady/v": [1], "steady/v/applicable": [1] },
+    });
+    await closing;
+    // It waited for the 1.5 s score rather than closing at once, and nothing was left when it resolved.
+    assert.ok(waitedMs >= 1_000, `close resolved after ${waitedMs} ms`);
+    assert.equal(leftInFlight, 0);
+    assert.equal(steady.events.aborted, 0, "nothing was cancelled");
+  });
+
+  it("past the grace period the requests left are cancelled (503, their streams too) and close resolves", async () => {
+    const g = await gateway("stuck", 300);
+    const started = stuck.events.started;
+    const aborted = stuck.events.aborted;
+    const inFlight = fetch(`${g.url}/get_reward`, { method: "POST", body: body() });
+    await until(() => stuck.events.started === started + 1, "the request to be scored");
+    const t0 = Date.now();
+    await g.close();
+    assert.ok(Date.now() - t0 < 10_000, `closed after ${Date.now() - t0} ms`);
+    const r = await inFlight;
+    assert.equal(r.status, 503);
+    assert.match(((await r.json()) as { error: string }).error, /shutting down.*grace ended/);
+    await until(() => stuck.events.aborted === aborted + 1, "the service's call to be cancelled");
+  });
+
+  it("SIGTERM of the reward-mesh gateway process drains the request in flight, then exits 0", async () => {
+    const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        "gateway",
+        "--components",
+        "steady/v=1",
+        "--services",
+        `steady=${steadyRunning.grpc.address}`,
+        "--domain",
+        "custom",
+        "--port",
+        "0",
+        "--shutdown-grace-seconds",
+        "20",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    try {
+      await until(() => /get_reward/.test(out) || child.exitCode !== null, "the gateway to listen");
+      const url = /(http:\/\/\S+\/get_reward)/.exec(out)?.[1];
+      assert.ok(url, out);
+      const started = steady.events.started;
+      const inFlight = fetch(url, { method: "POST", body: body() });
+      await until(() => steady.events.started === started + 1, "the request to be scored");
+      child.kill("SIGTERM");
+      const r = await inFlight;
+      assert.equal(r.status, 200, out);
+      assert.deepEqual(((await r.json()) as { rewards: number[] }).rewards, [1]);
+      assert.equal(await exited, 0, out);
+      assert.match(out, /stopping: no new requests; 1 being scored get up to 20 s to finish/);
+      assert.match(out, /gateway stopped/);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
   });
 });

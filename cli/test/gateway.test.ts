@@ -16,6 +16,9 @@ import { type RunningService, silentLogger, startRewardService } from "@reward-m
 import { DEFAULT_PAD_TOKENS, responseOf } from "../src/gateway/openrlhf.js";
 
 const BIN = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
+/** OpenRLHF's remote-RM client code path (copied from OpenRLHF), run by Debian's Python with torch. */
+const OPENRLHF_CLIENT = fileURLToPath(new URL("./fixtures/openrlhf_remote_rm.py", import.meta.url));
+const PYTHON = "/usr/bin/python3";
 
 /** Spawns `reward-mesh gateway ARGS --port 0`; resolves with its /get_reward URL once it listens. */
 async function spawnGateway(
@@ -52,9 +55,8 @@ async function post(url: string, body: unknown) {
     headers: { "content-type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
-  // The gateway writes NaN as the bare token Python's json reads; here it becomes the string "NaN".
-  const text = (await res.text()).replace(/\bNaN\b/g, '"NaN"');
-  return { status: res.status, json: JSON.parse(text) as Record<string, unknown> };
+  // Strict JSON (no NaN token): JSON.parse reads every answer.
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
 describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh", () => {
@@ -136,21 +138,70 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
     // math: correct 1 + 0.5·format 1; wrong: 0.5·format; length (custom domain only): soft overlong
     // penalty of 15 characters with max 20, cache 10 = −(15 − 10)/10. `scores` is the first component
     // (math/correct; 0 where it does not apply), so OpenRLHF's dynamic filtering sees 0/1; a component that
-    // does not apply is NaN in extra_logs, not a logged 0.
+    // does not apply is 0 in extra_logs, with its "/applicable" key 0 beside it (never NaN or null: OpenRLHF
+    // makes a tensor of each value and logs the batch mean).
     assert.deepEqual(r.json, {
       rewards: [1.5, 0.5, -0.5],
       scores: [1, 0, 0],
       extra_logs: {
-        "math/correct": [1, 0, "NaN"],
-        "math/format": [1, 1, "NaN"],
-        "length/overlong": ["NaN", "NaN", -0.5],
+        "math/correct": [1, 0, 0],
+        "math/correct/applicable": [1, 1, 0],
+        "math/format": [1, 1, 0],
+        "math/format/applicable": [1, 1, 0],
+        "length/overlong": [0, 0, -0.5],
+        "length/overlong/applicable": [0, 0, 1],
       },
     });
+    // Integral values keep a decimal point, so Python's json reads floats (float tensors in OpenRLHF).
     const raw = await fetch(url, { method: "POST", body: JSON.stringify(body) }).then((x) => x.text());
-    assert.match(raw, /"length\/overlong":\[NaN,NaN,-0\.5\]/);
+    assert.match(raw, /"rewards":\[1\.5,0\.5,-0\.5\],"scores":\[1\.0,0\.0,0\.0\]/);
+    assert.match(
+      raw,
+      /"length\/overlong":\[0\.0,0\.0,-0\.5\],"length\/overlong\/applicable":\[0\.0,0\.0,1\.0\]/,
+    );
     // OpenRLHF's single-query calls (one per sample).
     const one = await post(url, { query: [body.query[0]], prompts: [prompt], labels: ["42"] });
     assert.deepEqual(one.json["rewards"], [1.5]);
+  });
+
+  it("OpenRLHF's own client path (Python json, torch.tensor per sample, batch merge, logged mean) takes every answer", async (t) => {
+    // OpenRLHF's code (commit 3c3be62), copied into the fixture, run by Debian's Python with torch against
+    // this gateway: one request per sample, as OpenRLHF sends them, including queries where a component
+    // does not apply (math on a custom task, length on math tasks).
+    if (spawnSync(PYTHON, ["-c", "import torch"]).status !== 0)
+      return t.skip(`${PYTHON} has no torch (bash scripts/bootstrap.sh --with-torch installs python3-torch)`);
+    const prompt = "Q: 6*7? A: ";
+    const samples = [
+      [`${prompt}\\boxed{42}`, prompt, "42"],
+      [`${prompt}\\boxed{41}`, prompt, "42"],
+      ["Say fifteen letters: abcdefghijklmno", "Say fifteen letters: ", { custom: {} }],
+    ];
+    // Not spawnSync: the services answer from this process's event loop.
+    const child = spawn(PYTHON, [OPENRLHF_CLIENT, url, JSON.stringify(samples)]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const status = await new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const r = { status, stdout, stderr };
+    const got = JSON.parse(r.stdout) as {
+      keys: string[];
+      dtypes: Record<string, string>;
+      means: Record<string, number>;
+    };
+    const components = ["math/correct", "math/format", "length/overlong"];
+    assert.deepEqual(
+      got.keys,
+      ["reward", "score", ...components, ...components.map((c) => `${c}/applicable`)].sort(),
+    );
+    for (const [k, d] of Object.entries(got.dtypes)) assert.equal(d, "torch.float32", k);
+    const close = (k: string, v: number) =>
+      assert.ok(Math.abs(got.means[k]! - v) < 1e-6, `${k}: ${got.means[k]} vs ${v}`);
+    close("reward", (1.5 + 0.5 - 0.5) / 3);
+    close("math/correct", 1 / 3);
+    close("math/correct/applicable", 2 / 3);
+    close("length/overlong", -0.5 / 3);
+    close("length/overlong/applicable", 1 / 3);
   });
 
   it("cuts the response as leniently as OpenRLHF's math_reward_func.py: pads, re-decoded or truncated prompts are no 400", async () => {
@@ -202,7 +253,11 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       const ok = await post(g.url, queryOnly);
       assert.equal(ok.status, 200, JSON.stringify(ok.json));
       // The whole query is the response: 35 characters, max 20 → the full penalty −1.
-      assert.deepEqual(ok.json, { rewards: [-1], scores: [-1], extra_logs: { "length/overlong": [-1] } });
+      assert.deepEqual(ok.json, {
+        rewards: [-1],
+        scores: [-1],
+        extra_logs: { "length/overlong": [-1], "length/overlong/applicable": [1] },
+      });
       // --score-component total: scores = rewards; an unknown one is refused at start.
       const total = await spawnGateway([
         "--components",
@@ -318,7 +373,12 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
       assert.deepEqual(r.json, {
         rewards: [1.25],
         scores: [1],
-        extra_logs: { "math/correct": [1], "math/format": [1] },
+        extra_logs: {
+          "math/correct": [1],
+          "math/correct/applicable": [1],
+          "math/format": [1],
+          "math/format/applicable": [1],
+        },
       });
     } finally {
       g.kill("SIGTERM");

@@ -1,10 +1,13 @@
 /**
  * `reward-mesh up`'s NATS has authentication on by default: generated users (files mode 0600), one per
  * role, anonymous clients refused, each service process connected as itself, the trainer as the
- * trainer; a server open to anonymous clients is refused unless `REWARD_MESH_NATS_AUTH=off`.
+ * trainer; a server open to anonymous clients named by `NATS_URL` is refused unless
+ * `REWARD_MESH_NATS_AUTH=off`; when `NATS_URL` is not set and the default address is held by a server
+ * reward-mesh did not start, `up` starts its own on a free port (and a second `up` joins it).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -14,6 +17,7 @@ import { RewardResultSchema } from "@reward-mesh/proto";
 import {
   connectBus,
   freePort,
+  isJetStreamReachable,
   isPermissionViolation,
   openBus,
   publishReward,
@@ -22,7 +26,8 @@ import {
 import { makeRollout, startSecuredTestNats, startTestNats } from "@reward-mesh/sdk/testing";
 import { createGroupAssembler } from "@reward-mesh/trainer";
 import { runCheck } from "../src/commands/check.js";
-import { startMesh } from "../src/commands/up.js";
+import { SERVER_FILE } from "../src/commands/mesh-nats.js";
+import { printMesh, type RunningMesh, startMesh } from "../src/commands/up.js";
 import { loadCliConfig } from "../src/config.js";
 
 let dir: string;
@@ -31,13 +36,57 @@ before(() => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const cliConfig = (sub: string, env: Record<string, string | undefined>) =>
-  loadCliConfig({
-    REWARD_MESH_NATS_STORE: join(dir, sub, "js"),
-    REWARD_MESH_LOG_DIR: join(dir, sub, "logs"),
-    PATH: process.env.PATH,
-    ...env,
+const cliConfig = (sub: string, env: Record<string, string | undefined>, defaultNatsUrl?: string) =>
+  loadCliConfig(
+    {
+      REWARD_MESH_NATS_STORE: join(dir, sub, "js"),
+      REWARD_MESH_LOG_DIR: join(dir, sub, "logs"),
+      PATH: process.env.PATH,
+      ...env,
+    },
+    defaultNatsUrl === undefined ? {} : { natsUrl: defaultNatsUrl },
+  );
+
+const portOf = (url: string) => Number(new URL(url).port);
+
+function printed(mesh: RunningMesh): string {
+  const out = new PassThrough();
+  let text = "";
+  out.on("data", (d: Buffer) => {
+    text += d.toString();
   });
+  printMesh(mesh, out);
+  return text;
+}
+
+/** The length service of `mesh` scores a rollout the trainer publishes with `auth` at `url`. */
+async function lengthScores(url: string, auth: RunningMesh["trainerAuth"], runId: string): Promise<void> {
+  const trainer = await openBus({ ...loadCliConfig({}).bus, natsUrl: url, auth }, "trainer");
+  const asm = await createGroupAssembler({ bus: trainer, runId });
+  try {
+    const rollout = makeRollout({ runId, id: `${runId}-g1-0`, response: "four" });
+    asm.expect({ groupId: "g1", step: 1, rolloutIds: [rollout.id], services: ["length"] });
+    await publishRollout(trainer.js, rollout);
+    const [g] = await asm.collect(["g1"], Date.now() + 30_000);
+    assert.equal(g!.complete, true);
+    assert.equal(g!.results[0]!.get("length")!.components.find((c) => c.name === "length")?.value, 4);
+  } finally {
+    await asm.close();
+    await trainer.close();
+  }
+}
+
+describe("the CLI config's NATS_URL", () => {
+  it("tells a NATS_URL the user set from the default, which tests may replace", () => {
+    assert.equal(loadCliConfig({}).natsUrlExplicit, false);
+    assert.equal(loadCliConfig({}).bus.natsUrl, "nats://127.0.0.1:4222");
+    assert.equal(loadCliConfig({ NATS_URL: "  " }).natsUrlExplicit, false, "blank counts as unset");
+    const injected = loadCliConfig({}, { natsUrl: "nats://127.0.0.1:1" });
+    assert.deepEqual([injected.natsUrlExplicit, injected.bus.natsUrl], [false, "nats://127.0.0.1:1"]);
+    const set = loadCliConfig({ NATS_URL: "nats://10.0.0.1:4222" }, { natsUrl: "nats://127.0.0.1:1" });
+    assert.deepEqual([set.natsUrlExplicit, set.bus.natsUrl], [true, "nats://10.0.0.1:4222"]);
+  });
+});
 
 describe("reward-mesh up's NATS", () => {
   it("runs with generated users by default: anonymous refused, each process as itself, rewards flow", async () => {
@@ -164,6 +213,108 @@ describe("reward-mesh up's NATS", () => {
       await mesh.stop();
     } finally {
       await secured.stop();
+    }
+  });
+  it("NATS_URL unset and an anonymous server (not ours) at the default: starts its own on a free port, a second up joins it", async () => {
+    // Stands for Debian's nats-server service on 127.0.0.1:4222: anonymous, JetStream on, not reward-mesh's.
+    const foreign = await startTestNats();
+    try {
+      const config = cliConfig("foreign", {}, foreign.url);
+      assert.equal(config.natsUrlExplicit, false);
+      const mesh = await startMesh(config, { services: ["length"] });
+      let second: RunningMesh | undefined;
+      try {
+        assert.equal(mesh.natsStarted, true);
+        assert.notEqual(portOf(mesh.natsUrl), portOf(foreign.url));
+        const port = portOf(mesh.natsUrl);
+        assert.match(
+          mesh.natsNotice ?? "",
+          new RegExp(
+            `^NATS at ${foreign.url.replaceAll(".", "\\.")} \\(the default; NATS_URL is not set\\) is a server reward-mesh did not start \\(it is open to anonymous clients.*\\): started reward-mesh's own on free port ${port}, `,
+          ),
+        );
+        assert.equal(mesh.natsNotice!.includes("\n"), false, "one line");
+        // Ours has authentication on; the service process got this URL and its own user: rewards flow.
+        await assert.rejects(connectBus(mesh.natsUrl, "anonymous"), /requires credentials/);
+        await lengthScores(mesh.natsUrl, mesh.trainerAuth, "foreign1");
+        // What up/demo print tells the user the URL to use next to the trainer's credentials.
+        const text = printed(mesh);
+        assert.ok(text.startsWith(`${mesh.natsNotice}\n`), text);
+        assert.match(
+          text,
+          new RegExp(`trainer: NATS_URL=${mesh.natsUrl.replaceAll(".", "\\.")} NATS_NKEY_SEED_FILE=`),
+        );
+        // A second up in the same state directory re-uses that server and its users (none regenerated).
+        second = await startMesh(config, { services: [] });
+        assert.equal(second.natsStarted, false);
+        assert.equal(second.natsUrl, mesh.natsUrl);
+        assert.deepEqual(second.trainerAuth, mesh.trainerAuth);
+        assert.match(
+          second.natsNotice ?? "",
+          /^re-using reward-mesh's NATS at nats:\/\/127\.0\.0\.1:\d+ \(started for .* by pid \d+\)/,
+        );
+        await lengthScores(mesh.natsUrl, mesh.trainerAuth, "foreign2"); // the first mesh's users still work
+        await second.stop();
+        second = undefined;
+        assert.equal(
+          await isJetStreamReachable(mesh.natsUrl, 1500, mesh.trainerAuth),
+          true,
+          "the joiner stops nothing",
+        );
+      } finally {
+        await second?.stop();
+        await mesh.stop();
+      }
+      assert.equal(
+        existsSync(join(dir, "foreign", "auth", SERVER_FILE)),
+        false,
+        "the owner's stop forgets it",
+      );
+      assert.equal(await isJetStreamReachable(foreign.url), true, "the foreign server is left alone");
+
+      // NATS_URL set by the user to that server: their choice stands, and it is refused as before.
+      await assert.rejects(
+        startMesh(cliConfig("foreign", { NATS_URL: foreign.url }, foreign.url), { services: [] }),
+        /accepts anonymous clients, who could forge rewards.*REWARD_MESH_NATS_AUTH=off/,
+      );
+    } finally {
+      await foreign.stop();
+    }
+  });
+
+  it("NATS_URL unset and a server with users that are not ours, or a non-NATS listener, at the default: a free port too", async () => {
+    const secured = await startSecuredTestNats([]);
+    try {
+      const mesh = await startMesh(cliConfig("secured", {}, secured.url), { services: [] });
+      try {
+        assert.notEqual(mesh.natsUrl, secured.url);
+        assert.match(
+          mesh.natsNotice ?? "",
+          /requires credentials reward-mesh does not have.*started reward-mesh's own on free port/,
+        );
+      } finally {
+        await mesh.stop();
+      }
+      await assert.rejects(
+        startMesh(cliConfig("secured", { NATS_URL: secured.url }), { services: [] }),
+        /refused the connection.*requires credentials/,
+      );
+    } finally {
+      await secured.stop();
+    }
+    const other = createServer((s) => s.destroy());
+    await new Promise<void>((r) => other.listen(0, "127.0.0.1", r));
+    const port = (other.address() as { port: number }).port;
+    try {
+      const mesh = await startMesh(cliConfig("tcp", {}, `nats://127.0.0.1:${port}`), { services: [] });
+      try {
+        assert.notEqual(portOf(mesh.natsUrl), port);
+        assert.match(mesh.natsNotice ?? "", /it does not answer as NATS JetStream/);
+      } finally {
+        await mesh.stop();
+      }
+    } finally {
+      other.close();
     }
   });
 });

@@ -13,6 +13,7 @@ import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import type { CliConfig } from "../config.js";
 import {
   DEFAULT_PAD_TOKENS,
+  DEFAULT_SHUTDOWN_GRACE_MS,
   type GatewayComponent,
   type GatewayService,
   scoreComponentOf,
@@ -97,6 +98,13 @@ export const GATEWAY_COMMAND: CommandSpec = {
       default: "8388608",
       description: "largest request body (past it: 413)",
     },
+    "shutdown-grace-seconds": {
+      type: "string",
+      value: "N",
+      default: String(DEFAULT_SHUTDOWN_GRACE_MS / 1000),
+      description:
+        "on SIGTERM/SIGINT: stop accepting, let requests being scored finish for up to N s, then cancel them (503)",
+    },
     "wait-seconds": {
       type: "string",
       value: "N",
@@ -108,8 +116,10 @@ export const GATEWAY_COMMAND: CommandSpec = {
     "A label that is a JSON object is read as a rewardmesh.v1.Task (proto JSON), so any domain can be scored.\n" +
       "The response is what follows the prompt's first occurrence in the query, after stripping --pad-tokens\n" +
       "from its ends; the whole query when the prompt is not in it (as OpenRLHF's math_reward_func.py). A component\n" +
-      "that does not apply to a query counts 0 in rewards and scores and is NaN in extra_logs. Bad requests get\n" +
-      'HTTP 400 with {"error": "..."}.',
+      'that does not apply to a query counts 0 in rewards, scores and extra_logs, and extra_logs["<s>/<c>/applicable"]\n' +
+      "is 1 or 0 (every value a finite float, the same keys in every answer: what OpenRLHF turns into tensors).\n" +
+      "SIGTERM/SIGINT drains: no new connections, 503 on kept-alive ones, requests being scored finish within\n" +
+      '--shutdown-grace-seconds (a second signal: at once). Bad requests get HTTP 400 with {"error": "..."}.',
   ],
   examples: [
     "reward-mesh gateway --components math/correct=1,math/format=0.1 --services math=127.0.0.1:50067",
@@ -218,6 +228,10 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
   const maxConcurrent = positiveInteger(String(flags["max-concurrent"]), "--max-concurrent");
   const maxBodyBytes = positiveInteger(String(flags["max-body-bytes"]), "--max-body-bytes");
   const deadline = Date.now() + positive(String(flags["wait-seconds"]), "--wait-seconds") * 1000;
+  const graceRaw = String(flags["shutdown-grace-seconds"]);
+  const graceSeconds = Number(graceRaw);
+  if (graceRaw.trim() === "" || !Number.isFinite(graceSeconds) || graceSeconds < 0)
+    throw new UsageError(`'--shutdown-grace-seconds' must be a number of seconds >= 0, got '${graceRaw}'`);
   const names = [...new Set(components.map((c) => c.service))];
   for (const n of addresses.keys())
     if (!names.includes(n))
@@ -257,10 +271,14 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
     for (const s of services) s.client.close();
     throw new UsageError(`'--score-component': ${(err as Error).message}`);
   }
-  const stopped = new Promise<void>((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
-  });
+  // The first SIGINT/SIGTERM drains; another one cuts the grace short.
+  let signals = 0;
+  let onSignal: () => void = () => {
+    signals++;
+  };
+  const listener = () => onSignal();
+  process.on("SIGINT", listener);
+  process.on("SIGTERM", listener);
   const gw = await startOpenRlhfGateway({
     components,
     services,
@@ -271,6 +289,7 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
     maxConcurrent,
     maxBodyBytes,
     ...(scoreComponent !== undefined ? { scoreComponent } : {}),
+    shutdownGraceMs: graceSeconds * 1000,
     padTokens:
       typeof flags["pad-tokens"] === "string"
         ? flags["pad-tokens"].split(",").filter((t) => t !== "")
@@ -279,8 +298,28 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
   stdout.write(
     `OpenRLHF reward endpoint on ${gw.url}/get_reward (${components.map((c) => `${c.service}/${c.component}×${c.weight}`).join(", ")}); Ctrl-C to stop\n`,
   );
-  await stopped;
-  await gw.close();
-  for (const s of services) s.client.close();
+  try {
+    await new Promise<void>((resolve) => {
+      onSignal = () => {
+        signals++;
+        if (signals === 1) {
+          const n = gw.inFlight();
+          stdout.write(
+            `stopping: no new requests; ${n} being scored get up to ${graceSeconds} s to finish (signal again to stop now)\n`,
+          );
+          void gw.close().then(resolve);
+        } else void gw.close(0);
+      };
+      // Signals during start-up.
+      const early = signals;
+      signals = 0;
+      for (let i = 0; i < early; i++) onSignal();
+    });
+    stdout.write("gateway stopped\n");
+  } finally {
+    process.off("SIGINT", listener);
+    process.off("SIGTERM", listener);
+    for (const s of services) s.client.close();
+  }
   return 0;
 }

@@ -1,7 +1,8 @@
 /**
  * `reward-mesh up`: the whole mesh on this machine. Ensures NATS JetStream at `NATS_URL` (starting
- * `nats-server -js` with generated users and least-privilege permissions when nothing answers: see
- * `mesh-nats.ts`), starts every available service as its own process on a free port with its own NATS
+ * `nats-server -js` with generated users and least-privilege permissions when nothing answers, or on a
+ * free port when `NATS_URL` is unset and a server reward-mesh did not start holds the default address:
+ * see `mesh-nats.ts`), starts every available service as its own process on a free port with its own NATS
  * credentials, waits until each reports SERVING over gRPC health, prints the addresses, and stops
  * everything cleanly on Ctrl-C / SIGTERM.
  * @module
@@ -38,6 +39,11 @@ export interface RunningMesh {
   readonly trainerAuth: NatsAuthOptions | undefined;
   /** Where the generated NATS users are, when `up` generated them. */
   readonly credentialsDir: string | undefined;
+  /**
+   * One line when NATS is not where `NATS_URL` points by default: the foreign server found there and the
+   * port chosen instead, or the server of an earlier `up` of the same state directory that is re-used.
+   */
+  readonly natsNotice: string | undefined;
   readonly services: readonly MeshProcess[];
   /** SIGTERM every service (graceful drain), wait for them, then stop NATS if we started it. */
   stop(): Promise<void>;
@@ -142,6 +148,7 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
     natsStarted: nats.started,
     trainerAuth: meshNats.trainerAuth,
     credentialsDir: meshNats.credentialsDir,
+    natsNotice: meshNats.notice,
     services: started,
     stop,
   };
@@ -212,14 +219,16 @@ export function meshAgentEnvironmentAddress(mesh: RunningMesh): string | undefin
  * `reward-mesh train` against this mesh needs (the service is on a free port, not its default 50066).
  */
 export function printMesh(mesh: RunningMesh, out: Writable): void {
+  if (mesh.natsNotice) out.write(`${mesh.natsNotice}\n`);
   out.write(
     `NATS JetStream  ${mesh.natsUrl}${mesh.natsStarted ? "  (started by reward-mesh)" : "  (already running)"}\n`,
   );
   if (mesh.credentialsDir) {
     const t = mesh.trainerAuth;
+    // NATS_URL too: the mesh's server may be on a free port rather than the default.
     out.write(
       `NATS users      ${mesh.credentialsDir}  (one NKEY per role, least privilege; anonymous clients refused)\n` +
-        `                trainer: NATS_NKEY_SEED_FILE=${t?.nkeySeedFile} NATS_INBOX_PREFIX=${t?.inboxPrefix} reward-mesh train ...\n`,
+        `                trainer: NATS_URL=${mesh.natsUrl} NATS_NKEY_SEED_FILE=${t?.nkeySeedFile} NATS_INBOX_PREFIX=${t?.inboxPrefix} reward-mesh train ...\n`,
     );
   }
   for (const s of mesh.services)
@@ -239,7 +248,8 @@ export const UP_COMMAND: CommandSpec = {
   summary: "the whole mesh on this machine (NATS + every service [+ the PyTorch learner])",
   description:
     "The whole mesh on this machine: NATS JetStream (started with generated users when nothing answers at\n" +
-    "NATS_URL) and every reward service on a free port; prints the addresses, stops everything on Ctrl-C.",
+    "NATS_URL, or on a free port when NATS_URL is unset and a server reward-mesh did not start holds the\n" +
+    "default address) and every reward service on a free port; prints the addresses, stops everything on Ctrl-C.",
   options: {
     services: {
       type: "string",
@@ -279,7 +289,8 @@ export const UP_COMMAND: CommandSpec = {
     "runs-dir": { type: "string", value: "DIR", description: "where --traces stores spans", default: "runs" },
   },
   notes: [
-    "Environment: NATS_URL (default nats://127.0.0.1:4222), REWARD_MESH_NATS_STORE, REWARD_MESH_LOG_DIR,\n" +
+    "Environment: NATS_URL (default nats://127.0.0.1:4222; unset, a server reward-mesh did not start there is\n" +
+      "left alone and ours runs on a free port), REWARD_MESH_NATS_STORE, REWARD_MESH_LOG_DIR,\n" +
       "REWARD_MESH_NATS_AUTH=off (NATS without users, development only), REWARD_MESH_GRPC_* (TLS, tokens).",
   ],
   examples: ["reward-mesh up --services length,tool-call"],

@@ -10,8 +10,16 @@
  * configured service over one `ScoreStream` per service; the answer is the weighted total per query
  * (`rewards`; a component that does not apply counts 0 there, as in the trainer), the score component's value
  * (`scores`, see {@link OpenRlhfGatewayOptions.scoreComponent}) and each component's value under
- * `extra_logs["<service>/<component>"]` — `NaN` where the component does not apply (its service does not score
- * the task's domain, or it reported NOT_APPLICABLE), written as the bare `NaN` token Python's `json` reads.
+ * `extra_logs["<service>/<component>"]` with `extra_logs["<service>/<component>/applicable"]` beside it: 1, or 0
+ * (and the value 0) where the component does not apply (its service does not score the task's domain, or it
+ * reported NOT_APPLICABLE). Every number is finite and written with a decimal point, so that OpenRLHF — which
+ * reads the answer with Python's `json`, makes `torch.tensor([value])` of each `extra_logs` entry per sample,
+ * concatenates them across the batch by key and logs their `.float().mean()` — gets a float tensor for every
+ * request with the same keys, never `None` (a `torch.tensor` error) or NaN (a NaN logged mean).
+ *
+ * Shutdown drains: {@link RunningGateway.close} stops accepting connections, answers requests that arrive on
+ * kept-alive connections 503 (`Connection: close`), lets the requests being scored finish for up to a grace
+ * period ({@link OpenRlhfGatewayOptions.shutdownGraceMs}), then cancels what is left (503) and closes.
  * @module
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -69,7 +77,15 @@ export interface OpenRlhfGatewayOptions {
   readonly scoreComponent?: string;
   /** Pad tokens stripped from the ends of a query before the response is cut. @default DEFAULT_PAD_TOKENS */
   readonly padTokens?: readonly string[];
+  /**
+   * How long {@link RunningGateway.close} lets the requests being scored finish before it cancels them (their
+   * services' streams are cancelled, the clients get 503; OpenRLHF's client retries). @default 30000
+   */
+  readonly shutdownGraceMs?: number;
 }
+
+/** {@link OpenRlhfGatewayOptions.shutdownGraceMs}'s default: Kubernetes' default termination grace period. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
 
 /**
  * Pad tokens of common tokenizers (Qwen `<|endoftext|>`, Llama 3 `<|end_of_text|>` and
@@ -138,12 +154,26 @@ export interface RunningGateway {
   /** `http://host:port` — OpenRLHF's `--remote_rm_url` is `<url>/get_reward`. */
   readonly url: string;
   readonly port: number;
-  close(): Promise<void>;
+  /** Requests being scored now. */
+  inFlight(): number;
+  /**
+   * Drains and stops: no new connection is accepted, a request on a kept-alive connection gets 503, the
+   * requests being scored get up to `graceMs` to finish, then are cancelled (503) and every connection is
+   * closed. Resolves once the server is closed. Calling it again while draining may shorten the grace (a
+   * second Ctrl-C: `close(0)`), never lengthen it.
+   * @param graceMs @default the gateway's `shutdownGraceMs`
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** A request the gateway refuses (HTTP 400), naming the offending key. */
 export class GatewayRequestError extends Error {
   override readonly name = "GatewayRequestError";
+}
+
+/** A service's answer the gateway cannot pass on (HTTP 502), e.g. a non-finite value from a non-SDK service. */
+export class GatewayUpstreamError extends Error {
+  override readonly name = "GatewayUpstreamError";
 }
 
 /** OpenRLHF's request: the fields the gateway reads. */
@@ -279,12 +309,19 @@ async function scoreStream(
   return out;
 }
 
-/** OpenRLHF's answer: weighted totals and the per-component values. */
+/**
+ * OpenRLHF's answer: weighted totals and the per-component values. Every number is finite; `extra_logs` has
+ * `"<service>/<component>"` (0 where it does not apply) and `"<service>/<component>/applicable"` (1 or 0) for
+ * every configured component, in every answer.
+ */
 export interface OpenRlhfResponse {
   readonly rewards: number[];
   readonly scores: number[];
   readonly extra_logs: Record<string, number[]>;
 }
+
+/** The `extra_logs` key saying whether `key`'s component applied to each query (1) or not (0). */
+export const applicableKey = (key: string) => `${key}/applicable`;
 
 /**
  * The `scores` source: `total` or a configured `<service>/<component>` (default: the first component).
@@ -370,28 +407,49 @@ async function scoreWith(
   for (const c of o.components) {
     const key = `${c.service}/${c.component}`;
     const results = byService.get(c.service)!;
+    const applies = rollouts.map(() => 0);
     extra[key] = rollouts.map((_, i) => {
       const comp = results[i]?.components.find((x) => x.name === c.component);
-      if (!comp || comp.status === ComponentStatus.NOT_APPLICABLE) return Number.NaN;
+      if (!comp || comp.status === ComponentStatus.NOT_APPLICABLE) return 0;
+      // JSON has no NaN or Infinity (JSON.stringify writes null, which torch.tensor cannot take).
+      if (!Number.isFinite(comp.value))
+        throw new GatewayUpstreamError(
+          `service '${c.service}' answered ${comp.value} for '${c.component}' of query[${i}]: not a finite number`,
+        );
+      applies[i] = 1;
       rewards[i] = rewards[i]! + c.weight * comp.value;
       return comp.value;
     });
+    extra[applicableKey(key)] = applies;
   }
+  rewards.forEach((r, i) => {
+    if (!Number.isFinite(r))
+      throw new GatewayUpstreamError(
+        `the weighted total of query[${i}] is ${r}: the components' values times their weights overflow`,
+      );
+  });
   const scoreKey = scoreComponentOf(o);
-  const scores = scoreKey === "total" ? [...rewards] : extra[scoreKey]!.map((v) => (Number.isNaN(v) ? 0 : v));
+  const scores = scoreKey === "total" ? [...rewards] : [...extra[scoreKey]!];
   return { rewards, scores, extra_logs: extra };
 }
 
-/** JSON, except that NaN is the bare `NaN` token (Python's `json`, which OpenRLHF reads with, accepts it). */
-function stringify(body: unknown): string {
+/**
+ * JSON in which every integral number keeps a decimal point (`1.0`, not `1`), so that Python's `json` reads
+ * floats and `torch.tensor` makes float tensors of them, as of every other value.
+ */
+export function stringifyFloats(body: unknown): string {
   return JSON.stringify(body, (_k, v) =>
-    typeof v === "number" && Number.isNaN(v) ? "\u0000NaN" : v,
-  ).replaceAll('"\\u0000NaN"', "NaN");
+    typeof v === "number" && Number.isSafeInteger(v) ? `\u0000F${v}` : v,
+  ).replace(/"\\u0000F(-?\d+)"/g, "$1.0");
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = `${stringify(body)}\n`;
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+function send(res: ServerResponse, status: number, body: unknown, close = false): void {
+  const text = `${stringifyFloats(body)}\n`;
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...(close ? { connection: "close" } : {}),
+  });
   res.end(text);
 }
 
@@ -416,6 +474,8 @@ async function readBody(req: IncomingMessage, max: number): Promise<string> {
 function failure(err: unknown): { status: number; body: { error: string } } {
   if (err instanceof GatewayRequestError)
     return { status: (err as { status?: number }).status ?? 400, body: { error: err.message } };
+  if (err instanceof GatewayUpstreamError)
+    return { status: 502, body: { error: `reward service: ${err.message}` } };
   const e = err as Partial<grpc.ServiceError>;
   if (typeof e.code === "number") {
     const status =
@@ -442,26 +502,42 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
   scoreComponentOf(o);
   const max = o.maxBodyBytes ?? 8 * 1024 * 1024;
   const maxConcurrent = o.maxConcurrent ?? 16;
-  let inFlight = 0;
+  const defaultGraceMs = o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+  if (!(defaultGraceMs >= 0)) throw new RangeError(`shutdownGraceMs must be >= 0, got ${defaultGraceMs}`);
+  /** The requests being scored: each one's cancel, for the end of the grace period. */
+  const scoring = new Set<AbortController>();
+  let draining = false;
+  let closed: Promise<void> | undefined;
+  let deadline = Number.POSITIVE_INFINITY;
+  let timer: NodeJS.Timeout | undefined;
   const server: Server = createServer(async (req, res) => {
+    // While draining, every answer closes its connection (no request may follow on it).
+    if (draining) {
+      req.resume();
+      res.setHeader("retry-after", "1");
+      return send(res, 503, { error: "the gateway is shutting down; retry on another replica" }, true);
+    }
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/healthz") return send(res, 200, { status: "SERVING" });
     if (path !== "/get_reward" && path !== "/")
       return send(res, 404, { error: `no route ${path}: POST /get_reward (OpenRLHF --remote_rm_url)` });
     if (req.method !== "POST") return send(res, 405, { error: `${req.method} ${path}: use POST` });
-    if (inFlight >= maxConcurrent) {
+    if (scoring.size >= maxConcurrent) {
       res.setHeader("retry-after", "1");
       req.resume();
       return send(res, 429, {
-        error: `${inFlight} requests are being scored, the limit (--max-concurrent ${maxConcurrent}); retry`,
+        error: `${scoring.size} requests are being scored, the limit (--max-concurrent ${maxConcurrent}); retry`,
       });
     }
-    inFlight++;
-    // The client going away cancels the services' streams of its request.
+    // The client going away, or the end of the shutdown grace, cancels the services' streams of its request.
     const gone = new AbortController();
+    scoring.add(gone);
+    // Cancelled by the end of the shutdown grace: answered 503 rather than dropped.
+    const cut = () => gone.signal.reason instanceof ShutdownError;
     res.once("close", () => {
-      inFlight--;
+      scoring.delete(gone);
       if (!res.writableFinished) gone.abort(new Error("the client closed the connection"));
+      drained();
     });
     try {
       const text = await readBody(req, max);
@@ -472,11 +548,16 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
         throw new GatewayRequestError(`the body is not valid JSON: ${(err as Error).message}`);
       }
       const answer = await scoreOpenRlhfRequest(body, o, gone.signal);
-      if (!gone.signal.aborted) send(res, 200, answer);
+      if (!gone.signal.aborted) send(res, 200, answer, draining);
+      else if (cut()) send(res, 503, { error: (gone.signal.reason as Error).message }, true);
     } catch (err) {
+      if (cut() && !res.headersSent) {
+        res.setHeader("retry-after", "1");
+        return send(res, 503, { error: (gone.signal.reason as Error).message }, true);
+      }
       if (gone.signal.aborted) return;
       const f = failure(err);
-      send(res, f.status, f.body);
+      send(res, f.status, f.body, draining);
     }
   });
   const port = await new Promise<number>((resolve, reject) => {
@@ -488,13 +569,49 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
     });
   });
   const host = o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host;
-  return {
-    url: `http://${host}:${port}`,
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+
+  /** Cancels what is still being scored (503) and closes every connection. */
+  const cutOff = () => {
+    for (const c of scoring)
+      c.abort(
+        new ShutdownError(
+          "the gateway is shutting down and its shutdown grace ended before this request was scored; retry on another replica",
+        ),
+      );
+    // Let the 503s be written, then close whatever is left.
+    setImmediate(() => server.closeAllConnections());
   };
+  /** Once nothing is being scored while draining: close the idle connections (the server then closes). */
+  function drained() {
+    if (draining && scoring.size === 0) {
+      if (timer) clearTimeout(timer);
+      server.closeIdleConnections();
+    }
+  }
+  const close = (graceMs = defaultGraceMs): Promise<void> => {
+    if (!(graceMs >= 0)) throw new RangeError(`the shutdown grace must be >= 0 ms, got ${graceMs}`);
+    const at = Date.now() + graceMs;
+    if (at < deadline) {
+      deadline = at;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(cutOff, graceMs);
+      timer.unref();
+    }
+    if (!closed) {
+      draining = true;
+      closed = new Promise<void>((resolve) => server.close(() => resolve())).finally(() =>
+        clearTimeout(timer),
+      );
+      // Kept-alive connections with no request in progress are closed now; busy ones after their answer.
+      server.closeIdleConnections();
+      drained();
+    }
+    return closed;
+  };
+  return { url: `http://${host}:${port}`, port, inFlight: () => scoring.size, close };
+}
+
+/** The reason the end of the shutdown grace gives the requests it cancels. */
+class ShutdownError extends Error {
+  override readonly name = "ShutdownError";
 }

@@ -3,7 +3,6 @@ called as OpenRLHF calls a `--remote_rm_url` Python file (`reward_func(queries, 
 the mesh's HTTP endpoint (`reward-mesh gateway`) answering a request in OpenRLHF's shape."""
 
 import json
-import math
 import unittest
 
 try:
@@ -93,11 +92,12 @@ class GatewayTest(unittest.TestCase):
         req = openrlhf.RemoteRMRequest([prompts[0] + "\\boxed{7}", prompts[1] + "\\boxed{8}", prompts[2] + "hi there"],
                                        prompts, ["7", "7", {"custom": {}}])
         res = openrlhf.post(GATEWAY, req, timeout=30)
-        # A component that does not apply is NaN in extra_logs (Python's json reads the bare NaN token);
-        # scores is the first component (math/correct), 0 where it does not apply.
-        nan_as_none = lambda xs: [None if math.isnan(x) else x for x in xs]  # noqa: E731
-        self.assertEqual(nan_as_none(res.extra_logs["math/correct"]), [1.0, 0.0, None])
-        self.assertEqual(nan_as_none(res.extra_logs["length/length"]), [None, None, 8.0])
+        # A component that does not apply is 0 in extra_logs (as in reward_func), with "<key>/applicable" 0
+        # beside it; scores is the first component (math/correct), 0 where it does not apply.
+        self.assertEqual(res.extra_logs["math/correct"], [1.0, 0.0, 0.0])
+        self.assertEqual(res.extra_logs["math/correct/applicable"], [1.0, 1.0, 0.0])
+        self.assertEqual(res.extra_logs["length/length"], [0.0, 0.0, 8.0])
+        self.assertEqual(res.extra_logs["length/length/applicable"], [0.0, 0.0, 1.0])
         self.assertEqual(res.scores, [1.0, 0.0, 0.0])
         verl.reset()
         verl.configure(services=SERVICES, run_config=RUN)
