@@ -162,7 +162,13 @@ export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./rew
 export type { RunningService, ServiceExtras } from "./runtime.js";
 export { serveRewardService, startRewardService } from "./runtime.js";
 export type { GrpcServerOptions, GrpcServicesOptions, HostedService, RunningGrpcServer } from "./server.js";
-export { createRewardServiceImpl, grpcService, startGrpcServer, startGrpcServices } from "./server.js";
+export {
+  createRewardServiceImpl,
+  grpcService,
+  MAX_SCORE_BATCH,
+  startGrpcServer,
+  startGrpcServices,
+} from "./server.js";
 // ---- for service authors ----
 export type {
   ComponentDeclaration,
