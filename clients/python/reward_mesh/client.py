@@ -7,7 +7,6 @@ subclasses naming the service, its address and the method.
 
 import copy
 import math
-import queue
 
 import grpc
 from google.protobuf import json_format
@@ -15,7 +14,7 @@ from google.protobuf import json_format
 from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, trainer_pb2, trainer_pb2_grpc
 from .builder import domain_of
 from .config import from_env
-from .errors import InvalidInputError, MeshError, rpc_error
+from .errors import InvalidInputError, MeshError, rpc_error, status_error
 
 DEFAULT_TIMEOUT = 60.0
 # The mesh accepts rollouts up to 16 MiB (the bus's limit); results are small.
@@ -27,6 +26,8 @@ _CHANNEL_OPTIONS = [
 
 OK = reward_pb2.COMPONENT_STATUS_OK
 NOT_APPLICABLE = reward_pb2.COMPONENT_STATUS_NOT_APPLICABLE
+# The most requests one ScoreBatch call takes (reward_service.proto); bigger batches are split.
+MAX_BATCH = 1024
 
 
 def _deadline(timeout, default):
@@ -48,6 +49,10 @@ class RewardClient:
         with RewardClient("127.0.0.1:50061") as c:
             print(c.describe().components)
             result = c.score(rollout(custom_task(), "hello"))
+            results = c.score_batch([rollout(custom_task(), "hi"), rollout(custom_task(), "hey")])
+
+    Batches go over `ScoreBatch` (one unary call per 1024 rollouts); a service that answers it
+    UNIMPLEMENTED (one written against an older contract) is scored over `ScoreStream` from then on.
     """
 
     def __init__(self, address, *, timeout=DEFAULT_TIMEOUT, credentials=None, name=None):
@@ -57,6 +62,8 @@ class RewardClient:
         self._channel = _channel(address, credentials)
         self._stub = reward_service_pb2_grpc.RewardServiceStub(self._channel)
         self._info = None
+        # Whether the service has ScoreBatch: None until a call says, False once it answered UNIMPLEMENTED.
+        self.has_score_batch = None
 
     @property
     def target(self):
@@ -96,11 +103,82 @@ class RewardClient:
                 raise MeshError(f"{self.target}: ScoreStream result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
         return results
 
-    def _open_stream(self, q, timeout=None):
-        """A ScoreStream call, started now, over the ScoreRequests put on `q` until a None (gRPC sends
-        them from its own thread); iterate it for the results. Nothing is shared between calls, so calls
-        from several threads run concurrently."""
-        return self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(q.get, None), timeout=_deadline(timeout, self.timeout)))
+    def score_batch(self, rollouts, timeout=None, *, return_errors=False):
+        """The RewardResults of `rollouts`, in order, over `ScoreBatch` (one call per 1024 rollouts, the
+        calls in parallel; the deadline covers each). A rollout the service refuses (or fails on) raises its
+        MeshRpcError (`ScoreBatch failed: INVALID_ARGUMENT: 'requests[<i>].rollout.<field>' ... (rollout
+        '<id>')`), unless `return_errors`: then its entry is that MeshRpcError and the others are results.
+        A service without ScoreBatch (UNIMPLEMENTED) is scored over `ScoreStream`, where the first refused
+        rollout fails the call (raised, whatever `return_errors`)."""
+        rollouts = list(rollouts)
+        if not rollouts:
+            return []
+        out = self._finish(self._start(rollouts, timeout))
+        if not return_errors:
+            for r in out:
+                if isinstance(r, MeshError):
+                    raise r
+        return out
+
+    def _start(self, rollouts, timeout=None):
+        """Starts scoring `rollouts` (a list): ScoreBatch futures, one per MAX_BATCH, or for a service
+        known to lack ScoreBatch a ScoreStream call; `_finish` collects. Nothing is shared between calls,
+        so calls from several threads run concurrently."""
+        t = _deadline(timeout, self.timeout)
+        if self.has_score_batch is False:
+            requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
+            return ("ScoreStream", rollouts, t, self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(requests), timeout=t)))
+        calls = []
+        for s in range(0, len(rollouts), MAX_BATCH):
+            req = reward_service_pb2.ScoreBatchRequest()
+            add = req.requests.add
+            for r in rollouts[s:s + MAX_BATCH]:
+                add(rollout=r)  # one copy of each rollout (a list of ScoreRequests would be copied again)
+            calls.append(self._call("ScoreBatch", lambda req=req: self._stub.ScoreBatch.future(req, timeout=t)))
+        return ("ScoreBatch", rollouts, t, calls)
+
+    @staticmethod
+    def _cancel(started):
+        method, _, _, calls = started
+        for c in calls if method == "ScoreBatch" else [calls]:
+            c.cancel()
+
+    def _finish(self, started):
+        """The results of a `_start`ed call, in order; an entry the service refused is its MeshRpcError
+        (ScoreBatch only). Falls back to ScoreStream when the service answers ScoreBatch UNIMPLEMENTED."""
+        method, rollouts, t, calls = started
+        if method == "ScoreStream":
+            results = self._call("ScoreStream", lambda: list(calls))
+        else:
+            results = []
+            try:
+                for c in calls:
+                    res = c.result()
+                    base = len(results)
+                    got = list(res.results)
+                    for e in res.errors:
+                        if e.index >= len(got):
+                            raise MeshError(f"{self.target}: ScoreBatch error for request {e.index} of {len(got)}")
+                        got[e.index] = status_error(self.target, "ScoreBatch", e.code,
+                                                    f"{e.message} (rollout {rollouts[base + e.index].id!r})")
+                    results.extend(got)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    self._cancel(started)
+                    raise rpc_error(self.target, "ScoreBatch", e) from None
+                self._cancel(started)
+                self.has_score_batch = False
+                method = "ScoreStream"
+                requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
+                results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=t)))
+            else:
+                self.has_score_batch = True
+        if len(results) != len(rollouts):
+            raise MeshError(f"{self.target}: {method} returned {len(results)} results for {len(rollouts)} rollouts")
+        for i, (r, res) in enumerate(zip(rollouts, results)):
+            if not isinstance(res, MeshError) and res.rollout_id != r.id:
+                raise MeshError(f"{self.target}: {method} result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
+        return results
 
     def close(self):
         self._channel.close()
@@ -154,8 +232,9 @@ def _check_result(service, res, ranges, i):
 
 class Mesh:
     """Several reward services scored together: every rollout goes to each service that scores its
-    domain (one `ScoreStream` per service per batch, the services in parallel); a component of a service
-    that does not score the rollout's domain is not applicable, as in the trainer.
+    domain (one `ScoreBatch` call per service per batch of up to 1024, the services in parallel;
+    `ScoreStream` for a service without ScoreBatch); a component of a service that does not score the
+    rollout's domain is not applicable, as in the trainer.
 
         mesh = Mesh({"length": "127.0.0.1:50061", "math": "127.0.0.1:50062"})
         rows = mesh.score([rollout(...), ...])   # [{"math/correct": ComponentReward | None, ...}, ...]
@@ -221,44 +300,34 @@ class Mesh:
 
     def score(self, rollouts, timeout=None):
         """Per rollout, `{"<service>/<component>": ComponentReward, or None where not applicable}`, over
-        every component of the mesh. `rollouts` may be a generator: each rollout is sent on its services'
-        streams as soon as it is built, so building the batch overlaps with scoring it."""
-        streams = {}  # service -> (its rollout indices, request queue, the call in flight)
-        sent = []
+        every component of the mesh. `rollouts`: a list or any iterable of Rollouts. A rollout a service
+        refuses raises its MeshRpcError (naming the service, the field and the rollout's id)."""
+        sent = list(rollouts)
+        picked = {name: [] for name in self.clients}  # service -> the indices of its rollouts
+        for i, r in enumerate(sent):
+            domain = domain_of(r.task)
+            for name in self.clients:
+                if domain in self.domains[name]:
+                    picked[name].append(i)
+        started = {}
         done = False
         try:
-            for i, r in enumerate(rollouts):
-                sent.append(r)
-                domain = domain_of(r.task)
-                for name, client in self.clients.items():
-                    if domain not in self.domains[name]:
-                        continue
-                    if name not in streams:
-                        q = queue.SimpleQueue()
-                        streams[name] = ([], q, client._open_stream(q, _deadline(timeout, self.timeout)))
-                    streams[name][0].append(i)
-                    streams[name][1].put(reward_service_pb2.ScoreRequest(rollout=r))
-            for _, q, _ in streams.values():
-                q.put(None)
-            # Every stream is in flight: reading them one after the other takes as long as the slowest.
-            collected = {name: self.clients[name]._call("ScoreStream", lambda call=call: list(call))
-                         for name, (_, _, call) in streams.items()}
+            for name, idx in picked.items():
+                if idx:
+                    started[name] = self.clients[name]._start([sent[i] for i in idx], timeout if timeout is not None else self.timeout)
+            # Every call is in flight: collecting them one after the other takes as long as the slowest.
+            collected = {name: self.clients[name]._finish(call) for name, call in started.items()}
             done = True
         finally:
             if not done:
-                for _, q, call in streams.values():
-                    q.put(None)
-                    call.cancel()
+                for name, call in started.items():
+                    self.clients[name]._cancel(call)
         rows = [dict.fromkeys(self.components) for _ in sent]
-        for name, (picked, _, _) in streams.items():
-            results = collected[name]
-            client = self.clients[name]
+        for name, results in collected.items():
             keys = self._keys[name]
-            if len(results) != len(picked):
-                raise MeshError(f"{client.target}: ScoreStream returned {len(results)} results for {len(picked)} rollouts")
-            for i, res in zip(picked, results):
-                if res.rollout_id != sent[i].id:
-                    raise MeshError(f"{client.target}: ScoreStream result for rollout {res.rollout_id!r}, expected {sent[i].id!r}")
+            for i, res in zip(picked[name], results):
+                if isinstance(res, MeshError):
+                    raise res
                 row = rows[i]
                 _check_result(name, res, self._ranges[name], i)
                 for comp in res.components:

@@ -6,7 +6,7 @@ dataset column as a keyword list (plus `completion_ids`, `trainer_state`, ...); 
 completion, or None where the function does not apply (TRL then ignores it in the weighted sum).
 
 The functions of one `reward_funcs(...)` call share a per-batch cache: the first one scores the batch
-(one `ScoreStream` per service, the services in parallel), the others read the cache, so K components
+(one `ScoreBatch` call per service, the services in parallel), the others read the cache, so K components
 do not score the batch K times. The task of a row comes from its `task` column (a `rewardmesh.v1.Task`
 as proto JSON, dict or text), or from `task_builder(prompt, row)`; without either, a `custom` task
 carrying the prompt.
@@ -93,12 +93,18 @@ def _default_task(prompt, row, parsed=None):
     if row.get("task") is not None:
         raw = row["task"]
         # The completions of one prompt repeat their row's task: parse each distinct one once per batch.
-        key = raw if isinstance(raw, str) else repr(raw)
-        t = None if parsed is None else parsed.get(key)
+        # The same object (the column holds it for the whole batch) is found by identity first, then
+        # an equal one by value.
+        t = None if parsed is None else parsed.get(id(raw))
+        key = None
+        if t is None:
+            key = raw if isinstance(raw, str) else repr(raw)
+            t = None if parsed is None else parsed.get(key)
         if t is None:
             t = task_from_json(raw, name="task")
-            if parsed is not None:
-                parsed[key] = t
+        if parsed is not None and key is not None:
+            parsed[key] = t
+            parsed[id(raw)] = t
         if not t.prompt and not t.messages and prompt is not None:
             t = _with_prompt(t, prompt)
         return t
@@ -157,9 +163,9 @@ class BatchScorer:
         ids = kwargs.get("completion_ids")
         # Completions of one prompt form a group: its size is known before the first is built.
         sizes, positions = {}, {}
-        if prompts is not None:
-            for p in prompts:
-                k = repr(p)
+        keys = [p if isinstance(p, str) else repr(p) for p in prompts] if prompts is not None else None
+        if keys is not None:
+            for k in keys:
                 sizes[k] = sizes.get(k, 0) + 1
         parsed = {}
         for i, completion in enumerate(completions):
@@ -171,7 +177,7 @@ class BatchScorer:
                         else task_from_json(self.task_builder(prompt, row), name="task"))
             except InvalidInputError as e:
                 raise InvalidInputError(f"row {i}: {e}") from None
-            k = repr(prompt)
+            k = keys[i] if keys is not None else repr(None)
             group, pos = positions.setdefault(k, [len(positions), 0])
             positions[k][1] += 1
             meta = dict(self.metadata)
