@@ -7,6 +7,8 @@ subclasses naming the service, its address and the method.
 
 import copy
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from google.protobuf import json_format
@@ -28,6 +30,35 @@ OK = reward_pb2.COMPONENT_STATUS_OK
 NOT_APPLICABLE = reward_pb2.COMPONENT_STATUS_NOT_APPLICABLE
 # The most requests one ScoreBatch call takes (reward_service.proto); bigger batches are split.
 MAX_BATCH = 1024
+
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool():
+    """The threads that run the blocking ScoreBatch calls a batch does not run in the caller's thread
+    (one per service but one): kept between batches. grpcio's `.future()` would start a channel thread
+    per call instead, and costs more CPU per call."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="reward-mesh-rpc")
+        return _POOL
+
+
+class _Inline:
+    """A blocking call run in the caller's thread when its result is asked for (the last call of a batch)."""
+
+    def __init__(self, fn, *args, **kwargs):
+        self._call = (fn, args, kwargs)
+
+    def result(self):
+        fn, args, kwargs = self._call
+        return fn(*args, **kwargs)
+
+    def cancel(self):
+        return False
 
 
 def _deadline(timeout, default):
@@ -113,28 +144,33 @@ class RewardClient:
         rollouts = list(rollouts)
         if not rollouts:
             return []
-        out = self._finish(self._start(rollouts, timeout))
+        out = self._finish(self._start(rollouts, timeout, inline=True))
         if not return_errors:
             for r in out:
                 if isinstance(r, MeshError):
                     raise r
         return out
 
-    def _start(self, rollouts, timeout=None):
-        """Starts scoring `rollouts` (a list): ScoreBatch futures, one per MAX_BATCH, or for a service
-        known to lack ScoreBatch a ScoreStream call; `_finish` collects. Nothing is shared between calls,
-        so calls from several threads run concurrently."""
+    def _start(self, rollouts, timeout=None, inline=False):
+        """Starts scoring `rollouts` (a list): blocking ScoreBatch calls, one per MAX_BATCH, on the pool's
+        threads (the last one, with `inline`, in the caller's thread when `_finish` asks for it), or for a
+        service known to lack ScoreBatch a ScoreStream call; `_finish` collects. Nothing is shared between
+        calls, so calls from several threads run concurrently."""
         t = _deadline(timeout, self.timeout)
         if self.has_score_batch is False:
             requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
             return ("ScoreStream", rollouts, t, self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(requests), timeout=t)))
         calls = []
-        for s in range(0, len(rollouts), MAX_BATCH):
+        starts = range(0, len(rollouts), MAX_BATCH)
+        for s in starts:
             req = reward_service_pb2.ScoreBatchRequest()
             add = req.requests.add
             for r in rollouts[s:s + MAX_BATCH]:
                 add(rollout=r)  # one copy of each rollout (a list of ScoreRequests would be copied again)
-            calls.append(self._call("ScoreBatch", lambda req=req: self._stub.ScoreBatch.future(req, timeout=t)))
+            if inline and s == starts[-1]:
+                calls.append(_Inline(self._stub.ScoreBatch, req, timeout=t))
+            else:
+                calls.append(_pool().submit(self._stub.ScoreBatch, req, timeout=t))
         return ("ScoreBatch", rollouts, t, calls)
 
     @staticmethod
@@ -206,7 +242,23 @@ _MINIMUM_STATUSES = {reward_pb2.COMPONENT_STATUS_ERROR, reward_pb2.COMPONENT_STA
 def _check_result(service, res, ranges, i):
     """Checks one service's result against its Describe as the trainer does (trainer/src/run/
     validation.ts checkComponents): every component once, a known status, a finite value within
-    [min, max], the minimum for ERROR/TIMEOUT. Raises MeshError naming the service, component and rollout."""
+    [min, max], the minimum for ERROR/TIMEOUT. Raises MeshError naming the service, component and rollout.
+    `ranges`: {component: (min, max)} of the service's Describe."""
+    n = 0
+    for c in res.components:
+        r = ranges.get(c.name)
+        v = c.value
+        # `lo <= v <= hi` is False for NaN; the precise message comes from _result_error.
+        if r is None or c.status not in _KNOWN_STATUSES or not r[0] <= v <= r[1] or (
+                c.status in _MINIMUM_STATUSES and v != r[0]):
+            _result_error(service, res, ranges, i)
+        n += 1
+    if n != len(ranges) or len({c.name for c in res.components}) != n:
+        _result_error(service, res, ranges, i)
+
+
+def _result_error(service, res, ranges, i):
+    """Raises the MeshError for a result that _check_result refused, naming what is wrong."""
     where = f"service {service!r}, rollout {res.rollout_id!r} (rollouts[{i}])"
     seen = set()
     for c in res.components:
@@ -228,6 +280,7 @@ def _check_result(service, res, ranges, i):
     for name in ranges:
         if name not in seen:
             raise MeshError(f"{where}: component {name!r} is missing from the result")
+    raise MeshError(f"{where}: the result does not match its Describe")
 
 
 class Mesh:
@@ -311,10 +364,13 @@ class Mesh:
                     picked[name].append(i)
         started = {}
         done = False
+        busy = [name for name, idx in picked.items() if idx]
         try:
-            for name, idx in picked.items():
-                if idx:
-                    started[name] = self.clients[name]._start([sent[i] for i in idx], timeout if timeout is not None else self.timeout)
+            for name in busy:
+                # The last service's (last) call runs in this thread: one thread handoff fewer per batch.
+                started[name] = self.clients[name]._start([sent[i] for i in picked[name]],
+                                                          timeout if timeout is not None else self.timeout,
+                                                          inline=name == busy[-1])
             # Every call is in flight: collecting them one after the other takes as long as the slowest.
             collected = {name: self.clients[name]._finish(call) for name, call in started.items()}
             done = True
