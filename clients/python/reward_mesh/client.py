@@ -239,26 +239,29 @@ _KNOWN_STATUSES = {OK, NOT_APPLICABLE, reward_pb2.COMPONENT_STATUS_ERROR, reward
 _MINIMUM_STATUSES = {reward_pb2.COMPONENT_STATUS_ERROR, reward_pb2.COMPONENT_STATUS_TIMEOUT}
 
 
-def _check_result(service, res, ranges, i):
+def _fill_row(row, service, res, keys, ranges, i):
     """Checks one service's result against its Describe as the trainer does (trainer/src/run/
     validation.ts checkComponents): every component once, a known status, a finite value within
-    [min, max], the minimum for ERROR/TIMEOUT. Raises MeshError naming the service, component and rollout.
-    `ranges`: {component: (min, max)} of the service's Describe."""
-    n = 0
+    [min, max], the minimum for ERROR/TIMEOUT; raises MeshError naming the service, component and rollout.
+    Then sets its components in `row` (`keys`: component -> "<service>/<component>"; None where not
+    applicable). `ranges`: {component: (min, max)} of the service's Describe."""
+    names = []
     for c in res.components:
-        r = ranges.get(c.name)
+        name = c.name
         v = c.value
+        st = c.status
+        r = ranges.get(name)
         # `lo <= v <= hi` is False for NaN; the precise message comes from _result_error.
-        if r is None or c.status not in _KNOWN_STATUSES or not r[0] <= v <= r[1] or (
-                c.status in _MINIMUM_STATUSES and v != r[0]):
+        if r is None or st not in _KNOWN_STATUSES or not r[0] <= v <= r[1] or (st in _MINIMUM_STATUSES and v != r[0]):
             _result_error(service, res, ranges, i)
-        n += 1
-    if n != len(ranges) or len({c.name for c in res.components}) != n:
+        row[keys[name]] = None if st == NOT_APPLICABLE else c
+        names.append(name)
+    if len(names) != len(ranges) or len(set(names)) != len(names):
         _result_error(service, res, ranges, i)
 
 
 def _result_error(service, res, ranges, i):
-    """Raises the MeshError for a result that _check_result refused, naming what is wrong."""
+    """Raises the MeshError for a result that _fill_row refused, naming what is wrong."""
     where = f"service {service!r}, rollout {res.rollout_id!r} (rollouts[{i}])"
     seen = set()
     for c in res.components:
@@ -381,13 +384,11 @@ class Mesh:
         rows = [dict.fromkeys(self.components) for _ in sent]
         for name, results in collected.items():
             keys = self._keys[name]
+            ranges = self._ranges[name]
             for i, res in zip(picked[name], results):
                 if isinstance(res, MeshError):
                     raise res
-                row = rows[i]
-                _check_result(name, res, self._ranges[name], i)
-                for comp in res.components:
-                    row[keys[comp.name]] = None if comp.status == NOT_APPLICABLE else comp
+                _fill_row(rows[i], name, res, keys, ranges, i)
         return rows
 
     def close(self):
