@@ -61,6 +61,31 @@ class _Inline:
         return False
 
 
+def _varint(n):
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def score_batch_request_bytes(rollouts):
+    """The wire bytes of `ScoreBatchRequest{requests: [ScoreRequest{rollout: r} for r in rollouts]}`,
+    framed from each rollout's own serialization: the same bytes protobuf writes (both fields are field 1,
+    length-delimited), without copying every rollout into a request message first (the copy and the
+    request's serialization cost more than the Rollouts' serialization on the TRL hot path)."""
+    out = []
+    for r in rollouts:
+        b = r.SerializeToString()
+        n = len(b)
+        head = b"\n" + _varint(n)  # ScoreRequest.rollout: field 1, wire type 2
+        out.append(b"\n" + _varint(len(head) + n))  # ScoreBatchRequest.requests: field 1, wire type 2
+        out.append(head)
+        out.append(b)
+    return b"".join(out)
+
+
 def _deadline(timeout, default):
     """The call's timeout, or the client's when the call gives none (0 is a timeout, not "none")."""
     return default if timeout is None else timeout
@@ -92,6 +117,10 @@ class RewardClient:
         self._name = name
         self._channel = _channel(address, credentials)
         self._stub = reward_service_pb2_grpc.RewardServiceStub(self._channel)
+        # ScoreBatch with the request already serialized (score_batch_request_bytes).
+        self._score_batch_bytes = self._channel.unary_unary(
+            "/rewardmesh.v1.RewardService/ScoreBatch", request_serializer=None,
+            response_deserializer=reward_service_pb2.ScoreBatchResponse.FromString)
         self._info = None
         # Whether the service has ScoreBatch: None until a call says, False once it answered UNIMPLEMENTED.
         self.has_score_batch = None
@@ -163,14 +192,11 @@ class RewardClient:
         calls = []
         starts = range(0, len(rollouts), MAX_BATCH)
         for s in starts:
-            req = reward_service_pb2.ScoreBatchRequest()
-            add = req.requests.add
-            for r in rollouts[s:s + MAX_BATCH]:
-                add(rollout=r)  # one copy of each rollout (a list of ScoreRequests would be copied again)
+            req = score_batch_request_bytes(rollouts[s:s + MAX_BATCH])
             if inline and s == starts[-1]:
-                calls.append(_Inline(self._stub.ScoreBatch, req, timeout=t))
+                calls.append(_Inline(self._score_batch_bytes, req, timeout=t))
             else:
-                calls.append(_pool().submit(self._stub.ScoreBatch, req, timeout=t))
+                calls.append(_pool().submit(self._score_batch_bytes, req, timeout=t))
         return ("ScoreBatch", rollouts, t, calls)
 
     @staticmethod

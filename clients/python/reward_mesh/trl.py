@@ -89,22 +89,25 @@ def _row(kwargs, i, keys=None):
     return {k: v[i] for k, v in items if k not in _RESERVED and isinstance(v, (list, tuple)) and i < len(v)}
 
 
+_LAST = object()  # the key of the last (raw task, Task) in _default_task's `parsed`
+
+
 def _default_task(prompt, row, parsed=None):
     if row.get("task") is not None:
         raw = row["task"]
         # The completions of one prompt repeat their row's task: parse each distinct one once per batch.
-        # The same object (the column holds it for the whole batch) is found by identity first, then
-        # an equal one by value.
-        t = None if parsed is None else parsed.get(id(raw))
-        key = None
-        if t is None:
+        # The row before usually has the same one (one == on the parsed values, cheaper than a key).
+        last = None if parsed is None else parsed.get(_LAST)
+        if last is not None and (last[0] is raw or last[0] == raw):
+            t = last[1]
+        else:
             key = raw if isinstance(raw, str) else repr(raw)
             t = None if parsed is None else parsed.get(key)
-        if t is None:
-            t = task_from_json(raw, name="task")
-        if parsed is not None and key is not None:
-            parsed[key] = t
-            parsed[id(raw)] = t
+            if t is None:
+                t = task_from_json(raw, name="task")
+            if parsed is not None:
+                parsed[key] = t
+                parsed[_LAST] = (raw, t)
         if not t.prompt and not t.messages and prompt is not None:
             t = _with_prompt(t, prompt)
         return t
@@ -168,10 +171,13 @@ class BatchScorer:
             for k in keys:
                 sizes[k] = sizes.get(k, 0) + 1
         parsed = {}
+        # The default task reads two columns (looked up once here); a task_builder gets the whole row.
+        columns = {k: v for k, v in kwargs.items() if k in ("task", "metadata") and k not in _RESERVED
+                   and isinstance(v, (list, tuple))}
         for i, completion in enumerate(completions):
             prompt = prompts[i] if prompts is not None else None
-            # The default task reads two columns; a task_builder gets the whole row.
-            row = _row(kwargs, i) if self.task_builder is not None else _row(kwargs, i, ("task", "metadata"))
+            row = (_row(kwargs, i) if self.task_builder is not None
+                   else {k: v[i] for k, v in columns.items() if i < len(v)})
             try:
                 task = (_default_task(prompt, row, parsed) if self.task_builder is None
                         else task_from_json(self.task_builder(prompt, row), name="task"))
@@ -180,9 +186,9 @@ class BatchScorer:
             k = keys[i] if keys is not None else repr(None)
             group, pos = positions.setdefault(k, [len(positions), 0])
             positions[k][1] += 1
-            meta = dict(self.metadata)
+            meta = self.metadata
             if isinstance(row.get("metadata"), dict):
-                meta.update(row["metadata"])
+                meta = {**meta, **row["metadata"]}
             yield rollout(task, completion_text(completion, task), group_id=f"g{group}", index=pos,
                           group_size=sizes.get(k, 1), metadata=meta,
                           response_tokens=len(ids[i]) if ids is not None and i < len(ids) else 0)

@@ -151,6 +151,16 @@ class ScoreBatchTest(unittest.TestCase):
         self.assertEqual([v[0][1] for v in values], [1.0, 0.0, 1.0, 0.0])
         self.assertEqual(values, [[(c.name, c.value, c.status) for c in r.components] for r in self.math.score_stream(rs)])
 
+    def test_request_bytes_are_protobufs_own(self):
+        # The client frames ScoreBatchRequest from each rollout's serialization: the bytes must be those
+        # protobuf writes (lengths on 1, 2 and 3 varint bytes included).
+        from reward_mesh.client import score_batch_request_bytes
+        rs = [rm.rollout(rm.math_task(["1"], prompt="p" * n), "x" * n, metadata={"k": "v" * n}) for n in (0, 1, 60, 127, 128, 300, 20000)]
+        want = rm.reward_service_pb2.ScoreBatchRequest(requests=[rm.reward_service_pb2.ScoreRequest(rollout=r) for r in rs])
+        got = score_batch_request_bytes(rs)
+        self.assertEqual(got, want.SerializeToString())
+        self.assertEqual(rm.reward_service_pb2.ScoreBatchRequest.FromString(got), want)
+
     def test_a_bad_rollout_gets_its_own_error_and_the_others_are_scored(self):
         good = [rm.rollout(rm.custom_task(prompt="p"), "a" * n) for n in (10, 50)]
         bad = rm.rollout(rm.custom_task(prompt="p"), "x", metadata={"overlong.max_length": "abc"})
