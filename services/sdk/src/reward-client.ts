@@ -1,6 +1,9 @@
 /**
  * A client of a reward service (`rewardmesh.v1.RewardService`) with a default deadline, so that no
- * call — `Describe`, `Score` or a whole `ScoreStream` — can wait forever on a server that never answers.
+ * call — `Describe`, `Score`, `ScoreBatch` or a whole `ScoreStream` — can wait forever on a server that
+ * never answers. `scoreBatch({ requests })` scores up to `MAX_SCORE_BATCH` (1024) rollouts in one unary call
+ * (`{ results, errors }`: a refused rollout is its own entry of `errors`); a service written against the
+ * contract before ScoreBatch answers it UNIMPLEMENTED — use `scoreStream` there.
  * @module
  */
 import { type Client, RewardService } from "@reward-mesh/proto";
@@ -28,7 +31,13 @@ export function createRewardServiceClient(
   address: string,
   options: RewardServiceClientOptions = {},
 ): Client<typeof RewardService> {
-  return createSecureGrpcClient(RewardService, address, options.security, {}, {
-    defaultTimeoutMs: options.timeoutMs ?? DEFAULT_REWARD_CALL_TIMEOUT_MS,
-  });
+  return createSecureGrpcClient(
+    RewardService,
+    address,
+    options.security,
+    {},
+    {
+      defaultTimeoutMs: options.timeoutMs ?? DEFAULT_REWARD_CALL_TIMEOUT_MS,
+    },
+  );
 }
