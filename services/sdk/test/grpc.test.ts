@@ -9,6 +9,8 @@ import { context, trace } from "@opentelemetry/api";
 import {
   ComponentStatus,
   createGrpcClient,
+  createGrpcHandlers,
+  createGrpcServiceDefinition,
   grpc,
   health,
   RewardService,
@@ -16,9 +18,11 @@ import {
 } from "@reward-mesh/proto";
 import {
   createLimiter,
+  createRewardServiceImpl,
   injectIntoMetadata,
   MAX_SCORE_BATCH,
   type RunningGrpcServer,
+  scoreBatch,
   silentLogger,
   startGrpcServer,
 } from "../src/index.js";
@@ -282,6 +286,70 @@ describe("gRPC RewardService", () => {
     } finally {
       c2.close();
       await s2.close(100);
+    }
+  });
+
+  it("scoreBatch (the client helper) splits at the cap and numbers errors across the whole batch", async () => {
+    const rollouts = Array.from({ length: MAX_SCORE_BATCH + 6 }, (_, i) =>
+      makeRollout(i === MAX_SCORE_BATCH + 3 ? { groupId: "" } : { response: "x".repeat(i % 7) }),
+    );
+    const out = await scoreBatch(client, rollouts);
+    assert.equal(out.rpc, "ScoreBatch");
+    assert.deepEqual(
+      out.results.map((r) => r.rolloutId),
+      rollouts.map((r) => r.id),
+    );
+    assert.deepEqual(
+      out.errors.map((e) => [e.index, e.code, e.message]),
+      [[MAX_SCORE_BATCH + 3, grpc.status.INVALID_ARGUMENT, "'requests[3].rollout.group_id' is required"]],
+    );
+    assert.equal(out.results[MAX_SCORE_BATCH + 5]!.components[0]!.value, (MAX_SCORE_BATCH + 5) % 7);
+  });
+
+  it("scoreBatch falls back to ScoreStream on a real server without ScoreBatch (UNIMPLEMENTED), and remembers", async () => {
+    // A grpc-js server hosting RewardService as a service written before ScoreBatch: no such method.
+    const old = new grpc.Server();
+    const definition = { ...createGrpcServiceDefinition(RewardService) } as Record<string, unknown>;
+    delete definition["scoreBatch"];
+    const handlers = createGrpcHandlers(
+      RewardService,
+      createRewardServiceImpl(createEchoService(), createLimiter(4), silentLogger),
+    );
+    let streams = 0;
+    const stream = handlers["scoreStream"] as (call: unknown) => void;
+    handlers["scoreStream"] = (call: unknown) => {
+      streams++;
+      stream(call);
+    };
+    old.addService(definition as grpc.ServiceDefinition, handlers);
+    const port = await new Promise<number>((resolve, reject) =>
+      old.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    const c = createGrpcClient(RewardService, `127.0.0.1:${port}`);
+    try {
+      await assert.rejects(
+        c.scoreBatch({ requests: [{ rollout: makeRollout() }] }),
+        (err: grpc.ServiceError) => err.code === grpc.status.UNIMPLEMENTED,
+      );
+      const rollouts = ["a", "xx", "xyz"].map((response) => makeRollout({ response }));
+      for (let k = 0; k < 2; k++) {
+        const out = await scoreBatch(c, rollouts, { timeoutMs: 10_000 });
+        assert.equal(out.rpc, "ScoreStream");
+        assert.deepEqual(
+          out.results.map((r) => [r.rolloutId, r.components.map((x) => x.value)]),
+          [
+            [rollouts[0]!.id, [1, 0]],
+            [rollouts[1]!.id, [2, 1]],
+            [rollouts[2]!.id, [3, 1]],
+          ],
+        );
+      }
+      assert.equal(streams, 2);
+    } finally {
+      c.close();
+      old.forceShutdown();
     }
   });
 
