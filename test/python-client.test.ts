@@ -141,6 +141,17 @@ describe("the Python package against a running mesh", {
     const r = await python(["-m", "unittest", "discover", "-s", "tests", "-t", ".", "-v"], env);
     assert.equal(r.code, 0, r.out);
     assert.match(r.out, /^OK/m, r.out);
+    // The ScoreBatch path and its fallback to ScoreStream (a real Python service without ScoreBatch) ran.
+    for (const t of [
+      "test_a_bad_rollout_gets_its_own_error_and_the_others_are_scored",
+      "test_an_oversized_batch_is_refused_naming_the_limit_and_the_client_splits",
+      "test_falls_back_to_score_stream_on_a_service_without_score_batch",
+    ])
+      assert.match(
+        r.out,
+        new RegExp(`^${t} \\(tests\\.test_client\\.ScoreBatchTest.*\\) \\.\\.\\. ok$`, "m"),
+        r.out,
+      );
   });
 
   it("passes the suite without torch, numpy and PyYAML too (only the verl estimators' tests skip)", async () => {

@@ -82,6 +82,9 @@ describe("`reward-mesh serve --remote` and this build's own services", () => {
             throw new Error("not called");
           },
           async *scoreStream() {},
+          scoreBatch: async () => {
+            throw new Error("not called");
+          },
         }),
       ],
       { logger: silentLogger },

@@ -1,4 +1,4 @@
-"""reward-mesh from Python: clients of the reward services (`Score`, `ScoreStream`, `Describe`) and of
+"""reward-mesh from Python: clients of the reward services (`Score`, `ScoreBatch`, `ScoreStream`, `Describe`) and of
 the trainer's advantage engine (`ComputeAdvantages`), a Rollout/Task builder, and adapters for TRL
 (`reward_mesh.trl`), verl (`reward_mesh.verl`) and OpenRLHF (`reward_mesh.openrlhf`).
 
@@ -6,7 +6,7 @@ Needs only grpcio and protobuf (Debian: python3-grpcio, python3-protobuf); torch
 advantage estimator.
 """
 
-from ._proto import reward_pb2, rollout_pb2, trainer_pb2
+from ._proto import reward_pb2, reward_service_pb2, rollout_pb2, trainer_pb2
 from .builder import (
     agent_task,
     code_task,
@@ -17,13 +17,14 @@ from .builder import (
     task_from_json,
     tool_call_task,
 )
-from .client import AdvantagesClient, Mesh, RewardClient, advantages_request, weighted
+from .client import MAX_BATCH, AdvantagesClient, Mesh, RewardClient, advantages_request, weighted
 from .config import Component, RunConfig, run_config
 from .errors import InvalidInputError, MeshError, MeshRpcError, MeshTimeoutError, MeshUnavailableError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "MAX_BATCH",
     "AdvantagesClient",
     "Component",
     "InvalidInputError",
@@ -41,6 +42,7 @@ __all__ = [
     "domain_of",
     "math_task",
     "reward_pb2",
+    "reward_service_pb2",
     "rollout",
     "rollout_pb2",
     "run_config",

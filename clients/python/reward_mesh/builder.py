@@ -184,20 +184,19 @@ def rollout(task, response, *, id=None, run_id="python", step=0, group_id="", in
     unique id, `group_id` to the id (a group of one), `run_id` to "python" (a NATS subject token)."""
     t = task_from_json(task)
     rid = _str("id", id, required=True) if id is not None else next_id()
-    r = Rollout(
+    index, group_size = int(index), int(group_size)
+    if group_size < 1 or index >= group_size:
+        raise InvalidInputError(f"'index' must be < 'group_size' (got index {index}, group_size {group_size})")
+    return Rollout(
         id=rid,
         run_id=_str("run_id", run_id, required=True),
         step=int(step),
         group_id=_str("group_id", group_id) or rid,
-        index=int(index),
-        group_size=int(group_size),
+        index=index,
+        group_size=group_size,
         response=_str("response", response),
         policy_version=int(policy_version),
         response_tokens=int(response_tokens),
+        task=t,
+        metadata={str(k): str(v) for k, v in metadata.items()} if metadata else None,
     )
-    if r.group_size < 1 or r.index >= r.group_size:
-        raise InvalidInputError(f"'index' must be < 'group_size' (got index {r.index}, group_size {r.group_size})")
-    r.task.CopyFrom(t)
-    for k, v in (metadata or {}).items():
-        r.metadata[str(k)] = str(v)
-    return r

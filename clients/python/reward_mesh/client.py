@@ -7,7 +7,8 @@ subclasses naming the service, its address and the method.
 
 import copy
 import math
-import queue
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from google.protobuf import json_format
@@ -15,7 +16,7 @@ from google.protobuf import json_format
 from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, trainer_pb2, trainer_pb2_grpc
 from .builder import domain_of
 from .config import from_env
-from .errors import InvalidInputError, MeshError, rpc_error
+from .errors import InvalidInputError, MeshError, rpc_error, status_error
 
 DEFAULT_TIMEOUT = 60.0
 # The mesh accepts rollouts up to 16 MiB (the bus's limit); results are small.
@@ -27,6 +28,62 @@ _CHANNEL_OPTIONS = [
 
 OK = reward_pb2.COMPONENT_STATUS_OK
 NOT_APPLICABLE = reward_pb2.COMPONENT_STATUS_NOT_APPLICABLE
+# The most requests one ScoreBatch call takes (reward_service.proto); bigger batches are split.
+MAX_BATCH = 1024
+
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool():
+    """The threads that run the blocking ScoreBatch calls a batch does not run in the caller's thread
+    (one per service but one): kept between batches. grpcio's `.future()` would start a channel thread
+    per call instead, and costs more CPU per call."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="reward-mesh-rpc")
+        return _POOL
+
+
+class _Inline:
+    """A blocking call run in the caller's thread when its result is asked for (the last call of a batch)."""
+
+    def __init__(self, fn, *args, **kwargs):
+        self._call = (fn, args, kwargs)
+
+    def result(self):
+        fn, args, kwargs = self._call
+        return fn(*args, **kwargs)
+
+    def cancel(self):
+        return False
+
+
+def _varint(n):
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def score_batch_request_bytes(rollouts):
+    """The wire bytes of `ScoreBatchRequest{requests: [ScoreRequest{rollout: r} for r in rollouts]}`,
+    framed from each rollout's own serialization: the same bytes protobuf writes (both fields are field 1,
+    length-delimited), without copying every rollout into a request message first (the copy and the
+    request's serialization cost more than the Rollouts' serialization on the TRL hot path)."""
+    out = []
+    for r in rollouts:
+        b = r.SerializeToString()
+        n = len(b)
+        head = b"\n" + _varint(n)  # ScoreRequest.rollout: field 1, wire type 2
+        out.append(b"\n" + _varint(len(head) + n))  # ScoreBatchRequest.requests: field 1, wire type 2
+        out.append(head)
+        out.append(b)
+    return b"".join(out)
 
 
 def _deadline(timeout, default):
@@ -48,6 +105,10 @@ class RewardClient:
         with RewardClient("127.0.0.1:50061") as c:
             print(c.describe().components)
             result = c.score(rollout(custom_task(), "hello"))
+            results = c.score_batch([rollout(custom_task(), "hi"), rollout(custom_task(), "hey")])
+
+    Batches go over `ScoreBatch` (one unary call per 1024 rollouts); a service that answers it
+    UNIMPLEMENTED (one written against an older contract) is scored over `ScoreStream` from then on.
     """
 
     def __init__(self, address, *, timeout=DEFAULT_TIMEOUT, credentials=None, name=None):
@@ -56,7 +117,13 @@ class RewardClient:
         self._name = name
         self._channel = _channel(address, credentials)
         self._stub = reward_service_pb2_grpc.RewardServiceStub(self._channel)
+        # ScoreBatch with the request already serialized (score_batch_request_bytes).
+        self._score_batch_bytes = self._channel.unary_unary(
+            "/rewardmesh.v1.RewardService/ScoreBatch", request_serializer=None,
+            response_deserializer=reward_service_pb2.ScoreBatchResponse.FromString)
         self._info = None
+        # Whether the service has ScoreBatch: None until a call says, False once it answered UNIMPLEMENTED.
+        self.has_score_batch = None
 
     @property
     def target(self):
@@ -96,11 +163,84 @@ class RewardClient:
                 raise MeshError(f"{self.target}: ScoreStream result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
         return results
 
-    def _open_stream(self, q, timeout=None):
-        """A ScoreStream call, started now, over the ScoreRequests put on `q` until a None (gRPC sends
-        them from its own thread); iterate it for the results. Nothing is shared between calls, so calls
-        from several threads run concurrently."""
-        return self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(q.get, None), timeout=_deadline(timeout, self.timeout)))
+    def score_batch(self, rollouts, timeout=None, *, return_errors=False):
+        """The RewardResults of `rollouts`, in order, over `ScoreBatch` (one call per 1024 rollouts, the
+        calls in parallel; the deadline covers each). A rollout the service refuses (or fails on) raises its
+        MeshRpcError (`ScoreBatch failed: INVALID_ARGUMENT: 'requests[<i>].rollout.<field>' ... (rollout
+        '<id>')`), unless `return_errors`: then its entry is that MeshRpcError and the others are results.
+        A service without ScoreBatch (UNIMPLEMENTED) is scored over `ScoreStream`, where the first refused
+        rollout fails the call (raised, whatever `return_errors`)."""
+        rollouts = list(rollouts)
+        if not rollouts:
+            return []
+        out = self._finish(self._start(rollouts, timeout, inline=True))
+        if not return_errors:
+            for r in out:
+                if isinstance(r, MeshError):
+                    raise r
+        return out
+
+    def _start(self, rollouts, timeout=None, inline=False):
+        """Starts scoring `rollouts` (a list): blocking ScoreBatch calls, one per MAX_BATCH, on the pool's
+        threads (the last one, with `inline`, in the caller's thread when `_finish` asks for it), or for a
+        service known to lack ScoreBatch a ScoreStream call; `_finish` collects. Nothing is shared between
+        calls, so calls from several threads run concurrently."""
+        t = _deadline(timeout, self.timeout)
+        if self.has_score_batch is False:
+            requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
+            return ("ScoreStream", rollouts, t, self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(requests), timeout=t)))
+        calls = []
+        starts = range(0, len(rollouts), MAX_BATCH)
+        for s in starts:
+            req = score_batch_request_bytes(rollouts[s:s + MAX_BATCH])
+            if inline and s == starts[-1]:
+                calls.append(_Inline(self._score_batch_bytes, req, timeout=t))
+            else:
+                calls.append(_pool().submit(self._score_batch_bytes, req, timeout=t))
+        return ("ScoreBatch", rollouts, t, calls)
+
+    @staticmethod
+    def _cancel(started):
+        method, _, _, calls = started
+        for c in calls if method == "ScoreBatch" else [calls]:
+            c.cancel()
+
+    def _finish(self, started):
+        """The results of a `_start`ed call, in order; an entry the service refused is its MeshRpcError
+        (ScoreBatch only). Falls back to ScoreStream when the service answers ScoreBatch UNIMPLEMENTED."""
+        method, rollouts, t, calls = started
+        if method == "ScoreStream":
+            results = self._call("ScoreStream", lambda: list(calls))
+        else:
+            results = []
+            try:
+                for c in calls:
+                    res = c.result()
+                    base = len(results)
+                    got = list(res.results)
+                    for e in res.errors:
+                        if e.index >= len(got):
+                            raise MeshError(f"{self.target}: ScoreBatch error for request {e.index} of {len(got)}")
+                        got[e.index] = status_error(self.target, "ScoreBatch", e.code,
+                                                    f"{e.message} (rollout {rollouts[base + e.index].id!r})")
+                    results.extend(got)
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    self._cancel(started)
+                    raise rpc_error(self.target, "ScoreBatch", e) from None
+                self._cancel(started)
+                self.has_score_batch = False
+                method = "ScoreStream"
+                requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
+                results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=t)))
+            else:
+                self.has_score_batch = True
+        if len(results) != len(rollouts):
+            raise MeshError(f"{self.target}: {method} returned {len(results)} results for {len(rollouts)} rollouts")
+        for i, (r, res) in enumerate(zip(rollouts, results)):
+            if not isinstance(res, MeshError) and res.rollout_id != r.id:
+                raise MeshError(f"{self.target}: {method} result {i} is for rollout {res.rollout_id!r}, expected {r.id!r}")
+        return results
 
     def close(self):
         self._channel.close()
@@ -125,10 +265,29 @@ _KNOWN_STATUSES = {OK, NOT_APPLICABLE, reward_pb2.COMPONENT_STATUS_ERROR, reward
 _MINIMUM_STATUSES = {reward_pb2.COMPONENT_STATUS_ERROR, reward_pb2.COMPONENT_STATUS_TIMEOUT}
 
 
-def _check_result(service, res, ranges, i):
+def _fill_row(row, service, res, keys, ranges, i):
     """Checks one service's result against its Describe as the trainer does (trainer/src/run/
     validation.ts checkComponents): every component once, a known status, a finite value within
-    [min, max], the minimum for ERROR/TIMEOUT. Raises MeshError naming the service, component and rollout."""
+    [min, max], the minimum for ERROR/TIMEOUT; raises MeshError naming the service, component and rollout.
+    Then sets its components in `row` (`keys`: component -> "<service>/<component>"; None where not
+    applicable). `ranges`: {component: (min, max)} of the service's Describe."""
+    names = []
+    for c in res.components:
+        name = c.name
+        v = c.value
+        st = c.status
+        r = ranges.get(name)
+        # `lo <= v <= hi` is False for NaN; the precise message comes from _result_error.
+        if r is None or st not in _KNOWN_STATUSES or not r[0] <= v <= r[1] or (st in _MINIMUM_STATUSES and v != r[0]):
+            _result_error(service, res, ranges, i)
+        row[keys[name]] = None if st == NOT_APPLICABLE else c
+        names.append(name)
+    if len(names) != len(ranges) or len(set(names)) != len(names):
+        _result_error(service, res, ranges, i)
+
+
+def _result_error(service, res, ranges, i):
+    """Raises the MeshError for a result that _fill_row refused, naming what is wrong."""
     where = f"service {service!r}, rollout {res.rollout_id!r} (rollouts[{i}])"
     seen = set()
     for c in res.components:
@@ -150,12 +309,14 @@ def _check_result(service, res, ranges, i):
     for name in ranges:
         if name not in seen:
             raise MeshError(f"{where}: component {name!r} is missing from the result")
+    raise MeshError(f"{where}: the result does not match its Describe")
 
 
 class Mesh:
     """Several reward services scored together: every rollout goes to each service that scores its
-    domain (one `ScoreStream` per service per batch, the services in parallel); a component of a service
-    that does not score the rollout's domain is not applicable, as in the trainer.
+    domain (one `ScoreBatch` call per service per batch of up to 1024, the services in parallel;
+    `ScoreStream` for a service without ScoreBatch); a component of a service that does not score the
+    rollout's domain is not applicable, as in the trainer.
 
         mesh = Mesh({"length": "127.0.0.1:50061", "math": "127.0.0.1:50062"})
         rows = mesh.score([rollout(...), ...])   # [{"math/correct": ComponentReward | None, ...}, ...]
@@ -221,48 +382,39 @@ class Mesh:
 
     def score(self, rollouts, timeout=None):
         """Per rollout, `{"<service>/<component>": ComponentReward, or None where not applicable}`, over
-        every component of the mesh. `rollouts` may be a generator: each rollout is sent on its services'
-        streams as soon as it is built, so building the batch overlaps with scoring it."""
-        streams = {}  # service -> (its rollout indices, request queue, the call in flight)
-        sent = []
+        every component of the mesh. `rollouts`: a list or any iterable of Rollouts. A rollout a service
+        refuses raises its MeshRpcError (naming the service, the field and the rollout's id)."""
+        sent = list(rollouts)
+        picked = {name: [] for name in self.clients}  # service -> the indices of its rollouts
+        for i, r in enumerate(sent):
+            domain = domain_of(r.task)
+            for name in self.clients:
+                if domain in self.domains[name]:
+                    picked[name].append(i)
+        started = {}
         done = False
+        busy = [name for name, idx in picked.items() if idx]
         try:
-            for i, r in enumerate(rollouts):
-                sent.append(r)
-                domain = domain_of(r.task)
-                for name, client in self.clients.items():
-                    if domain not in self.domains[name]:
-                        continue
-                    if name not in streams:
-                        q = queue.SimpleQueue()
-                        streams[name] = ([], q, client._open_stream(q, _deadline(timeout, self.timeout)))
-                    streams[name][0].append(i)
-                    streams[name][1].put(reward_service_pb2.ScoreRequest(rollout=r))
-            for _, q, _ in streams.values():
-                q.put(None)
-            # Every stream is in flight: reading them one after the other takes as long as the slowest.
-            collected = {name: self.clients[name]._call("ScoreStream", lambda call=call: list(call))
-                         for name, (_, _, call) in streams.items()}
+            for name in busy:
+                # The last service's (last) call runs in this thread: one thread handoff fewer per batch.
+                started[name] = self.clients[name]._start([sent[i] for i in picked[name]],
+                                                          timeout if timeout is not None else self.timeout,
+                                                          inline=name == busy[-1])
+            # Every call is in flight: collecting them one after the other takes as long as the slowest.
+            collected = {name: self.clients[name]._finish(call) for name, call in started.items()}
             done = True
         finally:
             if not done:
-                for _, q, call in streams.values():
-                    q.put(None)
-                    call.cancel()
+                for name, call in started.items():
+                    self.clients[name]._cancel(call)
         rows = [dict.fromkeys(self.components) for _ in sent]
-        for name, (picked, _, _) in streams.items():
-            results = collected[name]
-            client = self.clients[name]
+        for name, results in collected.items():
             keys = self._keys[name]
-            if len(results) != len(picked):
-                raise MeshError(f"{client.target}: ScoreStream returned {len(results)} results for {len(picked)} rollouts")
-            for i, res in zip(picked, results):
-                if res.rollout_id != sent[i].id:
-                    raise MeshError(f"{client.target}: ScoreStream result for rollout {res.rollout_id!r}, expected {sent[i].id!r}")
-                row = rows[i]
-                _check_result(name, res, self._ranges[name], i)
-                for comp in res.components:
-                    row[keys[comp.name]] = None if comp.status == NOT_APPLICABLE else comp
+            ranges = self._ranges[name]
+            for i, res in zip(picked[name], results):
+                if isinstance(res, MeshError):
+                    raise res
+                _fill_row(rows[i], name, res, keys, ranges, i)
         return rows
 
     def close(self):

@@ -15,7 +15,7 @@ class MeshRpcError(MeshError):
     """A call to a mesh service failed.
 
     Attributes: `target` (what was called, e.g. `reward service 'length' at 127.0.0.1:50061`),
-    `method` (`Score`, `ScoreStream`, ...), `code` (a `grpc.StatusCode`), `details` (the server's message).
+    `method` (`Score`, `ScoreBatch`, `ScoreStream`, ...), `code` (a `grpc.StatusCode`), `details` (the server's message).
     """
 
     def __init__(self, target, method, code, details):
@@ -35,12 +35,23 @@ class MeshUnavailableError(MeshRpcError, ConnectionError):
     """The service could not be reached (UNAVAILABLE): is it running at that address?"""
 
 
-def rpc_error(target, method, err):
-    """The MeshRpcError subclass for a grpc.RpcError raised by `method` on `target`."""
-    code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
-    details = err.details() if hasattr(err, "details") else str(err)
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
+def status_error(target, method, code, details):
+    """The MeshRpcError subclass for a status `code` (a grpc.StatusCode, or its number as a
+    `ScoreBatchError` carries it) of `method` on `target`."""
+    if not isinstance(code, grpc.StatusCode):
+        code = _CODES.get(code, grpc.StatusCode.UNKNOWN)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return MeshTimeoutError(target, method, code, details or "deadline exceeded")
     if code == grpc.StatusCode.UNAVAILABLE:
         return MeshUnavailableError(target, method, code, details or "unavailable")
     return MeshRpcError(target, method, code, details)
+
+
+def rpc_error(target, method, err):
+    """The MeshRpcError subclass for a grpc.RpcError raised by `method` on `target`."""
+    code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+    details = err.details() if hasattr(err, "details") else str(err)
+    return status_error(target, method, code, details)

@@ -162,8 +162,8 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 
 def compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos=None, **kwargs):
     """verl's batch reward manager's function (called with keyword arguments, numpy arrays from its
-    non-tensor batch; `data_sources` may be None): one result dict per sample, the batch scored over one
-    `ScoreStream` per service."""
+    non-tensor batch; `data_sources` may be None): one result dict per sample, the batch scored with one
+    `ScoreBatch` call per service (`Mesh.score`)."""
     n = len(solution_strs)
     if len(ground_truths) != n or (data_sources is not None and len(data_sources) != n):
         raise InvalidInputError(f"solution_strs and ground_truths (and data_sources) differ in length ({n}, {len(ground_truths)})")

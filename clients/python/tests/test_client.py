@@ -129,6 +129,98 @@ class MeshTest(unittest.TestCase):
             rm.Mesh({"length": SERVICES["math"]})
 
 
+class ScoreBatchTest(unittest.TestCase):
+    """ScoreBatch against the real length and math services, and the fallback to ScoreStream against a
+    real service without it."""
+
+    def setUp(self):
+        self.math = rm.RewardClient(SERVICES["math"], timeout=30)
+        self.length = rm.RewardClient(SERVICES["length"], timeout=30)
+
+    def tearDown(self):
+        self.math.close()
+        self.length.close()
+
+    def test_results_in_order_equal_to_score_stream(self):
+        task = rm.math_task(["\\frac{1}{2}"], prompt="Half of one?")
+        rs = [rm.rollout(task, f"\\boxed{{{a}}}") for a in ("1/2", "2", "0.5", "x")]
+        out = self.math.score_batch(rs)
+        self.assertTrue(self.math.has_score_batch)
+        self.assertEqual([r.rollout_id for r in out], [r.id for r in rs])
+        values = [[(c.name, c.value, c.status) for c in r.components] for r in out]
+        self.assertEqual([v[0][1] for v in values], [1.0, 0.0, 1.0, 0.0])
+        self.assertEqual(values, [[(c.name, c.value, c.status) for c in r.components] for r in self.math.score_stream(rs)])
+
+    def test_request_bytes_are_protobufs_own(self):
+        # The client frames ScoreBatchRequest from each rollout's serialization: the bytes must be those
+        # protobuf writes (lengths on 1, 2 and 3 varint bytes included).
+        from reward_mesh.client import score_batch_request_bytes
+        rs = [rm.rollout(rm.math_task(["1"], prompt="p" * n), "x" * n, metadata={"k": "v" * n}) for n in (0, 1, 60, 127, 128, 300, 20000)]
+        want = rm.reward_service_pb2.ScoreBatchRequest(requests=[rm.reward_service_pb2.ScoreRequest(rollout=r) for r in rs])
+        got = score_batch_request_bytes(rs)
+        self.assertEqual(got, want.SerializeToString())
+        self.assertEqual(rm.reward_service_pb2.ScoreBatchRequest.FromString(got), want)
+
+    def test_a_bad_rollout_gets_its_own_error_and_the_others_are_scored(self):
+        good = [rm.rollout(rm.custom_task(prompt="p"), "a" * n) for n in (10, 50)]
+        bad = rm.rollout(rm.custom_task(prompt="p"), "x", metadata={"overlong.max_length": "abc"})
+        out = self.length.score_batch([good[0], bad, good[1]], return_errors=True)
+        self.assertEqual([r.rollout_id for r in (out[0], out[2])], [good[0].id, good[1].id])
+        self.assertEqual([next(c.value for c in r.components if c.name == "length") for r in (out[0], out[2])], [10.0, 50.0])
+        err = out[1]
+        self.assertIsInstance(err, rm.MeshRpcError)
+        self.assertEqual(err.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(err.method, "ScoreBatch")
+        self.assertIn("'requests[1].rollout.metadata", err.details)
+        self.assertIn("overlong.max_length", err.details)
+        self.assertIn(bad.id, err.details)
+        # The message ScoreStream ends with for the same request.
+        with self.assertRaises(rm.MeshRpcError) as stream:
+            self.length.score_stream([good[0], bad, good[1]])
+        self.assertTrue(err.details.startswith(stream.exception.details), (err.details, stream.exception.details))
+        # Without return_errors the bad rollout's error is raised, and Mesh.score raises it too.
+        with self.assertRaisesRegex(rm.MeshRpcError, "ScoreBatch failed: INVALID_ARGUMENT: 'requests\\[1\\]"):
+            self.length.score_batch([good[0], bad])
+        with rm.Mesh({"length": SERVICES["length"]}, timeout=30) as mesh:
+            with self.assertRaisesRegex(rm.MeshRpcError, f"length.*ScoreBatch failed: INVALID_ARGUMENT: .*overlong.max_length.*{bad.id}"):
+                mesh.score([good[0], bad])
+
+    def test_an_oversized_batch_is_refused_naming_the_limit_and_the_client_splits(self):
+        rs = [rm.rollout(rm.custom_task(prompt="p"), "a" * (i % 70)) for i in range(rm.MAX_BATCH + 1)]
+        stub = rm.RewardClient(SERVICES["length"], timeout=30)
+        try:
+            req = rm.reward_service_pb2.ScoreBatchRequest(requests=[rm.reward_service_pb2.ScoreRequest(rollout=r) for r in rs])
+            with self.assertRaises(grpc.RpcError) as e:
+                stub._stub.ScoreBatch(req, timeout=30)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("'requests' must hold at most 1024 ScoreRequests, got 1025", e.exception.details())
+            with self.assertRaises(grpc.RpcError) as e:
+                stub._stub.ScoreBatch(rm.reward_service_pb2.ScoreBatchRequest(), timeout=30)
+            self.assertIn("'requests' must hold at least one ScoreRequest", e.exception.details())
+        finally:
+            stub.close()
+        out = self.length.score_batch(rs)  # two calls: 1024 + 1
+        self.assertEqual([r.rollout_id for r in out], [r.id for r in rs])
+        self.assertEqual(next(c.value for c in out[-1].components if c.name == "length"), float(rm.MAX_BATCH % 70))
+
+    def test_falls_back_to_score_stream_on_a_service_without_score_batch(self):
+        with ScriptedService() as old:
+            with rm.RewardClient(old.address, timeout=30) as c:
+                rs = [rm.rollout(rm.custom_task(prompt="p"), r) for r in ("yes", "no", "yes yes")]
+                out = c.score_batch(rs)
+                self.assertFalse(c.has_score_batch)
+                self.assertEqual([r.rollout_id for r in out], [r.id for r in rs])
+                self.assertEqual([r.components[0].value for r in out], [1.0, 0.0, 1.0])
+                c.score_batch(rs)  # straight to ScoreStream now
+            self.assertEqual(old.calls, ["ScoreStream", "ScoreStream"])
+            with rm.Mesh({"probe": old.address, "length": SERVICES["length"]}, timeout=30) as mesh:
+                rows = mesh.score([rm.rollout(rm.custom_task(prompt="p"), "yes" * 3)] * 2)
+                self.assertEqual([r["probe/a"].value for r in rows], [1.0, 1.0])
+                self.assertEqual([r["length/length"].value for r in rows], [9.0, 9.0])
+                self.assertFalse(mesh.clients["probe"].has_score_batch)
+                self.assertTrue(mesh.clients["length"].has_score_batch)
+
+
 class ConcurrentScoreTest(unittest.TestCase):
     def test_concurrent_calls_overlap(self):
         # OpenRLHF calls reward_func once per sample from asyncio.to_thread: many Mesh.score at once.

@@ -157,12 +157,18 @@ export type { RetryUntilOptions } from "./retry.js";
 export { retryUntil } from "./retry.js";
 export type { RemoteService, RemoteServiceOptions } from "./remote.js";
 export { connectRemoteService } from "./remote.js";
-export type { RewardServiceClientOptions } from "./reward-client.js";
-export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS } from "./reward-client.js";
+export type { RewardServiceClientOptions, ScoreBatchOutcome } from "./reward-client.js";
+export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS, scoreBatch } from "./reward-client.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";
 export { serveRewardService, startRewardService } from "./runtime.js";
 export type { GrpcServerOptions, GrpcServicesOptions, HostedService, RunningGrpcServer } from "./server.js";
-export { createRewardServiceImpl, grpcService, startGrpcServer, startGrpcServices } from "./server.js";
+export {
+  createRewardServiceImpl,
+  grpcService,
+  MAX_SCORE_BATCH,
+  startGrpcServer,
+  startGrpcServices,
+} from "./server.js";
 // ---- for service authors ----
 export type {
   ComponentDeclaration,

@@ -1,5 +1,5 @@
 /**
- * The gRPC side of a reward service: `rewardmesh.v1.RewardService` (Describe, Score, ScoreStream),
+ * The gRPC side of a reward service: `rewardmesh.v1.RewardService` (Describe, Score, ScoreStream, ScoreBatch),
  * `grpc.health.v1.Health` and server reflection, on one grpc-js server; and the generic server every
  * other mesh gRPC service (agent environment, learner) is hosted on.
  * @module
@@ -7,13 +7,17 @@
 import { setMaxListeners } from "node:events";
 import type { DescService } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import { create } from "@bufbuild/protobuf";
 import {
   createGrpcHandlers,
   createGrpcServiceDefinition,
   grpc,
   health,
   type RewardResult,
+  RewardResultSchema,
   RewardService,
+  type ScoreBatchError,
+  ScoreBatchErrorSchema,
   reflectionV1,
   reflectionV1alpha,
   type ServiceImpl,
@@ -178,6 +182,12 @@ async function startHealthOnlyServer(
   return { port: bound, server };
 }
 
+/**
+ * Most requests one `ScoreBatch` call takes (the proto's documented cap): bounds the work and the memory
+ * one call can pin. A client with a bigger batch splits it (the Python client does).
+ */
+export const MAX_SCORE_BATCH = 1024;
+
 /** The RewardService handler object for `def`. */
 export function createRewardServiceImpl(
   def: RewardServiceDefinition,
@@ -225,12 +235,16 @@ export function createRewardServiceImpl(
           for await (const req of reqs) {
             while (queue.length >= window) await new Promise<void>((r) => (wakeReader = r));
             const idx = i++;
-            const p = scoreOne(req.rollout, ctx.metadata, ctx.signal, ctx.transport ?? "grpc").catch((err: unknown) => {
-              if (isInvalidArgumentError(err)) {
-                throw new InvalidArgumentError(`requests[${idx}].${err.field}`, err.problem, { cause: err });
-              }
-              throw err;
-            });
+            const p = scoreOne(req.rollout, ctx.metadata, ctx.signal, ctx.transport ?? "grpc").catch(
+              (err: unknown) => {
+                if (isInvalidArgumentError(err)) {
+                  throw new InvalidArgumentError(`requests[${idx}].${err.field}`, err.problem, {
+                    cause: err,
+                  });
+                }
+                throw err;
+              },
+            );
             p.catch(() => {}); // observed by the writer; avoid an unhandled rejection meanwhile
             queue.push(p);
             wakeWriter?.();
@@ -254,6 +268,52 @@ export function createRewardServiceImpl(
       }
       await reader;
       if (readerError) throw readerError;
+    },
+    // Every request validated and scored as Score does it (the same scoreRollout: spans, metrics, the
+    // limiter), all in flight at once within the limiter's bound. A request that fails is reported in
+    // `errors` with the status and message ScoreStream would end with; the call fails only as a whole
+    // (an empty or oversized batch, the deadline or a cancellation).
+    async scoreBatch(req, ctx) {
+      const n = req.requests.length;
+      if (n === 0) throw new InvalidArgumentError("requests", "must hold at least one ScoreRequest");
+      if (n > MAX_SCORE_BATCH) {
+        throw new InvalidArgumentError(
+          "requests",
+          `must hold at most ${MAX_SCORE_BATCH} ScoreRequests, got ${n}: split the batch (or use ScoreStream)`,
+        );
+      }
+      setMaxListeners(n * 2 + 10, ctx.signal);
+      const transport = ctx.transport ?? "grpc";
+      const errors: ScoreBatchError[] = [];
+      const results = await Promise.all(
+        req.requests.map((r, index) =>
+          scoreOne(r.rollout, ctx.metadata, ctx.signal, transport).catch((err: unknown): RewardResult => {
+            // The call's deadline or cancellation fails the whole call, as it would a ScoreStream.
+            if (ctx.signal.aborted) throw err;
+            const st = toGrpcStatus(
+              isInvalidArgumentError(err)
+                ? new InvalidArgumentError(`requests[${index}].${err.field}`, err.problem, { cause: err })
+                : err,
+            );
+            if (st.code === grpc.status.INTERNAL) logger.error({ err, index }, "ScoreBatch request failed");
+            errors.push(create(ScoreBatchErrorSchema, { index, code: st.code, message: st.details }));
+            const ro = r.rollout;
+            return create(RewardResultSchema, {
+              rolloutId: ro?.id ?? "",
+              runId: ro?.runId ?? "",
+              step: ro?.step ?? 0,
+              groupId: ro?.groupId ?? "",
+              index: ro?.index ?? 0,
+              groupSize: ro?.groupSize ?? 0,
+              policyVersion: ro?.policyVersion ?? 0,
+              service: def.name,
+              serviceVersion: def.version,
+            });
+          }),
+        ),
+      );
+      errors.sort((a, b) => a.index - b.index);
+      return { results, errors };
     },
   };
 }

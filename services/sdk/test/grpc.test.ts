@@ -9,6 +9,8 @@ import { context, trace } from "@opentelemetry/api";
 import {
   ComponentStatus,
   createGrpcClient,
+  createGrpcHandlers,
+  createGrpcServiceDefinition,
   grpc,
   health,
   RewardService,
@@ -16,8 +18,11 @@ import {
 } from "@reward-mesh/proto";
 import {
   createLimiter,
+  createRewardServiceImpl,
   injectIntoMetadata,
+  MAX_SCORE_BATCH,
   type RunningGrpcServer,
+  scoreBatch,
   silentLogger,
   startGrpcServer,
 } from "../src/index.js";
@@ -153,6 +158,199 @@ describe("gRPC RewardService", () => {
         return true;
       },
     );
+  });
+
+  it("ScoreBatch scores every request in order, each as Score does (its own span under the caller's)", async () => {
+    exporter.reset();
+    const span = trace.getTracer("test").startSpan("caller");
+    const md = new grpc.Metadata();
+    injectIntoMetadata(md, trace.setSpan(context.active(), span));
+    const rollouts = Array.from({ length: 50 }, (_, i) => makeRollout({ response: "x".repeat(i) }));
+    const res = await client.scoreBatch(
+      { requests: rollouts.map((r) => ({ rollout: r })) },
+      { metadata: md },
+    );
+    span.end();
+    assert.deepEqual(res.errors, []);
+    assert.deepEqual(
+      res.results.map((r) => r.rolloutId),
+      rollouts.map((r) => r.id),
+    );
+    assert.deepEqual(
+      res.results.map((r) => r.components.map((c) => c.value)),
+      rollouts.map((r) => [r.response.length, r.response.length > 0 ? 1 : 0]),
+    );
+    const one = await client.score({ rollout: rollouts[7]! });
+    assert.deepEqual(
+      res.results[7]!.components.map((c) => [c.name, c.value, c.status, c.details]),
+      one.components.map((c) => [c.name, c.value, c.status, c.details]),
+    );
+    await provider.forceFlush();
+    const spans = exporter
+      .getFinishedSpans()
+      .filter(
+        (s) => s.name === "reward/echo/score" && s.spanContext().traceId === span.spanContext().traceId,
+      );
+    assert.equal(spans.length, 50);
+    assert.ok(spans.every((s) => s.parentSpanContext?.spanId === span.spanContext().spanId));
+  });
+
+  it("ScoreBatch: a bad rollout gets its own error (ScoreStream's code and message), the others are scored", async () => {
+    const rollouts = [
+      makeRollout({ response: "a" }),
+      makeRollout({ groupId: "" }),
+      makeRollout({ response: "bb" }),
+      makeRollout({ metadata: { reject: "1" } }),
+      makeRollout({ response: "xyz" }),
+    ];
+    const res = await client.scoreBatch({ requests: [...rollouts.map((r) => ({ rollout: r })), {}] });
+    assert.equal(res.results.length, 6);
+    assert.deepEqual(
+      res.errors.map((e) => [e.index, e.code, e.message]),
+      [
+        [1, grpc.status.INVALID_ARGUMENT, "'requests[1].rollout.group_id' is required"],
+        [3, grpc.status.INVALID_ARGUMENT, `'requests[3].rollout.metadata["reject"]' asks to be rejected`],
+        [5, grpc.status.INVALID_ARGUMENT, "'requests[5].rollout' is required"],
+      ],
+    );
+    assert.deepEqual(
+      res.results.map((r) => [r.rolloutId, r.service, r.components.map((c) => c.value)]),
+      [
+        [rollouts[0]!.id, "echo", [1, 0]],
+        [rollouts[1]!.id, "echo", []],
+        [rollouts[2]!.id, "echo", [2, 0]],
+        [rollouts[3]!.id, "echo", []],
+        [rollouts[4]!.id, "echo", [3, 1]],
+        ["", "echo", []],
+      ],
+    );
+    // The same message ScoreStream ends with for the same request.
+    async function* requests() {
+      for (const r of rollouts) yield { rollout: r };
+    }
+    await assert.rejects(
+      (async () => {
+        for await (const _ of client.scoreStream(requests())) {
+          // consume
+        }
+      })(),
+      (err: grpc.ServiceError) => err.details === res.errors[0]!.message,
+    );
+  });
+
+  it("ScoreBatch refuses an empty batch and one over 1024 requests, naming the limit", async () => {
+    await assert.rejects(client.scoreBatch({ requests: [] }), (err: grpc.ServiceError) => {
+      assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+      assert.equal(err.details, "'requests' must hold at least one ScoreRequest");
+      return true;
+    });
+    const requests = Array.from({ length: MAX_SCORE_BATCH + 1 }, () => ({ rollout: makeRollout() }));
+    await assert.rejects(client.scoreBatch({ requests }), (err: grpc.ServiceError) => {
+      assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(err.details, /^'requests' must hold at most 1024 ScoreRequests, got 1025/);
+      return true;
+    });
+    const full = await client.scoreBatch({ requests: requests.slice(0, MAX_SCORE_BATCH) });
+    assert.equal(full.results.length, 1024);
+    assert.equal(full.errors.length, 0);
+  });
+
+  it("ScoreBatch: a request the service fails on is INTERNAL for it alone; the deadline fails the whole call", async () => {
+    const flaky = createEchoService({ failFirst: new Map([["boom", 1]]) });
+    const s = await startGrpcServer(flaky, { port: 0, limiter: createLimiter(2), logger: silentLogger });
+    const c = createGrpcClient(RewardService, s.address);
+    try {
+      const res = await c.scoreBatch({
+        requests: [{ rollout: makeRollout({ id: "ok" }) }, { rollout: makeRollout({ id: "boom" }) }],
+      });
+      assert.deepEqual(
+        res.errors.map((e) => [e.index, e.code, e.message]),
+        [[1, grpc.status.INTERNAL, "internal error: simulated infrastructure failure 1/1"]],
+      );
+      assert.equal(res.results[0]!.components.length, 2);
+    } finally {
+      c.close();
+      await s.close(100);
+    }
+    const slow = createEchoService({ delayMs: 5_000 });
+    const s2 = await startGrpcServer(slow, { port: 0, limiter: createLimiter(4), logger: silentLogger });
+    const c2 = createGrpcClient(RewardService, s2.address);
+    try {
+      await assert.rejects(
+        c2.scoreBatch(
+          { requests: [{ rollout: makeRollout() }, { rollout: makeRollout() }] },
+          { timeoutMs: 200 },
+        ),
+        (err: grpc.ServiceError) => err.code === grpc.status.DEADLINE_EXCEEDED,
+      );
+    } finally {
+      c2.close();
+      await s2.close(100);
+    }
+  });
+
+  it("scoreBatch (the client helper) splits at the cap and numbers errors across the whole batch", async () => {
+    const rollouts = Array.from({ length: MAX_SCORE_BATCH + 6 }, (_, i) =>
+      makeRollout(i === MAX_SCORE_BATCH + 3 ? { groupId: "" } : { response: "x".repeat(i % 7) }),
+    );
+    const out = await scoreBatch(client, rollouts);
+    assert.equal(out.rpc, "ScoreBatch");
+    assert.deepEqual(
+      out.results.map((r) => r.rolloutId),
+      rollouts.map((r) => r.id),
+    );
+    assert.deepEqual(
+      out.errors.map((e) => [e.index, e.code, e.message]),
+      [[MAX_SCORE_BATCH + 3, grpc.status.INVALID_ARGUMENT, "'requests[3].rollout.group_id' is required"]],
+    );
+    assert.equal(out.results[MAX_SCORE_BATCH + 5]!.components[0]!.value, (MAX_SCORE_BATCH + 5) % 7);
+  });
+
+  it("scoreBatch falls back to ScoreStream on a real server without ScoreBatch (UNIMPLEMENTED), and remembers", async () => {
+    // A grpc-js server hosting RewardService as a service written before ScoreBatch: no such method.
+    const old = new grpc.Server();
+    const definition = { ...createGrpcServiceDefinition(RewardService) } as Record<string, unknown>;
+    delete definition["scoreBatch"];
+    const handlers = createGrpcHandlers(
+      RewardService,
+      createRewardServiceImpl(createEchoService(), createLimiter(4), silentLogger),
+    );
+    let streams = 0;
+    const stream = handlers["scoreStream"] as (call: unknown) => void;
+    handlers["scoreStream"] = (call: unknown) => {
+      streams++;
+      stream(call);
+    };
+    old.addService(definition as grpc.ServiceDefinition, handlers);
+    const port = await new Promise<number>((resolve, reject) =>
+      old.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    const c = createGrpcClient(RewardService, `127.0.0.1:${port}`);
+    try {
+      await assert.rejects(
+        c.scoreBatch({ requests: [{ rollout: makeRollout() }] }),
+        (err: grpc.ServiceError) => err.code === grpc.status.UNIMPLEMENTED,
+      );
+      const rollouts = ["a", "xx", "xyz"].map((response) => makeRollout({ response }));
+      for (let k = 0; k < 2; k++) {
+        const out = await scoreBatch(c, rollouts, { timeoutMs: 10_000 });
+        assert.equal(out.rpc, "ScoreStream");
+        assert.deepEqual(
+          out.results.map((r) => [r.rolloutId, r.components.map((x) => x.value)]),
+          [
+            [rollouts[0]!.id, [1, 0]],
+            [rollouts[1]!.id, [2, 1]],
+            [rollouts[2]!.id, [3, 1]],
+          ],
+        );
+      }
+      assert.equal(streams, 2);
+    } finally {
+      c.close();
+      old.forceShutdown();
+    }
   });
 
   it("the deadline becomes DEADLINE_EXCEEDED and aborts the score function", async () => {

@@ -95,6 +95,43 @@ describe("HTTP/JSON beside gRPC (Connect protocol)", () => {
     assert.equal(zero.json.components[0].value, 0);
   });
 
+  it("ScoreBatch: one JSON call for many rollouts; a bad one gets its own error, an oversized batch is a 400", async () => {
+    const r = await post(
+      `${url}/rewardmesh.v1.RewardService/ScoreBatch`,
+      {
+        requests: [
+          { rollout: rollout("xyz") },
+          { rollout: { ...rollout("a", { reject: "1" }), id: "r2" } },
+          { rollout: { ...rollout("ab"), id: "r3" } },
+        ],
+      },
+      auth,
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.deepEqual(
+      r.json.results.map((x: { rolloutId: string; components: { value: number }[] }) => [
+        x.rolloutId,
+        x.components.map((c) => c.value),
+      ]),
+      [
+        ["r1", [3, 1]],
+        ["r2", []],
+        ["r3", [2, 0]],
+      ],
+    );
+    assert.deepEqual(r.json.errors, [
+      { index: 1, code: 3, message: `'requests[1].rollout.metadata["reject"]' asks to be rejected` },
+    ]);
+    const big = await post(
+      `${url}/rewardmesh.v1.RewardService/ScoreBatch`,
+      { requests: Array.from({ length: 1025 }, () => ({ rollout: rollout("a") })) },
+      auth,
+    );
+    assert.equal(big.status, 400);
+    assert.equal(big.json.code, "invalid_argument");
+    assert.match(big.json.message, /'requests' must hold at most 1024 ScoreRequests, got 1025/);
+  });
+
   it("Describe answers the contract", async () => {
     const r = await post(`${url}/rewardmesh.v1.RewardService/Describe`, {}, auth);
     assert.equal(r.status, 200);

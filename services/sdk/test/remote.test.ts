@@ -75,6 +75,10 @@ function remote(streams: { opened: number }) {
         yield result(r);
       }
     },
+    // connectRemoteService scores over ScoreStream only.
+    scoreBatch: async () => {
+      throw new Error("not called");
+    },
   });
 }
 

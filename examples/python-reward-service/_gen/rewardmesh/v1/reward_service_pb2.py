@@ -15,7 +15,7 @@ from rewardmesh.v1 import reward_pb2 as rewardmesh_dot_v1_dot_reward__pb2
 from rewardmesh.v1 import rollout_pb2 as rewardmesh_dot_v1_dot_rollout__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"rewardmesh/v1/reward_service.proto\x12\rrewardmesh.v1\x1a\x1arewardmesh/v1/reward.proto\x1a\x1brewardmesh/v1/rollout.proto\"\x11\n\x0f\x44\x65scribeRequest\"t\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x64omains\x18\x03 \x03(\t\x12\x30\n\ncomponents\x18\x04 \x03(\x0b\x32\x1c.rewardmesh.v1.ComponentSpec\"7\n\x0cScoreRequest\x12\'\n\x07rollout\x18\x01 \x01(\x0b\x32\x16.rewardmesh.v1.Rollout2\xec\x01\n\rRewardService\x12K\n\x08\x44\x65scribe\x12\x1e.rewardmesh.v1.DescribeRequest\x1a\x1f.rewardmesh.v1.DescribeResponse\x12\x41\n\x05Score\x12\x1b.rewardmesh.v1.ScoreRequest\x1a\x1b.rewardmesh.v1.RewardResult\x12K\n\x0bScoreStream\x12\x1b.rewardmesh.v1.ScoreRequest\x1a\x1b.rewardmesh.v1.RewardResult(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"rewardmesh/v1/reward_service.proto\x12\rrewardmesh.v1\x1a\x1arewardmesh/v1/reward.proto\x1a\x1brewardmesh/v1/rollout.proto\"\x11\n\x0f\x44\x65scribeRequest\"t\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x64omains\x18\x03 \x03(\t\x12\x30\n\ncomponents\x18\x04 \x03(\x0b\x32\x1c.rewardmesh.v1.ComponentSpec\"7\n\x0cScoreRequest\x12\'\n\x07rollout\x18\x01 \x01(\x0b\x32\x16.rewardmesh.v1.Rollout\"B\n\x11ScoreBatchRequest\x12-\n\x08requests\x18\x01 \x03(\x0b\x32\x1b.rewardmesh.v1.ScoreRequest\"r\n\x12ScoreBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.rewardmesh.v1.RewardResult\x12.\n\x06\x65rrors\x18\x02 \x03(\x0b\x32\x1e.rewardmesh.v1.ScoreBatchError\"?\n\x0fScoreBatchError\x12\r\n\x05index\x18\x01 \x01(\r\x12\x0c\n\x04\x63ode\x18\x02 \x01(\r\x12\x0f\n\x07message\x18\x03 \x01(\t2\xbf\x02\n\rRewardService\x12K\n\x08\x44\x65scribe\x12\x1e.rewardmesh.v1.DescribeRequest\x1a\x1f.rewardmesh.v1.DescribeResponse\x12\x41\n\x05Score\x12\x1b.rewardmesh.v1.ScoreRequest\x1a\x1b.rewardmesh.v1.RewardResult\x12K\n\x0bScoreStream\x12\x1b.rewardmesh.v1.ScoreRequest\x1a\x1b.rewardmesh.v1.RewardResult(\x01\x30\x01\x12Q\n\nScoreBatch\x12 .rewardmesh.v1.ScoreBatchRequest\x1a!.rewardmesh.v1.ScoreBatchResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rewardmesh.v1.reward_service_pb2', globals())
@@ -28,6 +28,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DESCRIBERESPONSE._serialized_end=245
   _SCOREREQUEST._serialized_start=247
   _SCOREREQUEST._serialized_end=302
-  _REWARDSERVICE._serialized_start=305
-  _REWARDSERVICE._serialized_end=541
+  _SCOREBATCHREQUEST._serialized_start=304
+  _SCOREBATCHREQUEST._serialized_end=370
+  _SCOREBATCHRESPONSE._serialized_start=372
+  _SCOREBATCHRESPONSE._serialized_end=486
+  _SCOREBATCHERROR._serialized_start=488
+  _SCOREBATCHERROR._serialized_end=551
+  _REWARDSERVICE._serialized_start=554
+  _REWARDSERVICE._serialized_end=873
 # @@protoc_insertion_point(module_scope)

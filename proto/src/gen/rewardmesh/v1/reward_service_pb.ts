@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ComponentSpec, RewardResultSchema } from "./reward_pb.js";
+import type { ComponentSpec, RewardResult, RewardResultSchema } from "./reward_pb.js";
 import { file_rewardmesh_v1_reward } from "./reward_pb.js";
 import type { Rollout } from "./rollout_pb.js";
 import { file_rewardmesh_v1_rollout } from "./rollout_pb.js";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rewardmesh/v1/reward_service.proto.
  */
 export const file_rewardmesh_v1_reward_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJyZXdhcmRtZXNoL3YxL3Jld2FyZF9zZXJ2aWNlLnByb3RvEg1yZXdhcmRtZXNoLnYxIhEKD0Rlc2NyaWJlUmVxdWVzdCJ0ChBEZXNjcmliZVJlc3BvbnNlEgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIPCgdkb21haW5zGAMgAygJEjAKCmNvbXBvbmVudHMYBCADKAsyHC5yZXdhcmRtZXNoLnYxLkNvbXBvbmVudFNwZWMiNwoMU2NvcmVSZXF1ZXN0EicKB3JvbGxvdXQYASABKAsyFi5yZXdhcmRtZXNoLnYxLlJvbGxvdXQy7AEKDVJld2FyZFNlcnZpY2USSwoIRGVzY3JpYmUSHi5yZXdhcmRtZXNoLnYxLkRlc2NyaWJlUmVxdWVzdBofLnJld2FyZG1lc2gudjEuRGVzY3JpYmVSZXNwb25zZRJBCgVTY29yZRIbLnJld2FyZG1lc2gudjEuU2NvcmVSZXF1ZXN0GhsucmV3YXJkbWVzaC52MS5SZXdhcmRSZXN1bHQSSwoLU2NvcmVTdHJlYW0SGy5yZXdhcmRtZXNoLnYxLlNjb3JlUmVxdWVzdBobLnJld2FyZG1lc2gudjEuUmV3YXJkUmVzdWx0KAEwAWIGcHJvdG8z", [file_rewardmesh_v1_reward, file_rewardmesh_v1_rollout]);
+  fileDesc("CiJyZXdhcmRtZXNoL3YxL3Jld2FyZF9zZXJ2aWNlLnByb3RvEg1yZXdhcmRtZXNoLnYxIhEKD0Rlc2NyaWJlUmVxdWVzdCJ0ChBEZXNjcmliZVJlc3BvbnNlEgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIPCgdkb21haW5zGAMgAygJEjAKCmNvbXBvbmVudHMYBCADKAsyHC5yZXdhcmRtZXNoLnYxLkNvbXBvbmVudFNwZWMiNwoMU2NvcmVSZXF1ZXN0EicKB3JvbGxvdXQYASABKAsyFi5yZXdhcmRtZXNoLnYxLlJvbGxvdXQiQgoRU2NvcmVCYXRjaFJlcXVlc3QSLQoIcmVxdWVzdHMYASADKAsyGy5yZXdhcmRtZXNoLnYxLlNjb3JlUmVxdWVzdCJyChJTY29yZUJhdGNoUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLnJld2FyZG1lc2gudjEuUmV3YXJkUmVzdWx0Ei4KBmVycm9ycxgCIAMoCzIeLnJld2FyZG1lc2gudjEuU2NvcmVCYXRjaEVycm9yIj8KD1Njb3JlQmF0Y2hFcnJvchINCgVpbmRleBgBIAEoDRIMCgRjb2RlGAIgASgNEg8KB21lc3NhZ2UYAyABKAkyvwIKDVJld2FyZFNlcnZpY2USSwoIRGVzY3JpYmUSHi5yZXdhcmRtZXNoLnYxLkRlc2NyaWJlUmVxdWVzdBofLnJld2FyZG1lc2gudjEuRGVzY3JpYmVSZXNwb25zZRJBCgVTY29yZRIbLnJld2FyZG1lc2gudjEuU2NvcmVSZXF1ZXN0GhsucmV3YXJkbWVzaC52MS5SZXdhcmRSZXN1bHQSSwoLU2NvcmVTdHJlYW0SGy5yZXdhcmRtZXNoLnYxLlNjb3JlUmVxdWVzdBobLnJld2FyZG1lc2gudjEuUmV3YXJkUmVzdWx0KAEwARJRCgpTY29yZUJhdGNoEiAucmV3YXJkbWVzaC52MS5TY29yZUJhdGNoUmVxdWVzdBohLnJld2FyZG1lc2gudjEuU2NvcmVCYXRjaFJlc3BvbnNlYgZwcm90bzM", [file_rewardmesh_v1_reward, file_rewardmesh_v1_rollout]);
 
 /**
  * @generated from message rewardmesh.v1.DescribeRequest
@@ -81,6 +81,89 @@ export const ScoreRequestSchema: GenMessage<ScoreRequest> = /*@__PURE__*/
   messageDesc(file_rewardmesh_v1_reward_service, 2);
 
 /**
+ * @generated from message rewardmesh.v1.ScoreBatchRequest
+ */
+export type ScoreBatchRequest = Message<"rewardmesh.v1.ScoreBatchRequest"> & {
+  /**
+   * 1 to 1024 rollouts to score; each may have its own task, domain and group.
+   *
+   * @generated from field: repeated rewardmesh.v1.ScoreRequest requests = 1;
+   */
+  requests: ScoreRequest[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.ScoreBatchRequest.
+ * Use `create(ScoreBatchRequestSchema)` to create a new message.
+ */
+export const ScoreBatchRequestSchema: GenMessage<ScoreBatchRequest> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_reward_service, 3);
+
+/**
+ * @generated from message rewardmesh.v1.ScoreBatchResponse
+ */
+export type ScoreBatchResponse = Message<"rewardmesh.v1.ScoreBatchResponse"> & {
+  /**
+   * One per request, in request order. For a request listed in `errors`, only `rollout_id`,
+   * `run_id`, `group_id`, `index`, `group_size`, `step`, `policy_version` (copied from its
+   * rollout, when it has one), `service` and `service_version` are set: no components.
+   *
+   * @generated from field: repeated rewardmesh.v1.RewardResult results = 1;
+   */
+  results: RewardResult[];
+
+  /**
+   * The requests that failed, in request order; empty when every request was scored.
+   *
+   * @generated from field: repeated rewardmesh.v1.ScoreBatchError errors = 2;
+   */
+  errors: ScoreBatchError[];
+};
+
+/**
+ * Describes the message rewardmesh.v1.ScoreBatchResponse.
+ * Use `create(ScoreBatchResponseSchema)` to create a new message.
+ */
+export const ScoreBatchResponseSchema: GenMessage<ScoreBatchResponse> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_reward_service, 4);
+
+/**
+ * Why one request of a ScoreBatch was not scored.
+ *
+ * @generated from message rewardmesh.v1.ScoreBatchError
+ */
+export type ScoreBatchError = Message<"rewardmesh.v1.ScoreBatchError"> & {
+  /**
+   * Its index in `ScoreBatchRequest.requests`.
+   *
+   * @generated from field: uint32 index = 1;
+   */
+  index: number;
+
+  /**
+   * The gRPC status code (`google.rpc.Code`) Score would have failed with: 3 = INVALID_ARGUMENT
+   * for a bad rollout, 13 = INTERNAL for a fault of the service.
+   *
+   * @generated from field: uint32 code = 2;
+   */
+  code: number;
+
+  /**
+   * Score's error message, with the field path under `requests[<index>]`.
+   *
+   * @generated from field: string message = 3;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message rewardmesh.v1.ScoreBatchError.
+ * Use `create(ScoreBatchErrorSchema)` to create a new message.
+ */
+export const ScoreBatchErrorSchema: GenMessage<ScoreBatchError> = /*@__PURE__*/
+  messageDesc(file_rewardmesh_v1_reward_service, 5);
+
+/**
  * A reward service scores rollouts. A call succeeds whenever the service worked,
  * even if the candidate crashed: that is a component status, not a gRPC error.
  *
@@ -120,6 +203,27 @@ export const RewardService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof ScoreRequestSchema;
     output: typeof RewardResultSchema;
+  },
+  /**
+   * Score a batch of rollouts in one unary call: one message each way, so a client pays one
+   * call's overhead per batch rather than one message's per rollout (the fast path for clients
+   * whose streams are expensive per message, e.g. Python's synchronous grpcio). `results` come
+   * back in request order, one per request. Every request is validated and scored exactly as
+   * Score / ScoreStream do it; a request that fails (invalid, or a fault of the service) does not
+   * fail the call: its entry of `results` holds only its rollout's identity, and `errors` holds
+   * its index, the gRPC status code ScoreStream would end with (INVALID_ARGUMENT for a bad
+   * rollout) and the same message (`'requests[<i>].rollout.<field>' ...`); the other requests are
+   * scored. The call itself fails only as a whole: INVALID_ARGUMENT for an empty batch or one of
+   * more than 1024 requests (`'requests' must hold at most 1024 ScoreRequests, got <n>`: split
+   * it), DEADLINE_EXCEEDED / CANCELLED when the deadline passes. A service that does not implement
+   * it answers UNIMPLEMENTED: clients fall back to ScoreStream.
+   *
+   * @generated from rpc rewardmesh.v1.RewardService.ScoreBatch
+   */
+  scoreBatch: {
+    methodKind: "unary";
+    input: typeof ScoreBatchRequestSchema;
+    output: typeof ScoreBatchResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_rewardmesh_v1_reward_service, 0);

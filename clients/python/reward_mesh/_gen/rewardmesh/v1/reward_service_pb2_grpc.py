@@ -32,6 +32,11 @@ class RewardServiceStub(object):
                 request_serializer=rewardmesh_dot_v1_dot_reward__service__pb2.ScoreRequest.SerializeToString,
                 response_deserializer=rewardmesh_dot_v1_dot_reward__pb2.RewardResult.FromString,
                 )
+        self.ScoreBatch = channel.unary_unary(
+                '/rewardmesh.v1.RewardService/ScoreBatch',
+                request_serializer=rewardmesh_dot_v1_dot_reward__service__pb2.ScoreBatchRequest.SerializeToString,
+                response_deserializer=rewardmesh_dot_v1_dot_reward__service__pb2.ScoreBatchResponse.FromString,
+                )
 
 
 class RewardServiceServicer(object):
@@ -64,6 +69,24 @@ class RewardServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ScoreBatch(self, request, context):
+        """Score a batch of rollouts in one unary call: one message each way, so a client pays one
+        call's overhead per batch rather than one message's per rollout (the fast path for clients
+        whose streams are expensive per message, e.g. Python's synchronous grpcio). `results` come
+        back in request order, one per request. Every request is validated and scored exactly as
+        Score / ScoreStream do it; a request that fails (invalid, or a fault of the service) does not
+        fail the call: its entry of `results` holds only its rollout's identity, and `errors` holds
+        its index, the gRPC status code ScoreStream would end with (INVALID_ARGUMENT for a bad
+        rollout) and the same message (`'requests[<i>].rollout.<field>' ...`); the other requests are
+        scored. The call itself fails only as a whole: INVALID_ARGUMENT for an empty batch or one of
+        more than 1024 requests (`'requests' must hold at most 1024 ScoreRequests, got <n>`: split
+        it), DEADLINE_EXCEEDED / CANCELLED when the deadline passes. A service that does not implement
+        it answers UNIMPLEMENTED: clients fall back to ScoreStream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RewardServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -81,6 +104,11 @@ def add_RewardServiceServicer_to_server(servicer, server):
                     servicer.ScoreStream,
                     request_deserializer=rewardmesh_dot_v1_dot_reward__service__pb2.ScoreRequest.FromString,
                     response_serializer=rewardmesh_dot_v1_dot_reward__pb2.RewardResult.SerializeToString,
+            ),
+            'ScoreBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScoreBatch,
+                    request_deserializer=rewardmesh_dot_v1_dot_reward__service__pb2.ScoreBatchRequest.FromString,
+                    response_serializer=rewardmesh_dot_v1_dot_reward__service__pb2.ScoreBatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -142,5 +170,22 @@ class RewardService(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/rewardmesh.v1.RewardService/ScoreStream',
             rewardmesh_dot_v1_dot_reward__service__pb2.ScoreRequest.SerializeToString,
             rewardmesh_dot_v1_dot_reward__pb2.RewardResult.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ScoreBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/rewardmesh.v1.RewardService/ScoreBatch',
+            rewardmesh_dot_v1_dot_reward__service__pb2.ScoreBatchRequest.SerializeToString,
+            rewardmesh_dot_v1_dot_reward__service__pb2.ScoreBatchResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
