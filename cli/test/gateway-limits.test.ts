@@ -1,7 +1,9 @@
 /**
  * The gateway's limits over real reward services (gRPC on port 0): a body past `maxBodyBytes` is a 413, a
- * request past `maxConcurrent` a 429, and the services' ScoreStreams are cancelled (their handlers aborted)
- * when the client goes away or when another service fails. Shutdown drains: a request in flight finishes
+ * request past `maxConcurrent` a 429, and the services' calls are cancelled (their handlers aborted)
+ * when the client goes away or when another service fails. Each request is one ScoreBatch call per service;
+ * a real grpc-js server without ScoreBatch (a service written before it) is scored over ScoreStream with the
+ * same answers, the same errors and the same cancellation. Shutdown drains: a request in flight finishes
  * within the grace period (programmatic close and SIGTERM of the real `reward-mesh gateway` process), new
  * connections are refused meanwhile, and past the grace what is left is cancelled with a 503.
  */
@@ -9,13 +11,18 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { createGrpcHandlers, createGrpcServiceDefinition, grpc, RewardService } from "@reward-mesh/proto";
 import {
+  createLimiter,
   createRewardServiceClient,
+  createRewardServiceImpl,
   defineRewardService,
+  InvalidArgumentError,
   loadServiceRuntimeOptions,
   type RunningService,
   silentLogger,
   startRewardService,
+  toGrpcStatus,
 } from "@reward-mesh/sdk";
 import { type RunningGateway, startOpenRlhfGateway } from "../src/gateway/openrlhf.js";
 
@@ -46,6 +53,46 @@ function slowService(name: string, o: { delayMs: number; fail?: boolean }) {
     },
   });
   return { def, events };
+}
+
+type ServiceDef = ReturnType<typeof defineRewardService>;
+
+/**
+ * `def` served by a plain grpc-js server on port 0 (the SDK's handlers and status mapping), counting the calls of each RPC;
+ * `withoutScoreBatch`: the server has no ScoreBatch method, as a service written before it (grpc-js answers
+ * UNIMPLEMENTED).
+ */
+async function countingServer(def: ServiceDef, o: { withoutScoreBatch: boolean }) {
+  const server = new grpc.Server();
+  const definition = { ...createGrpcServiceDefinition(RewardService) } as Record<string, unknown>;
+  const handlers = createGrpcHandlers(
+    RewardService,
+    createRewardServiceImpl(def, createLimiter(8), silentLogger),
+    { toStatus: toGrpcStatus },
+  );
+  const calls = { scoreBatch: 0, scoreStream: 0, score: 0 };
+  for (const rpc of ["scoreBatch", "scoreStream", "score"] as const) {
+    const handle = handlers[rpc] as (...a: unknown[]) => void;
+    handlers[rpc] = (...a: unknown[]) => {
+      calls[rpc]++;
+      handle(...a);
+    };
+  }
+  if (o.withoutScoreBatch) {
+    delete definition["scoreBatch"];
+    delete handlers["scoreBatch"];
+  }
+  server.addService(definition as grpc.ServiceDefinition, handlers);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  return {
+    address: `127.0.0.1:${port}`,
+    calls,
+    close: () => server.forceShutdown(),
+  };
 }
 
 async function until(cond: () => boolean, what: string): Promise<void> {
@@ -131,6 +178,95 @@ describe("reward-mesh gateway limits and cancellation", { timeout: 60_000 }, () 
     assert.ok(r.status >= 500, `status ${r.status}`);
     assert.ok(Date.now() - t0 < 10_000, `answered after ${Date.now() - t0} ms`);
     await until(() => slow.events.aborted === before + 1, "the slow service's call to be cancelled");
+  });
+});
+
+describe("reward-mesh gateway: one ScoreBatch per service, ScoreStream for a service without it", {
+  timeout: 60_000,
+}, () => {
+  /** Scores `v` = the response's length; refuses a response saying "bad" (INVALID_ARGUMENT). */
+  const picky = defineRewardService({
+    name: "picky",
+    version: "0.0.1",
+    domains: ["custom"],
+    components: [{ name: "v", description: "the response's length", min: 0, max: 100 }],
+    score: async (r) => {
+      if (r.response.includes("bad"))
+        throw new InvalidArgumentError("rollout.response", "must not say 'bad'");
+      return [{ name: "v", value: r.response.length }];
+    },
+  });
+  const legacySlow = slowService("legacy", { delayMs: 20_000 });
+  const servers: { close(): void }[] = [];
+  const clients: { close(): void }[] = [];
+  const gateways: RunningGateway[] = [];
+  after(async () => {
+    for (const g of gateways) await g.close(0);
+    for (const c of clients) c.close();
+    for (const s of servers) s.close();
+  });
+
+  async function gatewayFor(address: string, name = "picky") {
+    const client = createRewardServiceClient(address);
+    clients.push(client);
+    const g = await startOpenRlhfGateway({
+      components: [{ service: name, component: "v", weight: 1 }],
+      services: [{ name, client, domains: ["custom"] }],
+      domain: "custom",
+      host: "127.0.0.1",
+      port: 0,
+      timeoutMs: 60_000,
+    });
+    gateways.push(g);
+    return `${g.url}/get_reward`;
+  }
+  const post = async (url: string, query: string[]) => {
+    const r = await fetch(url, {
+      method: "POST",
+      body: JSON.stringify({ query, prompts: query.map(() => "Q ") }),
+    });
+    return { status: r.status, json: (await r.json()) as Record<string, unknown> };
+  };
+
+  it("the same answers and the same per-query errors over ScoreBatch and over the ScoreStream fallback", async () => {
+    const batch = await countingServer(picky, { withoutScoreBatch: false });
+    const legacy = await countingServer(picky, { withoutScoreBatch: true });
+    servers.push(batch, legacy);
+    const viaBatch = await gatewayFor(batch.address);
+    const viaStream = await gatewayFor(legacy.address);
+    const query = ["Q a", "Q abc", "Q ab"];
+    const expected = {
+      rewards: [1, 3, 2],
+      scores: [1, 3, 2],
+      extra_logs: { "picky/v": [1, 3, 2], "picky/v/applicable": [1, 1, 1] },
+    };
+    for (const url of [viaBatch, viaStream]) {
+      for (let k = 0; k < 2; k++) assert.deepEqual(await post(url, query), { status: 200, json: expected });
+      // A refused rollout: 400 naming the query it came from, whichever RPC scored it.
+      assert.deepEqual(await post(url, ["Q ok", "Q a bad one", "Q bad"]), {
+        status: 400,
+        json: {
+          error: "reward service: INVALID_ARGUMENT: picky: query[1]: 'rollout.response' must not say 'bad'",
+        },
+      });
+    }
+    // One ScoreBatch call per request (3 requests), nothing streamed; the legacy service: one ScoreStream per
+    // request (its first ScoreBatch was answered UNIMPLEMENTED by grpc-js, and the client remembers it).
+    assert.deepEqual(batch.calls, { scoreBatch: 3, scoreStream: 0, score: 0 });
+    assert.deepEqual(legacy.calls, { scoreBatch: 0, scoreStream: 3, score: 0 });
+  });
+
+  it("a client going away cancels the fallback ScoreStream too", async () => {
+    const legacy = await countingServer(legacySlow.def, { withoutScoreBatch: true });
+    servers.push(legacy);
+    const url = await gatewayFor(legacy.address, "legacy");
+    const client = new AbortController();
+    const first = fetch(url, { method: "POST", body: body(), signal: client.signal }).catch(() => "gone");
+    await until(() => legacySlow.events.started === 1, "the request to be scored");
+    assert.equal(legacy.calls.scoreStream, 1);
+    client.abort();
+    assert.equal(await first, "gone");
+    await until(() => legacySlow.events.aborted === 1, "the legacy service's stream to be cancelled");
   });
 });
 

@@ -30,7 +30,8 @@ export const GATEWAY_COMMAND: CommandSpec = {
   description:
     "Serves POST /get_reward with OpenRLHF's request {query, prompts, labels} and answers {rewards, scores,\n" +
     "extra_logs}: the weighted total of the configured components per query, and each component's value in\n" +
-    'extra_logs["<service>/<component>"]. Each request is scored with one ScoreStream per service.',
+    'extra_logs["<service>/<component>"]. Each request is scored with one ScoreBatch call per service\n' +
+    "(one ScoreStream for a service that does not implement ScoreBatch).",
   options: {
     config: {
       type: "string",

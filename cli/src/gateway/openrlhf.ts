@@ -7,7 +7,8 @@
  * per key) from the JSON answer, one entry per query. Older releases send `query` alone.
  *
  * Each request becomes one rollout per query (response: see {@link responseOf}), fanned out to every
- * configured service over one `ScoreStream` per service; the answer is the weighted total per query
+ * configured service with one `ScoreBatch` call per service (one `ScoreStream` for a service that does not
+ * implement ScoreBatch); the answer is the weighted total per query
  * (`rewards`; a component that does not apply counts 0 there, as in the trainer), the score component's value
  * (`scores`, see {@link OpenRlhfGatewayOptions.scoreComponent}) and each component's value under
  * `extra_logs["<service>/<component>"]` with `extra_logs["<service>/<component>/applicable"]` beside it: 1, or 0
@@ -32,11 +33,10 @@ import {
   type RewardService,
   type Rollout,
   RolloutSchema,
-  type ScoreRequest,
-  ScoreRequestSchema,
   type Task,
   TaskSchema,
 } from "@reward-mesh/proto";
+import { scoreBatch } from "@reward-mesh/sdk";
 
 /** One weighted component of the reward. */
 export interface GatewayComponent {
@@ -61,7 +61,7 @@ export interface OpenRlhfGatewayOptions {
   readonly host: string;
   /** 0 = any free port. */
   readonly port: number;
-  /** Deadline of each ScoreStream call. */
+  /** Deadline of each service's call (ScoreBatch, or ScoreStream for a service without it). */
   readonly timeoutMs: number;
   /** Largest request body in bytes (past it: 413). @default 8 MiB */
   readonly maxBodyBytes?: number;
@@ -79,7 +79,7 @@ export interface OpenRlhfGatewayOptions {
   readonly padTokens?: readonly string[];
   /**
    * How long {@link RunningGateway.close} lets the requests being scored finish before it cancels them (their
-   * services' streams are cancelled, the clients get 503; OpenRLHF's client retries). @default 30000
+   * services' calls are cancelled, the clients get 503; OpenRLHF's client retries). @default 30000
    */
   readonly shutdownGraceMs?: number;
 }
@@ -292,21 +292,27 @@ function domainOf(r: Rollout): string {
   return kind === "toolCall" ? "tool_call" : (kind ?? "custom");
 }
 
-/** Scores `rollouts` with one service over one ScoreStream; results in input order. */
-async function scoreStream(
+/**
+ * Scores `rollouts` with one service: one `ScoreBatch` call (split at `MAX_SCORE_BATCH`), or one
+ * `ScoreStream` for a service that answers ScoreBatch `UNIMPLEMENTED` (the SDK's `scoreBatch` helper; the
+ * client remembers it). Results in input order. A rollout the service refuses fails the request as it
+ * would fail a ScoreStream: with the first refused rollout's code and `'requests[<j>]…'` message.
+ */
+async function scoreService(
   s: GatewayService,
   rollouts: readonly Rollout[],
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<RewardResult[]> {
-  async function* requests(): AsyncIterable<ScoreRequest> {
-    for (const rollout of rollouts) yield create(ScoreRequestSchema, { rollout });
-  }
-  const out: RewardResult[] = [];
-  for await (const r of s.client.scoreStream(requests(), { timeoutMs, signal })) out.push(r);
-  if (out.length !== rollouts.length)
-    throw new Error(`service '${s.name}' answered ${out.length} results for ${rollouts.length} rollouts`);
-  return out;
+  const out = await scoreBatch(s.client, rollouts, { timeoutMs, signal });
+  const refused = out.errors[0];
+  if (refused)
+    throw Object.assign(new Error(refused.message), { code: refused.code, details: refused.message });
+  if (out.results.length !== rollouts.length)
+    throw new Error(
+      `service '${s.name}' answered ${out.results.length} results for ${rollouts.length} rollouts`,
+    );
+  return out.results;
 }
 
 /**
@@ -343,7 +349,7 @@ export async function scoreOpenRlhfRequest(
   o: OpenRlhfGatewayOptions,
   signal?: AbortSignal,
 ): Promise<OpenRlhfResponse> {
-  // One service failing (or the client going away) cancels the other services' streams.
+  // One service failing (or the client going away) cancels the other services' calls.
   const cancel = new AbortController();
   const onAbort = () => cancel.abort(signal?.reason);
   signal?.addEventListener("abort", onAbort, { once: true });
@@ -376,7 +382,7 @@ async function scoreWith(
       let results: RewardResult[] = [];
       try {
         if (picked.length)
-          results = await scoreStream(
+          results = await scoreService(
             s,
             picked.map((p) => p.r),
             o.timeoutMs,
@@ -384,7 +390,7 @@ async function scoreWith(
           );
       } catch (err) {
         cancel.abort();
-        // The stream names its j-th request; the caller knows it as query[i].
+        // The service names its j-th request; the caller knows it as query[i].
         const e = err as Partial<grpc.ServiceError>;
         if (e.code === grpc.status.INVALID_ARGUMENT && typeof e.details === "string") {
           const at = (j: string) => `query[${picked[Number(j)]?.i ?? j}]`;
@@ -529,7 +535,7 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
         error: `${scoring.size} requests are being scored, the limit (--max-concurrent ${maxConcurrent}); retry`,
       });
     }
-    // The client going away, or the end of the shutdown grace, cancels the services' streams of its request.
+    // The client going away, or the end of the shutdown grace, cancels the services' calls of its request.
     const gone = new AbortController();
     scoring.add(gone);
     // Cancelled by the end of the shutdown grace: answered 503 rather than dropped.
