@@ -53,8 +53,9 @@ class RemoteRMRequest:
 
 @dataclass
 class RemoteRMResponse:
-    """What OpenRLHF reads: `rewards` (the weighted totals), `scores` (here the same), `extra_logs`
-    (per component, `<service>/<component>` -> one value per query)."""
+    """What OpenRLHF reads: `rewards` (the weighted totals), `scores` (what dynamic filtering reads; the
+    rewards when not given), `extra_logs` (`<service>/<component>` -> one value per query, 0.0 where it
+    does not apply, and `<service>/<component>/applicable` -> 1.0 or 0.0)."""
 
     rewards: list
     scores: list = None
@@ -150,31 +151,77 @@ def task_of_label(label, prompt=None, where="labels"):
     return math_task([label], prompt=prompt)
 
 
-def reward_func(queries, prompts, labels, **kwargs):
+def applicable_key(key):
+    """The `extra_logs` key saying whether `key`'s component (`<service>/<component>`) applied to each
+    query: 1.0, or 0.0 where it did not (its value is then 0.0). The gateway writes the same key."""
+    return f"{key}/applicable"
+
+
+def score_component_of(names, score_component=None):
+    """What `scores` holds, as the gateway's `--score-component`: a component `<service>/<component>` (its
+    value, 0.0 where it does not apply) or `"total"` (the weighted total, as `rewards`); default the first
+    component. OpenRLHF's dynamic filtering keeps groups whose mean score lies in
+    `--dynamic_filtering_reward_range` (default (0, 1))."""
+    key = score_component if score_component is not None else (names[0] if names else "total")
+    if key != "total" and key not in names:
+        raise InvalidInputError(f"score component '{key}' is not one of the components ({', '.join(names)}) or 'total'")
+    return key
+
+
+def reward_func(queries, prompts, labels, score_component=None, **kwargs):
     """OpenRLHF's custom remote reward function (`--remote_rm_url path/to/this_or_a_wrapper.py`): scores
     over the mesh configured for `reward_mesh.verl` (REWARD_MESH_SERVICES, REWARD_MESH_RUN_CONFIG, or
-    `configure`), returns `{"rewards", "scores", "extra_logs"}` (torch tensors when torch is there); as
-    the gateway, a component that does not apply counts as 0 in the total and in `extra_logs`."""
+    `configure`) and returns what `reward-mesh gateway` answers for the same request, as torch tensors
+    when torch is there (float32, as OpenRLHF makes them of the gateway's answer), else lists of floats:
+
+    * `rewards`: the weighted total per query (a component that does not apply counts 0);
+    * `scores`: `score_component`'s value per query (default the first component, 0.0 where it does not
+      apply; `"total"`: the weighted total), as the gateway's `--score-component`;
+    * `extra_logs`: for every component, `"<service>/<component>"` (its value, 0.0 where it does not
+      apply) and `"<service>/<component>/applicable"` (1.0 or 0.0), in every call, so OpenRLHF's per-key
+      batch means are of float tensors with the same keys and never NaN.
+
+    A service answering a non-finite value raises MeshError naming the component and the query (the
+    gateway answers 502)."""
     from . import verl  # shares the mesh settings and connections
 
     n = len(queries)
     labels = list(labels) if labels is not None else [None] * n
     mesh, _, names, weights = verl._mesh_and_config(kwargs)
+    score_key = score_component_of(names, score_component)
     if prompts is not None and len(prompts) != n:
         raise InvalidInputError(f"'prompts' has {len(prompts)} entries, 'queries' {n}")
+    if len(labels) != n:
+        raise InvalidInputError(f"'labels' has {len(labels)} entries, 'queries' {n}")
     rollouts = [rollout(task_of_label(labels[i], prompts[i] if prompts else None, f"labels[{i}]"),
                         response_text(queries[i], prompts[i] if prompts else "", i), run_id="openrlhf")
                 for i in range(n)]
     rows = mesh.score(rollouts)
-    res = RemoteRMResponse([0.0] * n, None, {k: [] for k in names})
-    for i, row in enumerate(rows):
-        out, _ = verl._result(row, names, weights)
-        res.rewards[i] = out["score"]
-        for k in names:
-            res.extra_logs[k].append(0.0 if math.isnan(out[k]) else out[k])
+    rewards = [0.0] * n
+    extra = {}
+    for name, w in zip(names, weights):
+        values, applies = [0.0] * n, [0.0] * n
+        for i, row in enumerate(rows):
+            c = row.get(name)
+            if c is None:  # not applicable (or not answered)
+                continue
+            v = float(c.value)
+            # JSON has no NaN or Infinity, and a NaN would make OpenRLHF's logged batch mean NaN.
+            if not math.isfinite(v):
+                raise MeshError(f"service '{name.split('/')[0]}' answered {v} for '{name.split('/', 1)[-1]}' "
+                                f"of queries[{i}]: not a finite number")
+            values[i], applies[i] = v, 1.0
+            rewards[i] += float(w) * v
+        extra[name], extra[applicable_key(name)] = values, applies
+    for i, r in enumerate(rewards):
+        if not math.isfinite(r):
+            raise MeshError(f"the weighted total of queries[{i}] is {r}: the components' values times their "
+                            "weights overflow")
+    scores = list(rewards) if score_key == "total" else list(extra[score_key])
+    res = RemoteRMResponse(rewards, scores, extra)
     try:
         import torch
     except ImportError:
         return res.to_json()
-    return {"rewards": torch.tensor(res.rewards), "scores": torch.tensor(res.rewards),
+    return {"rewards": torch.tensor(res.rewards), "scores": torch.tensor(res.scores),
             "extra_logs": {k: torch.tensor(v) for k, v in res.extra_logs.items()}}

@@ -61,7 +61,35 @@ class RewardFuncTest(unittest.TestCase):
             self.assertIsInstance(out["rewards"], torch.Tensor)
         self.assertEqual(values(out["rewards"])[0], 1.0)
         self.assertAlmostEqual(values(out["rewards"])[1], 0.11, places=6)  # float32, as OpenRLHF's tensors
-        self.assertEqual(values(out["extra_logs"]["length/length"]), [0.0, 11.0])  # N/A counts 0, as the gateway
+        # The gateway's extra_logs: every component, 0.0 where it does not apply, and its "/applicable" key
+        # (1.0 / 0.0) beside it, in the gateway's order; scores is the first component (math/correct).
+        self.assertEqual(list(out["extra_logs"]), ["math/correct", "math/correct/applicable",
+                                                   "length/length", "length/length/applicable"])
+        self.assertEqual(values(out["extra_logs"]["math/correct"]), [1.0, 0.0])
+        self.assertEqual(values(out["extra_logs"]["math/correct/applicable"]), [1.0, 0.0])
+        self.assertEqual(values(out["extra_logs"]["length/length"]), [0.0, 11.0])
+        self.assertEqual(values(out["extra_logs"]["length/length/applicable"]), [0.0, 1.0])
+        self.assertEqual(values(out["scores"]), [1.0, 0.0])
+        if torch is not None:  # float tensors, as OpenRLHF makes of the gateway's answer
+            for k, v in [("rewards", out["rewards"]), ("scores", out["scores"]), *out["extra_logs"].items()]:
+                self.assertEqual(v.dtype, torch.float32, k)
+        else:  # floats, which json writes with a decimal point, as the gateway does
+            for k, v in out["extra_logs"].items():
+                self.assertTrue(all(type(x) is float for x in v), k)
+
+    def test_score_component_as_the_gateways(self):
+        prompts = ["<user>2+2?</user>", "<user>chat</user>"]
+        queries = [prompts[0] + "\\boxed{4}", prompts[1] + "hello there"]
+        labels = ["4", {"custom": {}}]
+        total = openrlhf.reward_func(queries, prompts, labels, score_component="total")
+        self.assertEqual(values(total["scores"]), values(total["rewards"]))
+        length = openrlhf.reward_func(queries, prompts, labels, score_component="length/length")
+        self.assertEqual(values(length["scores"]), [0.0, 11.0])
+        with self.assertRaisesRegex(rm.InvalidInputError, "score component 'math/format' is not one of the "
+                                    "components \\(math/correct, length/length\\) or 'total'"):
+            openrlhf.reward_func(queries, prompts, labels, score_component="math/format")
+        with self.assertRaisesRegex(rm.InvalidInputError, "'labels' has 1 entries, 'queries' 2"):
+            openrlhf.reward_func(queries, prompts, ["4"])
 
     def test_real_openrlhf_queries(self):
         # What OpenRLHF really sends: left pad tokens before the prompt, the EOS/pad tokens after the
@@ -103,8 +131,16 @@ class GatewayTest(unittest.TestCase):
         verl.configure(services=SERVICES, run_config=RUN)
         local = openrlhf.reward_func(req.query, req.prompts, req.labels)
         verl.reset()
-        expected = torch.tensor(res.rewards).tolist() if torch is not None else res.rewards  # float32 with torch
-        self.assertEqual(values(local["rewards"]), expected)
+
+        def as_openrlhf(v):  # OpenRLHF makes float32 tensors of the gateway's lists
+            return torch.tensor(v).tolist() if torch is not None else v
+
+        # The two ways of using OpenRLHF agree: the same rewards, scores and extra_logs (keys, order, values).
+        self.assertEqual(values(local["rewards"]), as_openrlhf(res.rewards))
+        self.assertEqual(values(local["scores"]), as_openrlhf(res.scores))
+        self.assertEqual(list(local["extra_logs"]), list(res.extra_logs))
+        for k, v in res.extra_logs.items():
+            self.assertEqual(values(local["extra_logs"][k]), as_openrlhf(v), k)
 
     def test_gateway_refusal_names_the_key(self):
         with self.assertRaisesRegex(rm.MeshError, "HTTP 400: 'labels\\[1\\]' is an object but not a rewardmesh.v1.Task"):
