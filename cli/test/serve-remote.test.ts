@@ -3,7 +3,9 @@
  * Debian's python3-grpcio, stubs generated from proto/) joins the mesh through the sidecar process and
  * takes part in a short training run; the bus semantics are the SDK worker's (a rollout the remote
  * refuses is dead-lettered naming the field; every result carries the remote's components, checked
- * against its Describe). Real nats-server, real Python gRPC server, the real CLI process.
+ * against its Describe). Its ScoreBatch, called directly, follows the contract: per-request errors with
+ * Score's code and message under `requests[<i>]`, the 1..1024 size cap. Real nats-server, real Python gRPC
+ * server, the real CLI process.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -13,13 +15,15 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { DeadLetterSchema, RewardResultSchema, RewardService } from "@reward-mesh/proto";
+import { DeadLetterSchema, grpc, RewardResultSchema, RewardService } from "@reward-mesh/proto";
 import {
+  createRewardServiceClient,
   grpcService,
   type MeshBus,
   openBus,
   publishRollout,
   readStream,
+  scoreBatch,
   Streams,
   silentLogger,
   startGrpcServices,
@@ -116,6 +120,7 @@ describe("a Python reward service through `reward-mesh serve --remote`", {
   let nats: LocalNats;
   let bus: MeshBus;
   let python: ReturnType<typeof child>;
+  let pythonAddress: string;
   let sidecar: ReturnType<typeof child>;
   let dir: string;
 
@@ -124,6 +129,7 @@ describe("a Python reward service through `reward-mesh serve --remote`", {
     bus = await openBus(testBusOptions(nats.url), "serve-remote-test");
     python = child(PYTHON, [example, "--port", "0"], { PYTHONDONTWRITEBYTECODE: "1" });
     const address = (await python.waitFor(/listening on (\S+)/))[1]!;
+    pythonAddress = address;
     sidecar = child(process.execPath, [cli, "serve", "--remote", address], {
       NATS_URL: nats.url,
       OTEL_TRACES_EXPORTER: "none",
@@ -213,5 +219,111 @@ describe("a Python reward service through `reward-mesh serve --remote`", {
       letter.value.reason,
       /'rollout\.metadata\["brevity\.budget"\]' must be a positive integer, got 'lots'/,
     );
+  });
+
+  it("answers ScoreBatch as the contract says: Score's errors per request under requests[<i>], 1 to 1024", async () => {
+    const client = createRewardServiceClient(pythonAddress, { timeoutMs: 30_000 });
+    try {
+      const good = makeRollout({ id: "py-batch-good", response: "Thanks!" });
+      const badBudget = makeRollout({
+        id: "py-batch-budget",
+        groupId: "g7",
+        index: 2,
+        groupSize: 4,
+        step: 3,
+        metadata: { "brevity.budget": "lots" },
+      });
+      const noId = makeRollout({ id: "", response: "hello there" });
+      const short = makeRollout({
+        id: "py-batch-short",
+        response: "ok",
+        metadata: { "brevity.budget": "4" },
+      });
+      const rollouts = [good, badBudget, noId, short];
+      const out = await client.scoreBatch({ requests: rollouts.map((rollout) => ({ rollout })) });
+      assert.equal(out.results.length, 4);
+      assert.deepEqual(
+        out.errors.map((e) => [e.index, e.code, e.message]),
+        [
+          [
+            1,
+            grpc.status.INVALID_ARGUMENT,
+            `'requests[1].rollout.metadata["brevity.budget"]' must be a positive integer, got 'lots'`,
+          ],
+          [2, grpc.status.INVALID_ARGUMENT, "'requests[2].rollout.id' is required"],
+        ],
+      );
+      // Each error has the code and message Score gives for the same rollout, the field under requests[<i>].
+      for (const e of out.errors) {
+        await assert.rejects(client.score({ rollout: rollouts[e.index]! }), (err: grpc.ServiceError) => {
+          assert.equal(err.code, e.code);
+          assert.equal(e.message, err.details.replace(/^'/, `'requests[${e.index}].`));
+          return true;
+        });
+      }
+      // A refused request's result holds only its rollout's identity; the others are Score's results.
+      const refused = out.results[1]!;
+      assert.deepEqual(
+        [
+          refused.rolloutId,
+          refused.groupId,
+          refused.index,
+          refused.groupSize,
+          refused.step,
+          refused.service,
+          refused.components.length,
+        ],
+        ["py-batch-budget", "g7", 2, 4, 3, "py-brevity", 0],
+      );
+      for (const i of [0, 3]) {
+        const one = await client.score({ rollout: rollouts[i]! });
+        assert.equal(out.results[i]!.rolloutId, rollouts[i]!.id);
+        assert.deepEqual(
+          out.results[i]!.components.map((c) => [c.name, c.value, c.status]),
+          one.components.map((c) => [c.name, c.value, c.status]),
+        );
+      }
+      assert.deepEqual(
+        out.results[3]!.components.map((c) => [c.name, c.value]),
+        [
+          ["brevity", 0.5],
+          ["politeness", 0],
+        ],
+      );
+      // The size cap: an empty batch and one over 1024 fail the call; 1024 is scored.
+      await assert.rejects(
+        client.scoreBatch({ requests: [] }),
+        (err: grpc.ServiceError) =>
+          err.code === grpc.status.INVALID_ARGUMENT &&
+          /'requests' must hold at least one ScoreRequest/.test(err.details),
+      );
+      const many = (n: number) =>
+        Array.from({ length: n }, (_, i) => ({
+          rollout: makeRollout({ id: `py-many-${i}`, response: "x".repeat(i % 50) }),
+        }));
+      await assert.rejects(
+        client.scoreBatch({ requests: many(1025) }),
+        (err: grpc.ServiceError) =>
+          err.code === grpc.status.INVALID_ARGUMENT &&
+          err.details ===
+            "'requests' must hold at most 1024 ScoreRequests, got 1025: split the batch (or use ScoreStream)",
+      );
+      const full = await client.scoreBatch({ requests: many(1024) });
+      assert.equal(full.errors.length, 0);
+      assert.deepEqual(
+        full.results.map((r) => r.rolloutId),
+        many(1024).map((r) => r.rollout.id),
+      );
+      // The SDK's client helper uses it (no fallback to ScoreStream) and splits past the cap.
+      const helped = await scoreBatch(client, [...many(1030).map((r) => r.rollout), badBudget]);
+      assert.equal(helped.rpc, "ScoreBatch");
+      assert.equal(helped.results.length, 1031);
+      assert.deepEqual(
+        helped.errors.map((e) => [e.index, e.code]),
+        [[1030, grpc.status.INVALID_ARGUMENT]],
+      );
+    } finally {
+      client.close();
+    }
   });
 });

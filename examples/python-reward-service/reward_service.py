@@ -1,6 +1,7 @@
 """A reward service in Python: `py-brevity`, served on the mesh through `reward-mesh serve --remote`.
 
-It implements `rewardmesh.v1.RewardService` (Describe, Score, ScoreStream) and `grpc.health.v1.Health`
+It implements `rewardmesh.v1.RewardService` (Describe, Score, ScoreStream, and the optional ScoreBatch)
+and `grpc.health.v1.Health`
 with Debian's python3-grpcio and the stubs in `_gen/` (generated from `proto/` by
 `scripts/generate-python.sh`, drift-checked by `npm run check:gen`). The NATS half of the contract
 (durable consumers, ack/nak, dead letters, dedupe, trace headers) is the sidecar's job.
@@ -30,10 +31,17 @@ VERSION = "1.0.0"
 DOMAINS = ["custom"]
 DEFAULT_BUDGET = 48
 POLITE = ("hello", "hi ", "thanks", "thank you", "please")
+# Most requests one ScoreBatch call takes (the contract's cap).
+MAX_SCORE_BATCH = 1024
 
 
 class BadRollout(Exception):
-    """The rollout breaks the contract; the message names the field."""
+    """The rollout breaks the contract: `'<field>' <problem>` (INVALID_ARGUMENT)."""
+
+    def __init__(self, field, problem):
+        super().__init__(f"'{field}' {problem}")
+        self.field = field
+        self.problem = problem
 
 
 def budget_of(rollout):
@@ -41,14 +49,14 @@ def budget_of(rollout):
     if raw == "":
         return DEFAULT_BUDGET
     if not raw.isdigit() or int(raw) < 1:
-        raise BadRollout(f"'rollout.metadata[\"brevity.budget\"]' must be a positive integer, got {raw!r}")
+        raise BadRollout('rollout.metadata["brevity.budget"]', f"must be a positive integer, got {raw!r}")
     return int(raw)
 
 
 def score(rollout):
     """The RewardResult of one rollout; raises BadRollout for bad input."""
     if rollout.id == "":
-        raise BadRollout("'rollout.id' is required")
+        raise BadRollout("rollout.id", "is required")
     budget = budget_of(rollout)
     length = len(rollout.response)  # code points
     text = rollout.response.lower()
@@ -98,6 +106,33 @@ class RewardService(reward_service_pb2_grpc.RewardServiceServicer):
                 yield score(request.rollout)
             except BadRollout as e:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"requests[{i}]: {e}")
+
+    def ScoreBatch(self, request, context):
+        # Optional (clients fall back to ScoreStream on UNIMPLEMENTED): 1 to MAX_SCORE_BATCH rollouts in one
+        # unary call. A request that fails does not fail the call: its result holds only its rollout's
+        # identity, and `errors` has its index, Score's code and Score's message with the field under
+        # `requests[<i>]`.
+        n = len(request.requests)
+        if n == 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "'requests' must hold at least one ScoreRequest")
+        if n > MAX_SCORE_BATCH:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"'requests' must hold at most {MAX_SCORE_BATCH} ScoreRequests, got {n}: "
+                          "split the batch (or use ScoreStream)")
+        out = reward_service_pb2.ScoreBatchResponse()
+        for i, req in enumerate(request.requests):
+            try:
+                out.results.append(score(req.rollout))
+            except BadRollout as e:
+                out.errors.append(reward_service_pb2.ScoreBatchError(
+                    index=i, code=grpc.StatusCode.INVALID_ARGUMENT.value[0],
+                    message=f"'requests[{i}].{e.field}' {e.problem}"))
+                r = req.rollout
+                out.results.append(reward_pb2.RewardResult(
+                    rollout_id=r.id, run_id=r.run_id, step=r.step, group_id=r.group_id, index=r.index,
+                    group_size=r.group_size, policy_version=r.policy_version,
+                    service=NAME, service_version=VERSION))
+        return out
 
 
 class Health(health_pb2_grpc.HealthServicer):
