@@ -231,8 +231,16 @@ export async function runGateway(args: readonly string[], cli: CliConfig, stdout
   const deadline = Date.now() + positive(String(flags["wait-seconds"]), "--wait-seconds") * 1000;
   const graceRaw = String(flags["shutdown-grace-seconds"]);
   const graceSeconds = Number(graceRaw);
-  if (graceRaw.trim() === "" || !Number.isFinite(graceSeconds) || graceSeconds < 0)
-    throw new UsageError(`'--shutdown-grace-seconds' must be a number of seconds >= 0, got '${graceRaw}'`);
+  // Node's timers hold at most 2^31 - 1 ms (~24.8 days); a longer delay would fire at once.
+  if (
+    graceRaw.trim() === "" ||
+    !Number.isFinite(graceSeconds) ||
+    graceSeconds < 0 ||
+    graceSeconds > 2_147_483
+  )
+    throw new UsageError(
+      `'--shutdown-grace-seconds' must be a number of seconds from 0 to 2147483, got '${graceRaw}'`,
+    );
   const names = [...new Set(components.map((c) => c.service))];
   for (const n of addresses.keys())
     if (!names.includes(n))

@@ -441,12 +441,28 @@ async function scoreWith(
 
 /**
  * JSON in which every integral number keeps a decimal point (`1.0`, not `1`), so that Python's `json` reads
- * floats and `torch.tensor` makes float tensors of them, as of every other value.
+ * floats and `torch.tensor` makes float tensors of them, as of every other value. Written by hand (not
+ * a `JSON.stringify` replacer with markers), so no string value can be mistaken for a number.
  */
 export function stringifyFloats(body: unknown): string {
-  return JSON.stringify(body, (_k, v) =>
-    typeof v === "number" && Number.isSafeInteger(v) ? `\u0000F${v}` : v,
-  ).replace(/"\\u0000F(-?\d+)"/g, "$1.0");
+  if (typeof body === "number") {
+    if (!Number.isFinite(body)) return "null";
+    // Integers below 1e21 print without exponent or point; from 1e21 up JavaScript writes `1e+21`, a float.
+    return Number.isInteger(body) && Math.abs(body) < 1e21
+      ? `${body === 0 ? 0 : body}.0`
+      : JSON.stringify(body);
+  }
+  if (Array.isArray(body))
+    return `[${body.map((v) => (v === undefined ? "null" : stringifyFloats(v))).join(",")}]`;
+  if (body !== null && typeof body === "object") {
+    const parts: string[] = [];
+    for (const [k, v] of Object.entries(body)) {
+      if (v === undefined || typeof v === "function") continue;
+      parts.push(`${JSON.stringify(k)}:${stringifyFloats(v)}`);
+    }
+    return `{${parts.join(",")}}`;
+  }
+  return JSON.stringify(body) ?? "null";
 }
 
 function send(res: ServerResponse, status: number, body: unknown, close = false): void {
@@ -500,6 +516,9 @@ function failure(err: unknown): { status: number; body: { error: string } } {
   };
 }
 
+/** Node's longest timer delay (2^31 - 1 ms); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /**
  * Serves the OpenRLHF remote reward protocol: `POST /get_reward` (and `POST /`) as described above;
  * `GET /healthz` answers 200.
@@ -509,7 +528,10 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
   const max = o.maxBodyBytes ?? 8 * 1024 * 1024;
   const maxConcurrent = o.maxConcurrent ?? 16;
   const defaultGraceMs = o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
-  if (!(defaultGraceMs >= 0)) throw new RangeError(`shutdownGraceMs must be >= 0, got ${defaultGraceMs}`);
+  if (!(defaultGraceMs >= 0 && defaultGraceMs <= MAX_TIMER_MS))
+    throw new RangeError(
+      `shutdownGraceMs must be from 0 to ${MAX_TIMER_MS} (Node's longest timer), got ${defaultGraceMs}`,
+    );
   /** The requests being scored: each one's cancel, for the end of the grace period. */
   const scoring = new Set<AbortController>();
   let draining = false;
@@ -595,7 +617,8 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
     }
   }
   const close = (graceMs = defaultGraceMs): Promise<void> => {
-    if (!(graceMs >= 0)) throw new RangeError(`the shutdown grace must be >= 0 ms, got ${graceMs}`);
+    if (!(graceMs >= 0 && graceMs <= MAX_TIMER_MS))
+      throw new RangeError(`the shutdown grace must be from 0 to ${MAX_TIMER_MS} ms, got ${graceMs}`);
     const at = Date.now() + graceMs;
     if (at < deadline) {
       deadline = at;
