@@ -1,0 +1,122 @@
+/**
+ * Reading a child process's structured (pino JSON) log lines as they arrive: how test helpers learn the
+ * port a child bound itself (it is started on port 0 and logs the address) instead of picking a "free"
+ * port first and racing every other process on the machine for it.
+ * @module
+ */
+import type { ChildProcess } from "node:child_process";
+
+/** One JSON log record (pino: `level`, `time`, `msg`, and the line's fields). */
+export type LogRecord = Readonly<Record<string, unknown>>;
+
+/** Options of {@link waitForLogRecord}. */
+export interface WaitForLogRecordOptions {
+  /** What is awaited, for the error (`the "length ready" line`). */
+  readonly what: string;
+  /** @default 30000 */
+  readonly timeoutMs?: number;
+  /** The child's output so far (its stderr tail), added to the error. */
+  readonly describe?: () => string;
+}
+
+const TAIL_CHARS = 4_000;
+
+function tail(text: string): string {
+  const t = text.length > TAIL_CHARS ? `…${text.slice(-TAIL_CHARS)}` : text;
+  return t.trim() === "" ? "\n(its stderr is empty)" : `\n--- its stderr (tail) ---\n${t.trimEnd()}`;
+}
+
+/**
+ * Resolves with the first JSON line on `child`'s stderr for which `match` is true. Rejects with an error
+ * naming `what`, the process's pid and the tail of `describe()` when the process exits (or its stderr
+ * closes) first, or after `timeoutMs`. Lines that are not JSON objects are skipped. `child` must have
+ * been spawned with `stdio[2]: "pipe"`; this adds a listener of its own and leaves others alone.
+ */
+export function waitForLogRecord(
+  child: ChildProcess,
+  match: (record: LogRecord) => boolean,
+  o: WaitForLogRecordOptions,
+): Promise<LogRecord> {
+  const stderr = child.stderr;
+  if (!stderr) {
+    return Promise.reject(
+      new TypeError(
+        `waitForLogRecord(${o.what}): the child's stderr is not a pipe (spawn it with stdio[2] "pipe")`,
+      ),
+    );
+  }
+  const timeoutMs = o.timeoutMs ?? 30_000;
+  const describe = () => tail(o.describe?.() ?? "");
+  return new Promise<LogRecord>((resolve, reject) => {
+    let partial = "";
+    let settled = false;
+    let exitTimer: NodeJS.Timeout | undefined;
+    const finish = (err: Error | undefined, record?: LogRecord) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(exitTimer);
+      stderr.off("data", onData);
+      stderr.off("close", onClose);
+      child.off("exit", onExit);
+      child.off("error", onError);
+      if (err) reject(err);
+      else resolve(record!);
+    };
+    const onData = (d: Buffer | string) => {
+      const lines = (partial + d.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      if (partial.length > 1_000_000) partial = ""; // not a log line: never one JSON record
+      for (const line of lines) {
+        const s = line.trim();
+        if (!s.startsWith("{")) continue;
+        let rec: unknown;
+        try {
+          rec = JSON.parse(s);
+        } catch {
+          continue;
+        }
+        if (rec !== null && typeof rec === "object" && !Array.isArray(rec) && match(rec as LogRecord)) {
+          finish(undefined, rec as LogRecord);
+          return;
+        }
+      }
+    };
+    const status = () =>
+      child.exitCode !== null
+        ? `exit code ${child.exitCode}`
+        : child.signalCode !== null
+          ? `signal ${child.signalCode}`
+          : "still running";
+    const gone = () =>
+      finish(
+        new Error(
+          `process ${child.pid ?? "?"} ${status() === "still running" ? "closed its stderr" : `ended (${status()})`} before logging ${o.what}${describe()}`,
+        ),
+      );
+    // After "exit", give the pipe a moment to deliver the last lines (for the tail), then give up.
+    const onExit = () => {
+      exitTimer ??= setTimeout(gone, 500);
+    };
+    const onClose = () => {
+      onData("\n");
+      if (!settled) (child.exitCode !== null || child.signalCode !== null ? gone : onExit)();
+    };
+    const onError = (err: Error) =>
+      finish(new Error(`process for ${o.what} failed to start: ${err.message}${describe()}`));
+    const timer = setTimeout(
+      () =>
+        finish(
+          new Error(
+            `process ${child.pid ?? "?"} did not log ${o.what} within ${timeoutMs} ms (${status()})${describe()}`,
+          ),
+        ),
+      timeoutMs,
+    );
+    stderr.on("data", onData);
+    stderr.once("close", onClose);
+    child.once("exit", onExit);
+    child.once("error", onError);
+    if (child.exitCode !== null || child.signalCode !== null) onExit();
+  });
+}
