@@ -14,16 +14,14 @@ import type { GrpcClientSecurity } from "../grpc-security.js";
 import { waitServing } from "../health-client.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
 import { type MeshAuth, type ServiceIdentity, writeMeshAuth } from "../nats-accounts.js";
+import { waitForLogRecord } from "../process-log.js";
 import { defineRewardService, type RewardServiceDefinition, type RewardServiceSpec } from "../service.js";
-import { waitForLogRecord } from "./process-log.js";
 
 export type { LocalNats };
 export type { StoredMessage } from "../stream-reader.js";
 export { readStream } from "../stream-reader.js";
 export type { TestPki } from "./pki.js";
 export { createTestPki } from "./pki.js";
-export type { LogRecord, WaitForLogRecordOptions } from "./process-log.js";
-export { waitForLogRecord } from "./process-log.js";
 export type { FuzzOutcome } from "./fuzz.js";
 export {
   deeplyNested,

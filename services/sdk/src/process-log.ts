@@ -1,7 +1,8 @@
 /**
- * Reading a child process's structured (pino JSON) log lines as they arrive: how test helpers learn the
- * port a child bound itself (it is started on port 0 and logs the address) instead of picking a "free"
- * port first and racing every other process on the machine for it.
+ * Reading a child process's structured (JSON) log lines as they arrive: how a parent learns the port a
+ * child bound itself (it is started on port 0 and logs the address: a service's `<name> ready` line, the
+ * PyTorch learner's `listening` line) instead of picking a "free" port first and racing every other
+ * process on the machine for it.
  * @module
  */
 import type { ChildProcess } from "node:child_process";
@@ -17,6 +18,8 @@ export interface WaitForLogRecordOptions {
   readonly timeoutMs?: number;
   /** The child's output so far (its stderr tail), added to the error. */
   readonly describe?: () => string;
+  /** Which of the child's pipes carries the lines. @default "stderr" */
+  readonly stream?: "stderr" | "stdout";
 }
 
 const TAIL_CHARS = 4_000;
@@ -27,21 +30,23 @@ function tail(text: string): string {
 }
 
 /**
- * Resolves with the first JSON line on `child`'s stderr for which `match` is true. Rejects with an error
- * naming `what`, the process's pid and the tail of `describe()` when the process exits (or its stderr
- * closes) first, or after `timeoutMs`. Lines that are not JSON objects are skipped. `child` must have
- * been spawned with `stdio[2]: "pipe"`; this adds a listener of its own and leaves others alone.
+ * Resolves with the first JSON line on `child`'s stderr (or `o.stream`) for which `match` is true.
+ * Rejects with an error naming `what`, the process's pid and the tail of `describe()` when the process
+ * exits (or that pipe closes) first, or after `timeoutMs`. Lines that are not JSON objects are skipped.
+ * That pipe of `child` must be `"pipe"` in its `stdio`; this adds listeners of its own, leaves others
+ * alone, and removes its own once settled.
  */
 export function waitForLogRecord(
   child: ChildProcess,
   match: (record: LogRecord) => boolean,
   o: WaitForLogRecordOptions,
 ): Promise<LogRecord> {
-  const stderr = child.stderr;
-  if (!stderr) {
+  const name = o.stream ?? "stderr";
+  const stream = name === "stdout" ? child.stdout : child.stderr;
+  if (!stream) {
     return Promise.reject(
       new TypeError(
-        `waitForLogRecord(${o.what}): the child's stderr is not a pipe (spawn it with stdio[2] "pipe")`,
+        `waitForLogRecord(${o.what}): the child's ${name} is not a pipe (spawn it with "pipe" there)`,
       ),
     );
   }
@@ -56,8 +61,8 @@ export function waitForLogRecord(
       settled = true;
       clearTimeout(timer);
       clearTimeout(exitTimer);
-      stderr.off("data", onData);
-      stderr.off("close", onClose);
+      stream.off("data", onData);
+      stream.off("close", onClose);
       child.off("exit", onExit);
       child.off("error", onError);
       if (err) reject(err);
@@ -91,7 +96,7 @@ export function waitForLogRecord(
     const gone = () =>
       finish(
         new Error(
-          `process ${child.pid ?? "?"} ${status() === "still running" ? "closed its stderr" : `ended (${status()})`} before logging ${o.what}${describe()}`,
+          `process ${child.pid ?? "?"} ${status() === "still running" ? `closed its ${name}` : `ended (${status()})`} before logging ${o.what}${describe()}`,
         ),
       );
     // After "exit", give the pipe a moment to deliver the last lines (for the tail), then give up.
@@ -113,8 +118,8 @@ export function waitForLogRecord(
         ),
       timeoutMs,
     );
-    stderr.on("data", onData);
-    stderr.once("close", onClose);
+    stream.on("data", onData);
+    stream.once("close", onClose);
     child.once("exit", onExit);
     child.once("error", onError);
     if (child.exitCode !== null || child.signalCode !== null) onExit();

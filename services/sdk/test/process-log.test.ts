@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { startServiceProcess, waitForLogRecord } from "./index.js";
+import { waitForLogRecord } from "@reward-mesh/sdk";
+import { startServiceProcess } from "@reward-mesh/sdk/testing";
 
 /** A real `node -e script` child with stderr piped (and collected). */
 function child(script: string) {
@@ -36,6 +37,26 @@ describe("waitForLogRecord", () => {
       });
       assert.equal(rec["address"], "127.0.0.1:4242");
       assert.equal(rec["healthAddress"], "127.0.0.1:4343");
+    } finally {
+      c.kill();
+    }
+  });
+
+  it("reads stdout when asked (the PyTorch learner's listening line is there)", async () => {
+    const c = spawn(
+      process.execPath,
+      [
+        "-e",
+        `console.log("loading"); console.log(JSON.stringify({ event: "listening", address: "127.0.0.1:5151" })); setTimeout(() => {}, 10_000);`,
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    try {
+      const rec = await waitForLogRecord(c, (r) => r["event"] === "listening", {
+        what: "the listening line",
+        stream: "stdout",
+      });
+      assert.equal(rec["address"], "127.0.0.1:5151");
     } finally {
       c.kill();
     }
@@ -79,7 +100,7 @@ describe("waitForLogRecord", () => {
 });
 
 describe("startServiceProcess", () => {
-  const lengthMain = fileURLToPath(new URL("../../../length/src/main.ts", import.meta.url));
+  const lengthMain = fileURLToPath(new URL("../../length/src/main.ts", import.meta.url));
 
   it("refuses a LOG_LEVEL that hides the ready line, naming it", async () => {
     await assert.rejects(
