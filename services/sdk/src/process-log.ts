@@ -6,6 +6,7 @@
  * @module
  */
 import type { ChildProcess } from "node:child_process";
+import { StringDecoder } from "node:string_decoder";
 
 /** One JSON log record (pino: `level`, `time`, `msg`, and the line's fields). */
 export type LogRecord = Readonly<Record<string, unknown>>;
@@ -54,6 +55,7 @@ export function waitForLogRecord(
   const describe = () => tail(o.describe?.() ?? "");
   return new Promise<LogRecord>((resolve, reject) => {
     let partial = "";
+    const decoder = new StringDecoder("utf8"); // a character split across chunks stays whole
     let settled = false;
     let exitTimer: NodeJS.Timeout | undefined;
     const finish = (err: Error | undefined, record?: LogRecord) => {
@@ -69,7 +71,7 @@ export function waitForLogRecord(
       else resolve(record!);
     };
     const onData = (d: Buffer | string) => {
-      const lines = (partial + d.toString()).split("\n");
+      const lines = (partial + (typeof d === "string" ? d : decoder.write(d))).split("\n");
       partial = lines.pop() ?? "";
       if (partial.length > 1_000_000) partial = ""; // not a log line: never one JSON record
       for (const line of lines) {
