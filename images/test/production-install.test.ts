@@ -25,7 +25,7 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { createRewardServiceClient, freePort, waitServing } from "@reward-mesh/sdk";
+import { createRewardServiceClient, waitForLogRecord, waitServing } from "@reward-mesh/sdk";
 import { makeRollout } from "@reward-mesh/sdk/testing";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -133,18 +133,24 @@ describe("production install (npm ci --omit=dev)", { skip: files ? false : "not 
   });
 
   it("`reward-mesh serve length` reports SERVING, scores, and exits 0 on SIGTERM", async () => {
-    const port = await freePort();
-    const address = `127.0.0.1:${port}`;
     let stderr = "";
+    // Port 0: it binds a free one and names it in its "length ready" line (no port picked beforehand).
     const child = spawn(process.execPath, [join(dir, "cli/bin/reward-mesh.mjs"), "serve", "length"], {
       cwd: dir,
-      env: cleanEnv({ LENGTH_WORKER: "0", LENGTH_GRPC_PORT: String(port), LOG_LEVEL: "warn" }),
+      env: cleanEnv({ LENGTH_WORKER: "0", LENGTH_GRPC_PORT: "0", LOG_LEVEL: "info" }),
       stdio: ["ignore", "ignore", "pipe"],
     });
     children.push(child);
     child.stderr!.on("data", (b: Buffer) => {
       stderr += b.toString();
     });
+    const ready = await waitForLogRecord(child, (r) => r["msg"] === "length ready", {
+      what: 'the "length ready" line',
+      timeoutMs: 60_000,
+      describe: () => stderr,
+    });
+    const address = String(ready["address"]);
+    assert.match(address, /^127\.0\.0\.1:[1-9]\d*$/);
     await waitServing(address, { child, timeoutMs: 60_000, describe: () => stderr });
 
     const client = createRewardServiceClient(address, { timeoutMs: 10_000 });

@@ -153,6 +153,8 @@ export {
   natsConnectionOptions,
 } from "./nats-auth.js";
 export { freePort } from "./net.js";
+export type { LogRecord, WaitForLogRecordOptions } from "./process-log.js";
+export { waitForLogRecord } from "./process-log.js";
 export type { RetryUntilOptions } from "./retry.js";
 export { retryUntil } from "./retry.js";
 export type { RemoteService, RemoteServiceOptions } from "./remote.js";

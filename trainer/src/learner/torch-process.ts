@@ -1,7 +1,8 @@
 /**
  * Starts the PyTorch learner (`trainer/learner-torch`, `python3 -m reward_mesh_learner serve`) as its own
- * process on a free port, as `reward-mesh train --with-mesh`, `up --learner torch`, the demo, tests and
- * benchmarks do, and resolves once it reports SERVING (`grpc.health.v1`, polled, never a fixed sleep).
+ * process, as `reward-mesh train --with-mesh`, `up --learner torch`, the demo, tests and benchmarks do —
+ * by default on port 0, reading the port it bound from its `listening` line on stdout — and resolves once
+ * it reports SERVING (`grpc.health.v1`, polled, never a fixed sleep).
  * Drive it with {@link createRemoteLearner} at the returned address.
  * @module
  */
@@ -9,7 +10,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, type GrpcClientSecurity, waitServing } from "@reward-mesh/sdk";
+import { type GrpcClientSecurity, waitForLogRecord, waitServing } from "@reward-mesh/sdk";
 
 /** The Python package's directory (what goes on `PYTHONPATH`). */
 export const TORCH_LEARNER_DIR = fileURLToPath(new URL("../../learner-torch", import.meta.url));
@@ -45,7 +46,10 @@ export interface TorchLearnerProcessOptions {
   readonly python?: string;
   /** @default "127.0.0.1" */
   readonly host?: string;
-  /** @default a free port */
+  /**
+   * @default 0: the learner binds a free port itself and prints it in its `listening` line, which is
+   * where the address is read from (no port picked beforehand that another process could take first)
+   */
   readonly port?: number;
   /** Where the process's stderr (its log) is appended; the last 20 000 characters are kept anyway. */
   readonly logFile?: string;
@@ -139,14 +143,14 @@ export async function startTorchLearner(o: TorchLearnerProcessOptions = {}): Pro
   if (python.includes("/") && !existsSync(python)) {
     throw new TorchUnavailableError(`no Python interpreter at ${python} (apt-get install -y python3)`);
   }
-  const port = o.port ?? (await freePort());
+  const started = Date.now();
   let log: WriteStream | undefined;
   if (o.logFile) {
     mkdirSync(dirname(o.logFile), { recursive: true });
     log = createWriteStream(o.logFile, { flags: "a" });
   }
   // The learner resolves relative paths (checkpoints, warm-up file) against the caller's directory.
-  const child = spawn(python, torchServeArgs(o, port), {
+  const child = spawn(python, torchServeArgs(o, o.port ?? 0), {
     cwd: o.cwd ?? process.cwd(),
     env: {
       PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
@@ -164,17 +168,29 @@ export async function startTorchLearner(o: TorchLearnerProcessOptions = {}): Pro
   child.stderr!.on("data", onErr);
   child.stdout!.on("data", (d: Buffer) => log?.write(d));
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  const address = `${o.host ?? "127.0.0.1"}:${port}`;
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     const code = await exited;
     log?.end();
     return code;
   };
+  const timeoutMs = o.readyTimeoutMs ?? 300_000;
+  let address: string;
   try {
+    // Its one JSON line on stdout once bound: {"event": "listening", "address": "HOST:PORT", ...}.
+    const listening = await waitForLogRecord(
+      child,
+      (r) => r["event"] === "listening" && typeof r["address"] === "string",
+      { what: "the torch learner's listening line", stream: "stdout", timeoutMs, describe: () => stderr },
+    );
+    const port = /:(\d+)$/.exec(listening["address"] as string)?.[1];
+    if (port === undefined) {
+      throw new Error(`the torch learner's listening line has no port: ${JSON.stringify(listening)}`);
+    }
+    address = `${o.host ?? "127.0.0.1"}:${port}`;
     await waitServing(address, {
       child,
-      timeoutMs: o.readyTimeoutMs ?? 300_000,
+      timeoutMs: Math.max(1_000, timeoutMs - (Date.now() - started)),
       describe: () => `torch learner stderr:\n${stderr}`,
       ...(o.security ? { security: o.security } : {}),
     });

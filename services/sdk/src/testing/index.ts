@@ -12,9 +12,9 @@ import { type Rollout, RolloutSchema } from "@reward-mesh/proto";
 import type { BusOptions, ServiceRuntimeOptions } from "../config.js";
 import type { GrpcClientSecurity } from "../grpc-security.js";
 import { waitServing } from "../health-client.js";
-import { freePort } from "../net.js";
 import { type LocalNats, startNatsServer } from "../local-nats.js";
 import { type MeshAuth, type ServiceIdentity, writeMeshAuth } from "../nats-accounts.js";
+import { waitForLogRecord } from "../process-log.js";
 import { defineRewardService, type RewardServiceDefinition, type RewardServiceSpec } from "../service.js";
 
 export type { LocalNats };
@@ -150,8 +150,12 @@ export function testRuntimeOptions(natsUrl: string): ServiceRuntimeOptions {
 /** A service process started from its entrypoint for a test. */
 export interface ServiceProcess {
   readonly child: ChildProcess;
-  /** `127.0.0.1:<port>` of its gRPC server. */
+  /** `127.0.0.1:<port>` of its gRPC server (the port it bound itself: it starts on port 0). */
   readonly address: string;
+  /** `host:port` of its plaintext health-only port, when `<PREFIX>_HEALTH_PORT` is set (`0` works). */
+  readonly healthAddress?: string;
+  /** URL of its HTTP/JSON server, when `<PREFIX>_HTTP_PORT` is set (`0` works). */
+  readonly httpUrl?: string;
   /** What it wrote to stderr so far (its logs). */
   stderr(): string;
   /** SIGTERM, then the exit code (a clean drain gives 0). */
@@ -163,33 +167,53 @@ export interface ServiceProcessOptions {
   /** Environment prefix of the service (`LENGTH`, `CODE_EXEC`, ...). */
   readonly envPrefix: string;
   readonly natsUrl: string;
-  /** More environment (its options). Telemetry exporters are off and LOG_LEVEL is warn unless set here. */
+  /**
+   * More environment (its options). Telemetry exporters are off and LOG_LEVEL is info unless set here
+   * (info or lower: the helper reads the service's address from its `<name> ready` info line).
+   * `<PREFIX>_GRPC_PORT` is always 0.
+   */
   readonly env?: Readonly<Record<string, string>>;
   /** Extra Node.js options before the entrypoint (`--cpu-prof` and friends, which NODE_OPTIONS refuses). */
   readonly execArgv?: readonly string[];
   /** How to dial it for the readiness check (when `env` gives it TLS or mutual TLS). @default plaintext */
   readonly security?: GrpcClientSecurity;
+  /** How long it may take to log its address and then report SERVING. @default 30000 */
+  readonly timeoutMs?: number;
 }
 
+/** Log levels at which a service still writes its info-level `<name> ready` line. */
+const READY_LINE_LEVELS = new Set(["info", "debug", "trace"]);
+
 /**
- * Starts a service's `main.ts` as its own process on a free port (as `reward-mesh up` does) and resolves
- * once it reports SERVING.
+ * Starts a service's `main.ts` as its own process, as `reward-mesh up` does, with `<PREFIX>_GRPC_PORT=0`:
+ * the service binds a free port itself (no other process can take it between a pick and the bind, as
+ * with {@link freePort}) and the helper reads the address from its structured `<name> ready` log line
+ * (`serveRewardService`'s, with `address`, and `healthAddress`/`httpUrl` when those ports are on), then
+ * resolves once it reports SERVING. Rejects with the child's stderr tail if it exits first or does not
+ * get there within `timeoutMs`.
  */
 export async function startServiceProcess(
   mainPath: string,
   o: ServiceProcessOptions,
 ): Promise<ServiceProcess> {
-  const port = await freePort();
+  const level = o.env?.["LOG_LEVEL"] ?? "info";
+  if (!READY_LINE_LEVELS.has(level)) {
+    throw new TypeError(
+      `startServiceProcess: env LOG_LEVEL=${JSON.stringify(level)} hides the service's info-level "ready" line, which is how the helper learns the port it bound; use info, debug or trace`,
+    );
+  }
+  const timeoutMs = o.timeoutMs ?? 30_000;
+  const started = Date.now();
   const child = spawn(process.execPath, [...(o.execArgv ?? []), "--import", "tsx", mainPath], {
     env: {
       PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
       OTEL_TRACES_EXPORTER: "none",
       OTEL_METRICS_EXPORTER: "none",
       OTEL_LOGS_EXPORTER: "none",
-      LOG_LEVEL: "warn",
       ...o.env,
+      LOG_LEVEL: level,
       NATS_URL: o.natsUrl,
-      [`${o.envPrefix}_GRPC_PORT`]: String(port),
+      [`${o.envPrefix}_GRPC_PORT`]: "0",
     },
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -197,21 +221,40 @@ export async function startServiceProcess(
   child.stderr!.on("data", (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-20_000);
   });
-  const address = `127.0.0.1:${port}`;
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     return exited;
   };
   try {
+    const ready = await waitForLogRecord(
+      child,
+      (r) => typeof r["msg"] === "string" && r["msg"].endsWith(" ready") && typeof r["address"] === "string",
+      {
+        what: `the service's "<name> ready" line with its address (${mainPath})`,
+        timeoutMs,
+        describe: () => stderr,
+      },
+    );
+    const address = ready["address"] as string;
     await waitServing(address, {
       child,
       describe: () => stderr,
+      timeoutMs: Math.max(1_000, timeoutMs - (Date.now() - started)),
       ...(o.security ? { security: o.security } : {}),
     });
+    const healthAddress = ready["healthAddress"];
+    const httpUrl = ready["httpUrl"];
+    return {
+      child,
+      address,
+      ...(typeof healthAddress === "string" ? { healthAddress } : {}),
+      ...(typeof httpUrl === "string" ? { httpUrl } : {}),
+      stderr: () => stderr,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
   }
-  return { child, address, stderr: () => stderr, stop };
 }
