@@ -37,6 +37,8 @@ import {
 import { makeRollout, startSecuredTestNats, startTestNats } from "@reward-mesh/sdk/testing";
 import { createGroupAssembler } from "@reward-mesh/trainer";
 import { runCheck } from "../src/commands/check.js";
+import { runExperiment } from "../src/commands/experiment.js";
+import { runTrain } from "../src/commands/train.js";
 import { LOCK_FILE } from "../src/commands/mesh-nats.js";
 import { printMesh, type RunningMesh, startMesh } from "../src/commands/up.js";
 import { loadCliConfig } from "../src/config.js";
@@ -70,6 +72,16 @@ function assertOwnDirs(mesh: RunningMesh, sub: string): { auth: string; store: s
   assert.ok(existsSync(join(auth, "admin.nk")));
   assert.ok(mesh.trainerAuth!.nkeySeedFile!.startsWith(`${auth}/`), "the trainer's seed is its own");
   return { auth, store };
+}
+
+/** A Writable that keeps what is written to it. */
+function sink(): PassThrough & { text(): string } {
+  const out = new PassThrough();
+  let text = "";
+  out.on("data", (d: Buffer) => {
+    text += d.toString();
+  });
+  return Object.assign(out, { text: () => text });
 }
 
 function printed(mesh: RunningMesh): string {
@@ -400,6 +412,102 @@ describe("reward-mesh up's NATS", () => {
       await mesh.stop();
     }
     assert.equal(existsSync(join(dir, "stale", "auth", LOCK_FILE)), false);
+  });
+
+  it("train --with-mesh and experiment say where their NATS went (a JSON log record with --log-format json)", async () => {
+    const foreign = await startTestNats();
+    try {
+      const cfg = join(dir, "notice.yaml");
+      writeFileSync(
+        cfg,
+        [
+          `run: { outputDir: ${JSON.stringify(join(dir, "notice", "runs"))}, id: notice-train }`,
+          "tasks: { sets: [tool_call] }",
+          "groupSize: 2",
+          "promptsPerStep: 1",
+          "steps: 1",
+          "components: [rlla-tool]",
+        ].join("\n"),
+      );
+      const notice = new RegExp(
+        `^NATS_URL is not set, and the server at the default ${reEscape(foreign.url)} accepts anonymous clients, who could forge rewards: this mesh runs its own NATS, with its own users and store, at (nats://127\\.0\\.0\\.1:\\d+)$`,
+      );
+      const config = cliConfig("notice", {}, foreign.url);
+      const out = sink();
+      const err = sink();
+      assert.equal(
+        await runTrain(["--config", cfg, "--with-mesh", "--log-format", "json"], config, out, err),
+        0,
+      );
+      // The trainer's logger writes to fd 2 and to the run's log file: the record is in the file.
+      const records = readFileSync(
+        join(dir, "notice", "runs", "notice-train", "logs", "trainer.jsonl"),
+        "utf8",
+      )
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { level: number; msg: string; natsUrl?: string; natsUsersDir?: string });
+      const trainRecord = records.find((r) => notice.test(r.msg));
+      assert.ok(trainRecord, records.map((r) => r.msg).join("\n"));
+      assert.equal(trainRecord.level, 40);
+      assert.equal(trainRecord.natsUrl, notice.exec(trainRecord.msg)![1]);
+      assert.equal(dirname(trainRecord.natsUsersDir!), join(dir, "notice", "auth"));
+
+      const expErr = sink();
+      const expOut = sink();
+      const code = await runExperiment(
+        [
+          "--config",
+          cfg,
+          "--estimators",
+          "grpo",
+          "--seeds",
+          "1",
+          "--id",
+          "exp-notice",
+          "--log-format",
+          "json",
+        ],
+        config,
+        expOut,
+        expErr,
+      );
+      assert.equal(code, 0, expErr.text());
+      const expRecord = expErr
+        .text()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { level: number; msg: string; natsUrl?: string })
+        .find((r) => notice.test(r.msg));
+      assert.ok(expRecord, expErr.text());
+      assert.equal(expRecord.natsUrl, notice.exec(expRecord.msg)![1]);
+      assert.equal(JSON.parse(expOut.text()).runs, 1, "stdout carries only the result");
+      // In human format, the line itself.
+      const human = sink();
+      assert.equal(
+        await runExperiment(
+          [
+            "--config",
+            cfg,
+            "--estimators",
+            "grpo",
+            "--seeds",
+            "1",
+            "--id",
+            "exp-notice2",
+            "--log-format",
+            "human",
+          ],
+          config,
+          sink(),
+          human,
+        ),
+        0,
+      );
+      assert.match(human.text().split("\n")[0]!, notice);
+    } finally {
+      await foreign.stop();
+    }
   });
 
   it("NATS_URL unset and a server with users that are not ours, or a non-NATS listener, at the default: a free port too", async () => {
