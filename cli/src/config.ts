@@ -22,12 +22,15 @@ export interface CliConfig {
   readonly bus: BusOptions;
   /**
    * Whether the user chose the NATS server: `NATS_URL` set (not blank). When it is not, `bus.natsUrl` is
-   * the default address, and `up`/`demo` may move to a free port if a server they did not start holds it
-   * (see `commands/mesh-nats.ts`); a server the user named is never replaced.
+   * the default address, and a mesh the CLI starts moves to a free port when a server it cannot use holds it
+   * (open to anonymous clients, requiring other credentials, not NATS: see `commands/mesh-nats.ts`); a
+   * server the user named is never replaced.
    */
   readonly natsUrlExplicit: boolean;
   /**
-   * Where `reward-mesh up` keeps NATS's JetStream store when it starts a server itself.
+   * Where `reward-mesh up` keeps NATS's JetStream store when it starts a server itself at the `NATS_URL`
+   * address; a server on a free port (or one started while another process holds `<natsAuthDir>/up.lock`)
+   * keeps its store in a fresh `<natsStoreDir>/<id>`, removed when it stops.
    * @default ".nats/js" under the current directory
    */
   readonly natsStoreDir: string;
@@ -38,7 +41,9 @@ export interface CliConfig {
    */
   readonly natsAuth: "on" | "off";
   /**
-   * Where `up` writes the generated NATS users (NKEY seeds, mode 0600) and the server configuration.
+   * Where `up` writes the generated NATS users (NKEY seeds, mode 0600) and the server configuration, held
+   * by the lock file `up.lock` while its server runs; a server on a free port (or one started while that
+   * lock is held by a live process) has its users in a fresh `<natsAuthDir>/<id>`, removed when it stops.
    * @default "auth" next to the JetStream store (".nats/auth")
    */
   readonly natsAuthDir: string;

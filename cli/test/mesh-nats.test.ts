@@ -2,14 +2,25 @@
  * `reward-mesh up`'s NATS has authentication on by default: generated users (files mode 0600), one per
  * role, anonymous clients refused, each service process connected as itself, the trainer as the
  * trainer; a server open to anonymous clients named by `NATS_URL` is refused unless
- * `REWARD_MESH_NATS_AUTH=off`; when `NATS_URL` is not set and the default address is held by a server
- * reward-mesh did not start, `up` starts its own on a free port (and a second `up` joins it).
+ * `REWARD_MESH_NATS_AUTH=off`, whatever `NATS_*` holds; when `NATS_URL` is not set and the default address
+ * is held by a server it cannot use, `up` starts its own on a free port with users and store of its own, and
+ * a second `up` never touches the first one's seeds or store.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { PassThrough } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
@@ -26,7 +37,9 @@ import {
 import { makeRollout, startSecuredTestNats, startTestNats } from "@reward-mesh/sdk/testing";
 import { createGroupAssembler } from "@reward-mesh/trainer";
 import { runCheck } from "../src/commands/check.js";
-import { SERVER_FILE } from "../src/commands/mesh-nats.js";
+import { runExperiment } from "../src/commands/experiment.js";
+import { runTrain } from "../src/commands/train.js";
+import { LOCK_FILE } from "../src/commands/mesh-nats.js";
 import { printMesh, type RunningMesh, startMesh } from "../src/commands/up.js";
 import { loadCliConfig } from "../src/config.js";
 
@@ -48,6 +61,28 @@ const cliConfig = (sub: string, env: Record<string, string | undefined>, default
   );
 
 const portOf = (url: string) => Number(new URL(url).port);
+const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+
+/** The mesh's users and store are a fresh pair `<auth dir>/<id>`, `<store dir>/<id>` (mode 0700). */
+function assertOwnDirs(mesh: RunningMesh, sub: string): { auth: string; store: string } {
+  const auth = mesh.credentialsDir!;
+  assert.equal(dirname(auth), join(dir, sub, "auth"));
+  const store = join(dir, sub, "js", basename(auth));
+  for (const d of [auth, store]) assert.equal(statSync(d).mode & 0o777, 0o700, `${d} is mode 0700`);
+  assert.ok(existsSync(join(auth, "admin.nk")));
+  assert.ok(mesh.trainerAuth!.nkeySeedFile!.startsWith(`${auth}/`), "the trainer's seed is its own");
+  return { auth, store };
+}
+
+/** A Writable that keeps what is written to it. */
+function sink(): PassThrough & { text(): string } {
+  const out = new PassThrough();
+  let text = "";
+  out.on("data", (d: Buffer) => {
+    text += d.toString();
+  });
+  return Object.assign(out, { text: () => text });
+}
 
 function printed(mesh: RunningMesh): string {
   const out = new PassThrough();
@@ -215,7 +250,7 @@ describe("reward-mesh up's NATS", () => {
       await secured.stop();
     }
   });
-  it("NATS_URL unset and an anonymous server (not ours) at the default: starts its own on a free port, a second up joins it", async () => {
+  it("NATS_URL unset and an anonymous server at the default: a mesh of its own on a free port, with its own users and store, as many as are started", async () => {
     // Stands for Debian's nats-server service on 127.0.0.1:4222: anonymous, JetStream on, not reward-mesh's.
     const foreign = await startTestNats();
     try {
@@ -226,57 +261,250 @@ describe("reward-mesh up's NATS", () => {
       try {
         assert.equal(mesh.natsStarted, true);
         assert.notEqual(portOf(mesh.natsUrl), portOf(foreign.url));
-        const port = portOf(mesh.natsUrl);
-        assert.match(
-          mesh.natsNotice ?? "",
-          new RegExp(
-            `^NATS at ${foreign.url.replaceAll(".", "\\.")} \\(the default; NATS_URL is not set\\) is a server reward-mesh did not start \\(it is open to anonymous clients.*\\): started reward-mesh's own on free port ${port}, `,
-          ),
+        assert.equal(
+          mesh.natsNotice,
+          `NATS_URL is not set, and the server at the default ${foreign.url} accepts anonymous clients, who could forge rewards: this mesh runs its own NATS, with its own users and store, at ${mesh.natsUrl}`,
         );
-        assert.equal(mesh.natsNotice!.includes("\n"), false, "one line");
+        const own = assertOwnDirs(mesh, "foreign");
+        assert.equal(
+          existsSync(join(dir, "foreign", "auth", "admin.nk")),
+          false,
+          "the shared dir is not written",
+        );
         // Ours has authentication on; the service process got this URL and its own user: rewards flow.
         await assert.rejects(connectBus(mesh.natsUrl, "anonymous"), /requires credentials/);
         await lengthScores(mesh.natsUrl, mesh.trainerAuth, "foreign1");
-        // What up/demo print tells the user the URL to use next to the trainer's credentials.
+        // What up/demo print: the notice once, then the URL to use next to the trainer's credentials.
         const text = printed(mesh);
         assert.ok(text.startsWith(`${mesh.natsNotice}\n`), text);
         assert.match(
           text,
-          new RegExp(`trainer: NATS_URL=${mesh.natsUrl.replaceAll(".", "\\.")} NATS_NKEY_SEED_FILE=`),
+          new RegExp(
+            `trainer: NATS_URL=${reEscape(mesh.natsUrl)} NATS_NKEY_SEED_FILE=${reEscape(own.auth)}/trainer\\.nk `,
+          ),
         );
-        // A second up in the same state directory re-uses that server and its users (none regenerated).
-        second = await startMesh(config, { services: [] });
-        assert.equal(second.natsStarted, false);
-        assert.equal(second.natsUrl, mesh.natsUrl);
-        assert.deepEqual(second.trainerAuth, mesh.trainerAuth);
-        assert.match(
-          second.natsNotice ?? "",
-          /^re-using reward-mesh's NATS at nats:\/\/127\.0\.0\.1:\d+ \(started for .* by pid \d+\)/,
-        );
-        await lengthScores(mesh.natsUrl, mesh.trainerAuth, "foreign2"); // the first mesh's users still work
+        const seeds = readFileSync(join(own.auth, "service-length.nk"), "utf8");
+
+        // A second mesh while the first runs: another port, other directories; the first one's users still work.
+        second = await startMesh(config, { services: ["length"] });
+        assert.equal(second.natsStarted, true);
+        assert.notEqual(portOf(second.natsUrl), portOf(mesh.natsUrl));
+        const other = assertOwnDirs(second, "foreign");
+        assert.notEqual(other.auth, own.auth);
+        assert.equal(readFileSync(join(own.auth, "service-length.nk"), "utf8"), seeds, "no seed rewritten");
+        await lengthScores(mesh.natsUrl, mesh.trainerAuth, "foreign2"); // the first mesh's service still scores
+        await lengthScores(second.natsUrl, second.trainerAuth, "foreign3");
         await second.stop();
         second = undefined;
-        assert.equal(
-          await isJetStreamReachable(mesh.natsUrl, 1500, mesh.trainerAuth),
-          true,
-          "the joiner stops nothing",
-        );
+        assert.equal(existsSync(other.auth) || existsSync(other.store), false, "its directories go with it");
+        await lengthScores(mesh.natsUrl, mesh.trainerAuth, "foreign4");
+        await mesh.stop();
+        assert.equal(existsSync(own.auth) || existsSync(own.store), false);
       } finally {
         await second?.stop();
         await mesh.stop();
       }
-      assert.equal(
-        existsSync(join(dir, "foreign", "auth", SERVER_FILE)),
-        false,
-        "the owner's stop forgets it",
-      );
       assert.equal(await isJetStreamReachable(foreign.url), true, "the foreign server is left alone");
 
-      // NATS_URL set by the user to that server: their choice stands, and it is refused as before.
-      await assert.rejects(
-        startMesh(cliConfig("foreign", { NATS_URL: foreign.url }, foreign.url), { services: [] }),
-        /accepts anonymous clients, who could forge rewards.*REWARD_MESH_NATS_AUTH=off/,
+      // NATS_* credentials do not make it usable: a server open to anonymous clients accepts any NKEY.
+      const seed = await startMesh(cliConfig("seed", {}, foreign.url), { services: [] });
+      try {
+        const t = seed.trainerAuth!;
+        const creds = { NATS_NKEY_SEED_FILE: t.nkeySeedFile, NATS_INBOX_PREFIX: t.inboxPrefix };
+        const withCreds = await startMesh(cliConfig("creds", creds, foreign.url), { services: [] });
+        try {
+          assert.equal(withCreds.natsStarted, true);
+          assert.notEqual(withCreds.natsUrl, foreign.url);
+          assert.notEqual(withCreds.natsUrl, seed.natsUrl);
+          assert.match(withCreds.natsNotice ?? "", /accepts anonymous clients, who could forge rewards/);
+          assert.notDeepEqual(withCreds.trainerAuth, t, "its own generated users, not NATS_*'s");
+        } finally {
+          await withCreds.stop();
+        }
+        // NATS_URL set by the user to that server: their choice stands, and it is refused, credentials or not.
+        for (const env of [{ NATS_URL: foreign.url }, { NATS_URL: foreign.url, ...creds }])
+          await assert.rejects(
+            startMesh(cliConfig("foreign", env, foreign.url), { services: [] }),
+            /accepts anonymous clients, who could forge rewards.*REWARD_MESH_NATS_AUTH=off/,
+          );
+      } finally {
+        await seed.stop();
+      }
+    } finally {
+      await foreign.stop();
+    }
+  });
+
+  it("NATS_URL unset and our own first mesh at the default: a second one goes to a free port with its own directories, the first keeps working", async () => {
+    const defaultUrl = `nats://127.0.0.1:${await freePort()}`;
+    const config = cliConfig("own", {}, defaultUrl);
+    const shared = join(dir, "own", "auth");
+    const first = await startMesh(config, { services: ["length"] });
+    let second: RunningMesh | undefined;
+    try {
+      assert.equal(first.natsUrl, defaultUrl);
+      assert.equal(first.natsNotice, undefined);
+      assert.equal(first.credentialsDir, shared, "at the default address: the shared directories, as before");
+      assert.ok(existsSync(join(shared, LOCK_FILE)), "held while its server runs");
+      const seeds = readFileSync(join(shared, "service-length.nk"), "utf8");
+      second = await startMesh(config, { services: ["length"] });
+      assert.notEqual(second.natsUrl, defaultUrl);
+      assert.equal(
+        second.natsNotice,
+        `NATS_URL is not set, and the server at the default ${defaultUrl} requires credentials reward-mesh does not have: this mesh runs its own NATS, with its own users and store, at ${second.natsUrl}`,
       );
+      assertOwnDirs(second, "own");
+      assert.equal(readFileSync(join(shared, "service-length.nk"), "utf8"), seeds, "no seed rewritten");
+      await lengthScores(first.natsUrl, first.trainerAuth, "own1"); // the first mesh's service still scores
+      await lengthScores(second.natsUrl, second.trainerAuth, "own2");
+      await second.stop();
+      second = undefined;
+      await lengthScores(first.natsUrl, first.trainerAuth, "own3");
+    } finally {
+      await second?.stop();
+      await first.stop();
+    }
+    assert.equal(existsSync(join(shared, LOCK_FILE)), false, "released on stop");
+    assert.equal(
+      existsSync(join(shared, "admin.nk")),
+      true,
+      "the shared users stay (regenerated by the next up)",
+    );
+  });
+
+  it("two meshes started at once with the default free: one at the default, the other on a free port; a crashed holder's lock is taken over", async () => {
+    const defaultUrl = `nats://127.0.0.1:${await freePort()}`;
+    const config = cliConfig("race", {}, defaultUrl);
+    const meshes = await Promise.allSettled([
+      startMesh(config, { services: ["length"] }),
+      startMesh(config, { services: ["length"] }),
+    ]);
+    const [a, b] = meshes.map((m) => (m.status === "fulfilled" ? m.value : undefined));
+    try {
+      assert.deepEqual(
+        meshes.map((m) => m.status),
+        ["fulfilled", "fulfilled"],
+        String(meshes.map((m) => (m.status === "rejected" ? m.reason : "")).join(" ")),
+      );
+      const atDefault = [a!, b!].filter((m) => m.natsUrl === defaultUrl);
+      assert.equal(atDefault.length, 1, `${a!.natsUrl} ${b!.natsUrl}`);
+      const other = a!.natsUrl === defaultUrl ? b! : a!;
+      assert.equal(atDefault[0]!.credentialsDir, join(dir, "race", "auth"));
+      assertOwnDirs(other, "race");
+      assert.ok(other.natsNotice, "says where it went");
+      await lengthScores(a!.natsUrl, a!.trainerAuth, "race1");
+      await lengthScores(b!.natsUrl, b!.trainerAuth, "race2");
+    } finally {
+      await Promise.all([a?.stop(), b?.stop()]);
+    }
+
+    // A lock left by a process that is gone (a crashed up): taken over, the default used as usual.
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid;
+    const stale = cliConfig("stale", {}, `nats://127.0.0.1:${await freePort()}`);
+    mkdirSync(join(dir, "stale", "auth"), { recursive: true });
+    writeFileSync(join(dir, "stale", "auth", LOCK_FILE), `${dead} 0123\n`);
+    const mesh = await startMesh(stale, { services: [] });
+    try {
+      assert.equal(mesh.natsUrl, stale.bus.natsUrl);
+      assert.equal(mesh.credentialsDir, join(dir, "stale", "auth"));
+      assert.equal(mesh.natsNotice, undefined);
+    } finally {
+      await mesh.stop();
+    }
+    assert.equal(existsSync(join(dir, "stale", "auth", LOCK_FILE)), false);
+  });
+
+  it("train --with-mesh and experiment say where their NATS went (a JSON log record with --log-format json)", async () => {
+    const foreign = await startTestNats();
+    try {
+      const cfg = join(dir, "notice.yaml");
+      writeFileSync(
+        cfg,
+        [
+          `run: { outputDir: ${JSON.stringify(join(dir, "notice", "runs"))}, id: notice-train }`,
+          "tasks: { sets: [tool_call] }",
+          "groupSize: 2",
+          "promptsPerStep: 1",
+          "steps: 1",
+          "components: [rlla-tool]",
+        ].join("\n"),
+      );
+      const notice = new RegExp(
+        `^NATS_URL is not set, and the server at the default ${reEscape(foreign.url)} accepts anonymous clients, who could forge rewards: this mesh runs its own NATS, with its own users and store, at (nats://127\\.0\\.0\\.1:\\d+)$`,
+      );
+      const config = cliConfig("notice", {}, foreign.url);
+      const out = sink();
+      const err = sink();
+      assert.equal(
+        await runTrain(["--config", cfg, "--with-mesh", "--log-format", "json"], config, out, err),
+        0,
+      );
+      // The trainer's logger writes to fd 2 and to the run's log file: the record is in the file.
+      const records = readFileSync(
+        join(dir, "notice", "runs", "notice-train", "logs", "trainer.jsonl"),
+        "utf8",
+      )
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { level: number; msg: string; natsUrl?: string; natsUsersDir?: string });
+      const trainRecord = records.find((r) => notice.test(r.msg));
+      assert.ok(trainRecord, records.map((r) => r.msg).join("\n"));
+      assert.equal(trainRecord.level, 40);
+      assert.equal(trainRecord.natsUrl, notice.exec(trainRecord.msg)![1]);
+      assert.equal(dirname(trainRecord.natsUsersDir!), join(dir, "notice", "auth"));
+
+      const expErr = sink();
+      const expOut = sink();
+      const code = await runExperiment(
+        [
+          "--config",
+          cfg,
+          "--estimators",
+          "grpo",
+          "--seeds",
+          "1",
+          "--id",
+          "exp-notice",
+          "--log-format",
+          "json",
+        ],
+        config,
+        expOut,
+        expErr,
+      );
+      assert.equal(code, 0, expErr.text());
+      const expRecord = expErr
+        .text()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { level: number; msg: string; natsUrl?: string })
+        .find((r) => notice.test(r.msg));
+      assert.ok(expRecord, expErr.text());
+      assert.equal(expRecord.natsUrl, notice.exec(expRecord.msg)![1]);
+      assert.equal(JSON.parse(expOut.text()).runs, 1, "stdout carries only the result");
+      // In human format, the line itself.
+      const human = sink();
+      assert.equal(
+        await runExperiment(
+          [
+            "--config",
+            cfg,
+            "--estimators",
+            "grpo",
+            "--seeds",
+            "1",
+            "--id",
+            "exp-notice2",
+            "--log-format",
+            "human",
+          ],
+          config,
+          sink(),
+          human,
+        ),
+        0,
+      );
+      assert.match(human.text().split("\n")[0]!, notice);
     } finally {
       await foreign.stop();
     }
@@ -290,7 +518,7 @@ describe("reward-mesh up's NATS", () => {
         assert.notEqual(mesh.natsUrl, secured.url);
         assert.match(
           mesh.natsNotice ?? "",
-          /requires credentials reward-mesh does not have.*started reward-mesh's own on free port/,
+          /^NATS_URL is not set, and the server at the default .* requires credentials reward-mesh does not have: this mesh runs its own NATS, with its own users and store, at nats:\/\/127\.0\.0\.1:\d+$/,
         );
       } finally {
         await mesh.stop();
@@ -309,7 +537,10 @@ describe("reward-mesh up's NATS", () => {
       const mesh = await startMesh(cliConfig("tcp", {}, `nats://127.0.0.1:${port}`), { services: [] });
       try {
         assert.notEqual(portOf(mesh.natsUrl), port);
-        assert.match(mesh.natsNotice ?? "", /it does not answer as NATS JetStream/);
+        assert.match(
+          mesh.natsNotice ?? "",
+          /what listens at the default .* does not answer as NATS JetStream/,
+        );
       } finally {
         await mesh.stop();
       }

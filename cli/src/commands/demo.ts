@@ -38,7 +38,7 @@ import {
   servicesOf,
   trainWithMesh,
 } from "./train.js";
-import { printMesh, startMesh } from "./up.js";
+import { printMesh, startMesh, writeMeshNotice } from "./up.js";
 
 /** Seed documented in the README (the demo's learning figures are for this seed). */
 export const DEMO_SEED = 7;
@@ -200,6 +200,7 @@ export async function runDemo(
     // The live page (--ui), before the first step; closed with the mesh.
     if (ui !== undefined) live = await openLivePage(config, ui, logFormat === "human" ? out : err, logFormat);
     if (logFormat === "human") printMesh(mesh, out);
+    else writeMeshNotice(mesh, logFormat, err); // stdout carries only the result
     // The agent set is listed by the mesh's agentdojo service (AgentEnvironment.ListTasks).
     const tasks = await loadBuiltinTasks(config.tasks.sets, environmentOf(meshCli, mesh));
     say(

@@ -37,7 +37,7 @@ import {
   servicesOf,
   trainWithMesh,
 } from "./train.js";
-import { startMesh } from "./up.js";
+import { startMesh, writeMeshNotice } from "./up.js";
 
 /** The experiment command's options (parsing and `--help` come from this table; add a flag here). */
 export const EXPERIMENT_COMMAND: CommandSpec = {
@@ -195,6 +195,7 @@ export async function runExperiment(
   );
   const early = runNeedsEnvironment(base) ? undefined : loadRunTasks(base);
   const mesh = await startMesh(cli, { services: servicesOf(base) });
+  writeMeshNotice(mesh, logFormat, stderr);
   const runs: ExperimentRun[] = [];
   try {
     const tasks = early ?? (await resolveRunTasks(base, environmentOf(cli, mesh)));

@@ -1,30 +1,37 @@
 /**
  * The NATS of a local mesh (`reward-mesh up`, `demo`, `train --with-mesh`, `experiment`), with
- * authentication on by default:
+ * authentication on by default. Whatever `NATS_*` holds, the server at `NATS_URL` is first asked as an
+ * anonymous client, since a server without authentication accepts any NKEY or password:
  *
- * - a server this state directory's `up` started is still running (`<auth dir>/server.json` names it, and
- *   it accepts the generated admin): re-used, with the users already generated — a second `up`/`demo`
- *   in the same directory joins the first instead of starting yet another server;
- * - nothing answers at `NATS_URL`: generate one NKEY user per role (admin, trainer, each service;
- *   random seeds, files mode 0600 under the data directory), start `nats-server` with a configuration
- *   that knows only their public keys and grants each role its subjects, provision the streams as admin,
- *   and hand every process its own credentials through the environment. Anonymous clients are refused.
- * - a server answers and accepts the credentials in `NATS_*` (yours, e.g. a production cluster): use it;
- *   every process gets those credentials, and that server's configuration decides what they may do.
- * - `NATS_URL` is not set, and the default address is held by a server reward-mesh did not start (one open
- *   to anonymous clients, like the service Debian's `nats-server` package starts on 127.0.0.1:4222; one that
- *   refuses anonymous clients; anything else listening there): start our own, as above, on a free local
- *   port, say so in one line, and hand every process that URL.
- * - `NATS_URL` names a server that answers to anonymous clients: refused, since it would let anyone forge
- *   rewards — unless `REWARD_MESH_NATS_AUTH=off`, the explicit development opt-out (no users, no permissions).
+ * - it accepts anonymous clients: never used with authentication on, as anyone could forge rewards.
+ *   `NATS_URL` set → refused, unless `REWARD_MESH_NATS_AUTH=off` (the explicit development opt-out: no users,
+ *   no permissions); `NATS_URL` unset (a default address such as the service Debian's `nats-server` package
+ *   starts on 127.0.0.1:4222) → our own server on a free port, as below, said in one line.
+ * - it requires credentials: with `NATS_*` credentials (yours, e.g. a production cluster) it is used when it
+ *   accepts them, every process gets them, and that server's configuration decides what they may do;
+ *   without, `NATS_URL` set → refused, naming the variables; unset → our own server on a free port.
+ * - nothing answers: generate one NKEY user per role (admin, trainer, each service; random seeds, files
+ *   mode 0600), start `nats-server` with a configuration that knows only their public keys and grants each
+ *   role its subjects, provision the streams as admin, and hand every process its own credentials through
+ *   the environment. Anonymous clients are refused. (`NATS_URL` unset and something that is not NATS
+ *   listening at the default: a free port too.)
+ *
+ * A server started at the `NATS_URL` address keeps its users in the auth directory and its JetStream
+ * store in the store directory, both held by the lock file `<auth dir>/up.lock` (created exclusively,
+ * naming the process; a lock whose process is gone is taken over) from before the seeds are written until
+ * the server is stopped, so seeds are never rewritten under a running server. A server on a free port, or
+ * one started while another live process holds that lock, gets directories of its own,
+ * `<auth dir>/<id>` and `<store dir>/<id>` (created fresh, mode 0700), removed when it stops; it never
+ * touches another mesh's seeds or store. A second `up` never joins a running mesh: joining one is explicit
+ * (`NATS_URL` and the `NATS_*` credentials the first `up` prints).
  * @module
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
+import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import {
   ensureNats,
-  inboxPrefixOf,
   isJetStreamReachable,
   type LocalNats,
   NatsAuthEnv,
@@ -33,7 +40,6 @@ import {
   natsAuthEnv,
   provisionMeshStreams,
   type ServiceIdentity,
-  serviceUser,
   startNatsServer,
   writeMeshAuth,
 } from "@reward-mesh/sdk";
@@ -48,8 +54,8 @@ export interface MeshNats {
   /** Where the generated users are (undefined when none were generated). */
   readonly credentialsDir: string | undefined;
   /**
-   * One line for people when the mesh's NATS is not where `NATS_URL` points by default: the server found
-   * there and the URL chosen instead, or the server of an earlier `up` that is re-used.
+   * One line for people when the mesh's NATS is not at the `NATS_URL` address (or not in the shared
+   * directories): what was found, and the URL used instead.
    */
   readonly notice: string | undefined;
   /**
@@ -59,8 +65,8 @@ export interface MeshNats {
   envFor(name: string): Record<string, string>;
 }
 
-/** The file in the auth directory naming the server started with its users: `{"url", "pid"}`. */
-export const SERVER_FILE = "server.json";
+/** The lock file in the auth directory held while a server started with that directory's users runs. */
+export const LOCK_FILE = "up.lock";
 
 function hasCredentials(auth: NatsAuthOptions | undefined): boolean {
   return Object.entries(auth ?? {}).some(([k, v]) => k !== "inboxPrefix" && v !== undefined);
@@ -81,17 +87,6 @@ function localHostPort(url: string): { host: string; port: number } {
   return { host, port: Number(u.port || 4222) };
 }
 
-/** `nats://localhost:4222` and `nats://127.0.0.1:4222/` are the same address. */
-function sameAddress(a: string, b: string): boolean {
-  try {
-    const x = localHostPort(a);
-    const y = localHostPort(b);
-    return x.host === y.host && x.port === y.port;
-  } catch {
-    return a === b;
-  }
-}
-
 /** True when something accepts TCP connections at host:port (whatever it speaks). */
 function listening(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
   return new Promise((done) => {
@@ -106,54 +101,74 @@ function listening(host: string, port: number, timeoutMs = 1000): Promise<boolea
   });
 }
 
-/** The generated users of `dir` (written by `writeMeshAuth`), without generating new ones. */
-function generatedUsers(dir: string): {
-  admin: NatsAuthOptions;
-  trainer: NatsAuthOptions;
-  service(name: string): NatsAuthOptions;
-} {
-  const user = (name: string): NatsAuthOptions => ({
-    nkeySeedFile: join(dir, `${name}.nk`),
-    inboxPrefix: inboxPrefixOf(name),
-  });
-  return { admin: user("admin"), trainer: user("trainer"), service: (name) => user(serviceUser(name)) };
-}
-
-/**
- * The server an earlier `up` of this state directory started and still runs, if it answers at the URL in
- * `<auth dir>/server.json` and accepts that directory's admin: its URL, else undefined.
- */
-async function runningOwnServer(dir: string): Promise<{ url: string; pid: number } | undefined> {
-  const file = join(dir, SERVER_FILE);
-  if (!existsSync(file) || !existsSync(join(dir, "admin.nk"))) return undefined;
-  let record: { url?: unknown; pid?: unknown };
-  try {
-    record = JSON.parse(readFileSync(file, "utf8")) as typeof record;
-  } catch {
-    return undefined; // a torn or foreign file: not a server we can vouch for
-  }
-  if (typeof record.url !== "string") return undefined;
-  try {
-    if (!(await isJetStreamReachable(record.url, 1500, generatedUsers(dir).admin))) return undefined;
-  } catch (err) {
-    if (err instanceof NatsAuthRefusedError) return undefined; // another server took the port since
-    throw err;
-  }
-  return { url: record.url, pid: typeof record.pid === "number" ? record.pid : -1 };
-}
-
 const BLANK_CREDENTIALS = Object.fromEntries(Object.values(NatsAuthEnv).map((k) => [k, ""]));
 
-function envOfUsers(users: ReturnType<typeof generatedUsers>): (name: string) => Record<string, string> {
-  return (name) => {
-    const own = users.service(name);
-    if (!existsSync(own.nkeySeedFile!)) throw new Error(`no NATS user was generated for service '${name}'`);
-    return { ...BLANK_CREDENTIALS, ...natsAuthEnv(own) };
-  };
+/** True while process `pid` exists (EPERM: it exists, and belongs to someone else). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
-/** Why the default address is not usable as the mesh's NATS, or undefined when nothing holds it. */
-type Foreign = string | undefined;
+/** A held {@link LOCK_FILE}, or the process holding it (-1: unreadable). */
+type DirLock = { readonly release: () => void } | { readonly holder: number };
+
+/**
+ * Takes `<dir>/up.lock` (created exclusively, naming this process and a token of this call). A lock whose
+ * process is gone (a crashed `up`) is removed and taken once more; a lock held by a live process, or one
+ * that cannot be read (being written), is left alone.
+ */
+function lockDir(dir: string): DirLock {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, LOCK_FILE);
+  const mine = `${process.pid} ${randomBytes(8).toString("hex")}\n`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      writeFileSync(file, mine, { flag: "wx", mode: 0o600 });
+      return {
+        release: () => {
+          try {
+            // Only our own lock (never one taken over after ours was judged stale).
+            if (readFileSync(file, "utf8") === mine) rmSync(file, { force: true });
+          } catch {
+            // gone already
+          }
+        },
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT" && attempt < 2) continue; // released meanwhile
+      throw err;
+    }
+    const pid = Number(text.split(" ")[0]);
+    if (!Number.isInteger(pid) || pid <= 0) return { holder: -1 };
+    if (alive(pid) || attempt >= 2) return { holder: pid };
+    rmSync(file, { force: true }); // its process is gone
+  }
+}
+
+/** Fresh directories of one server's own: `<authDir>/<id>` and `<storeDir>/<id>`, mode 0700. */
+function instanceDirs(authDir: string, storeDir: string): { auth: string; store: string } {
+  const id = `mesh-${process.pid}-${randomBytes(4).toString("hex")}`;
+  for (const parent of [authDir, storeDir]) {
+    mkdirSync(parent, { recursive: true, mode: 0o700 });
+    mkdirSync(join(parent, id), { mode: 0o700 }); // fails if it exists: never someone else's
+  }
+  return { auth: join(authDir, id), store: join(storeDir, id) };
+}
+
+/** A server this mesh does not own: stopping the mesh leaves it running. */
+const external = (url: string): LocalNats => ({ url, started: false, stop: async () => {}, kill: () => {} });
+
+const CREDENTIAL_VARIABLES = "NATS_NKEY_SEED_FILE, NATS_CREDS_FILE, NATS_USER/NATS_PASSWORD or NATS_TOKEN";
 
 /** Finds or starts the mesh's NATS as described in the module comment. */
 export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
@@ -165,70 +180,85 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
   if (config.natsAuth === "off") {
     return { ...inherit, nats: await ensureNats(url, { storeDir, ...(userAuth ? { auth: userAuth } : {}) }) };
   }
-  // The user's own credentials name their server: then no server of ours is looked for.
-  if (!hasCredentials(userAuth)) {
-    const own = await runningOwnServer(authDir);
-    if (own && (!config.natsUrlExplicit || sameAddress(own.url, url))) {
-      const users = generatedUsers(authDir);
-      return {
-        nats: { url: own.url, started: false, stop: async () => {}, kill: () => {} },
-        trainerAuth: users.trainer,
-        credentialsDir: authDir,
-        notice: `re-using reward-mesh's NATS at ${own.url} (started for ${authDir}${own.pid > 0 ? ` by pid ${own.pid}` : ""}), with its users`,
-        envFor: envOfUsers(users),
-      };
-    }
-  }
-  let reachable: boolean;
-  let foreign: Foreign;
+  const unset = `NATS_URL is not set, and the server at the default ${url}`;
+  /** Why the mesh does not run at `url` with the shared directories (undefined: it does). */
+  let elsewhere: string | undefined;
+  // Anonymous first, whatever NATS_* holds: a server without authentication accepts any credentials.
+  let anonymous = false;
+  let refusal: NatsAuthRefusedError | undefined;
   try {
-    reachable = await isJetStreamReachable(url, 1500, userAuth);
+    anonymous = await isJetStreamReachable(url, 1500);
   } catch (err) {
     if (!(err instanceof NatsAuthRefusedError)) throw err;
-    if (config.natsUrlExplicit || hasCredentials(userAuth))
-      throw new Error(
-        hasCredentials(userAuth)
-          ? `${err.message}: check the NATS_* credential variables`
-          : `${err.message}: it requires credentials — set NATS_NKEY_SEED_FILE (a running 'reward-mesh up' keeps its users in ${authDir}), NATS_CREDS_FILE, NATS_USER/NATS_PASSWORD or NATS_TOKEN, or stop it so that 'reward-mesh up' starts its own`,
-        { cause: err },
-      );
-    reachable = false;
-    foreign = "it requires credentials reward-mesh does not have";
+    refusal = err;
   }
-  if (reachable) {
-    if (hasCredentials(userAuth))
-      return { ...inherit, nats: { url, started: false, stop: async () => {}, kill: () => {} } };
+  if (anonymous) {
     if (config.natsUrlExplicit)
       throw new Error(
-        `NATS at ${url} accepts anonymous clients, who could forge rewards; reward-mesh runs NATS with authentication on: stop that server (reward-mesh then starts its own with generated users), give credentials for a server with authentication in NATS_*, or set REWARD_MESH_NATS_AUTH=off to use it without (development only)`,
+        `NATS at ${url} accepts anonymous clients, who could forge rewards${hasCredentials(userAuth) ? " (so it would accept any credentials, the NATS_* ones too)" : ""}; reward-mesh runs NATS with authentication on: stop that server (reward-mesh then starts its own with generated users), name a server with authentication in NATS_URL and its credentials in NATS_*, or set REWARD_MESH_NATS_AUTH=off to use it without (development only)`,
       );
-    foreign = "it is open to anonymous clients, who could forge rewards";
+    elsewhere = `${unset} accepts anonymous clients, who could forge rewards`;
+  } else if (refusal) {
+    if (hasCredentials(userAuth)) {
+      let accepted: boolean;
+      try {
+        accepted = await isJetStreamReachable(url, 1500, userAuth);
+      } catch (err) {
+        if (!(err instanceof NatsAuthRefusedError)) throw err;
+        throw new Error(`${err.message}: check the NATS_* credential variables`, { cause: err });
+      }
+      if (!accepted)
+        throw new Error(
+          `NATS at ${url} refuses anonymous clients, and JetStream did not answer with the credentials in NATS_* within 1.5 s`,
+        );
+      return { ...inherit, nats: external(url) };
+    }
+    if (config.natsUrlExplicit)
+      throw new Error(
+        `${refusal.message}: it requires credentials — set ${CREDENTIAL_VARIABLES} (a running 'reward-mesh up' prints its trainer's), or stop it so that 'reward-mesh up' starts its own`,
+        { cause: refusal },
+      );
+    elsewhere = `${unset} requires credentials reward-mesh does not have`;
   }
   const at = localHostPort(url);
-  if (foreign === undefined && !config.natsUrlExplicit && (await listening(at.host, at.port)))
-    foreign = "it does not answer as NATS JetStream";
-  // The default address is someone else's: a free port on the same local interface (the server picks it).
-  const { host, port } = foreign === undefined ? at : { host: at.host, port: -1 };
-  const auth = await writeMeshAuth(authDir, await serviceIdentities());
-  const started = await startNatsServer({
-    host,
-    port,
-    storeDir,
-    configFile: auth.configFile,
-    auth: auth.admin,
-  });
-  const serverFile = join(authDir, SERVER_FILE);
+  if (elsewhere === undefined && !config.natsUrlExplicit && (await listening(at.host, at.port)))
+    elsewhere = `NATS_URL is not set, and what listens at the default ${url} does not answer as NATS JetStream`;
+  // A server at the URL's address uses the shared directories, under their lock; one on a free port (the
+  // address is someone else's), or one started while the lock is held, gets directories of its own.
+  let lock: DirLock | undefined;
+  if (elsewhere === undefined) {
+    lock = lockDir(authDir);
+    if ("holder" in lock)
+      elsewhere = `${join(authDir, LOCK_FILE)} is held by ${lock.holder > 0 ? `running process ${lock.holder}` : "another process"}, whose NATS uses the users in ${authDir}`;
+  }
+  const shared = lock !== undefined && "release" in lock ? lock : undefined;
+  const dirs = shared ? { auth: authDir, store: storeDir } : instanceDirs(authDir, storeDir);
+  // The free port: the address is taken, or about to be by the lock's holder (unless the user named it).
+  const port = elsewhere === undefined || config.natsUrlExplicit ? at.port : -1;
+  const cleanup = () => {
+    if (shared) shared.release();
+    else for (const d of [dirs.auth, dirs.store]) rmSync(d, { recursive: true, force: true });
+  };
+  let started: LocalNats;
+  let auth: Awaited<ReturnType<typeof writeMeshAuth>>;
+  try {
+    auth = await writeMeshAuth(dirs.auth, await serviceIdentities());
+    started = await startNatsServer({
+      host: at.host,
+      port,
+      storeDir: dirs.store,
+      configFile: auth.configFile,
+      auth: auth.admin,
+    });
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
   const nats: LocalNats = {
     ...started,
     stop: async () => {
-      // Only while the file still names this server (a later `up` may have replaced it).
-      try {
-        if ((JSON.parse(readFileSync(serverFile, "utf8")) as { url?: unknown }).url === started.url)
-          rmSync(serverFile, { force: true });
-      } catch {
-        // gone already
-      }
       await started.stop();
+      cleanup();
     },
   };
   try {
@@ -237,7 +267,6 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
       { ...config.bus, natsUrl: nats.url, auth: auth.admin },
       "reward-mesh-provision",
     );
-    writeFileSync(serverFile, `${JSON.stringify({ url: nats.url, pid: process.pid })}\n`, { mode: 0o600 });
   } catch (err) {
     await nats.stop();
     throw err;
@@ -245,11 +274,11 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
   return {
     nats,
     trainerAuth: auth.trainer,
-    credentialsDir: authDir,
+    credentialsDir: dirs.auth,
     notice:
-      foreign === undefined
+      elsewhere === undefined
         ? undefined
-        : `NATS at ${url} (the default; NATS_URL is not set) is a server reward-mesh did not start (${foreign}): started reward-mesh's own on free port ${new URL(nats.url).port}, ${nats.url}, for every process of this mesh`,
+        : `${elsewhere}: this mesh runs its own NATS, with its own users and store, at ${nats.url}`,
     envFor: (name) => {
       const own = auth.services[name];
       if (!own) throw new Error(`no NATS user was generated for service '${name}'`);

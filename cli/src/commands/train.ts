@@ -268,6 +268,12 @@ async function trainInDirectory(
       services: servicesOf(o.config),
       ...(o.signal ? { signal: o.signal } : {}),
     });
+  // Where the mesh's NATS went when not to NATS_URL: a warning line for people, fields for JSON logs.
+  if (ownMesh && mesh!.natsNotice)
+    logger.warn(
+      o.logFormat === "json" ? { natsUrl: mesh!.natsUrl, natsUsersDir: mesh!.credentialsDir } : {},
+      mesh!.natsNotice,
+    );
   try {
     // The tasks before the bus: a failed listing (an unreachable environment service) leaves no
     // connection open to keep the process alive.

@@ -1,8 +1,8 @@
 /**
  * `reward-mesh up`: the whole mesh on this machine. Ensures NATS JetStream at `NATS_URL` (starting
  * `nats-server -js` with generated users and least-privilege permissions when nothing answers, or on a
- * free port when `NATS_URL` is unset and a server reward-mesh did not start holds the default address:
- * see `mesh-nats.ts`), starts every available service as its own process on a free port with its own NATS
+ * free port with users and store of its own when `NATS_URL` is unset and the default address is held by a
+ * server it cannot use: see `mesh-nats.ts`), starts every available service as its own process on a free port with its own NATS
  * credentials, waits until each reports SERVING over gRPC health, prints the addresses, and stops
  * everything cleanly on Ctrl-C / SIGTERM.
  * @module
@@ -11,7 +11,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Writable } from "node:stream";
-import { applyTelemetryDefaults, freePort, type NatsAuthOptions, waitServing } from "@reward-mesh/sdk";
+import {
+  applyTelemetryDefaults,
+  freePort,
+  type LogFormat,
+  type NatsAuthOptions,
+  waitServing,
+} from "@reward-mesh/sdk";
 import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from "@reward-mesh/trainer";
 import type { CliConfig } from "../config.js";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
@@ -40,8 +46,11 @@ export interface RunningMesh {
   /** Where the generated NATS users are, when `up` generated them. */
   readonly credentialsDir: string | undefined;
   /**
-   * One line when NATS is not where `NATS_URL` points by default: the foreign server found there and the
-   * port chosen instead, or the server of an earlier `up` of the same state directory that is re-used.
+   * One line when the mesh's NATS is not at the `NATS_URL` address with the shared users: what was found
+   * there (a server open to anonymous clients, one requiring credentials reward-mesh does not have,
+   * something that is not NATS, or the auth directory's lock held by a running process), and the URL of
+   * the server started instead, with its own users and store. Shown by {@link printMesh}, and by
+   * `train --with-mesh`, `experiment` and `demo` (a JSON log record with `--log-format json`).
    */
   readonly natsNotice: string | undefined;
   readonly services: readonly MeshProcess[];
@@ -242,14 +251,29 @@ export function printMesh(mesh: RunningMesh, out: Writable): void {
     );
 }
 
+/**
+ * The mesh's NATS notice (if any) for commands that do not print the mesh table: one line for people, or
+ * with `json` one JSON log record shaped like the trainer's (pino's: level 40 = warn), with the URL and the
+ * users' directory as fields.
+ */
+export function writeMeshNotice(mesh: RunningMesh, logFormat: LogFormat, out: Writable): void {
+  if (!mesh.natsNotice) return;
+  out.write(
+    logFormat === "json"
+      ? `${JSON.stringify({ level: 40, time: Date.now(), service: "reward-mesh", msg: mesh.natsNotice, natsUrl: mesh.natsUrl, natsUsersDir: mesh.credentialsDir })}\n`
+      : `${mesh.natsNotice}\n`,
+  );
+}
+
 /** The up command's options (parsing and `--help` come from this table; add a flag here). */
 export const UP_COMMAND: CommandSpec = {
   name: "up",
   summary: "the whole mesh on this machine (NATS + every service [+ the PyTorch learner])",
   description:
     "The whole mesh on this machine: NATS JetStream (started with generated users when nothing answers at\n" +
-    "NATS_URL, or on a free port when NATS_URL is unset and a server reward-mesh did not start holds the\n" +
-    "default address) and every reward service on a free port; prints the addresses, stops everything on Ctrl-C.",
+    "NATS_URL; on a free port, with users and store of its own, when NATS_URL is unset and the default address\n" +
+    "is held by a server it cannot use) and every reward service on a free port; prints the addresses, stops\n" +
+    "everything on Ctrl-C. A second up starts a mesh of its own: join a running one with its NATS_URL and NATS_*.",
   options: {
     services: {
       type: "string",
@@ -289,8 +313,9 @@ export const UP_COMMAND: CommandSpec = {
     "runs-dir": { type: "string", value: "DIR", description: "where --traces stores spans", default: "runs" },
   },
   notes: [
-    "Environment: NATS_URL (default nats://127.0.0.1:4222; unset, a server reward-mesh did not start there is\n" +
-      "left alone and ours runs on a free port), REWARD_MESH_NATS_STORE, REWARD_MESH_LOG_DIR,\n" +
+    "Environment: NATS_URL (default nats://127.0.0.1:4222; unset, a server there that is open to anonymous\n" +
+      "clients or wants other credentials is left alone and ours runs on a free port), REWARD_MESH_NATS_STORE,\n" +
+      "REWARD_MESH_NATS_AUTH_DIR, REWARD_MESH_LOG_DIR,\n" +
       "REWARD_MESH_NATS_AUTH=off (NATS without users, development only), REWARD_MESH_GRPC_* (TLS, tokens).",
   ],
   examples: ["reward-mesh up --services length,tool-call"],
