@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
 import grpc
+import grpc.experimental
 from google.protobuf import json_format
 
 from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, rollout_pb2, trainer_pb2, trainer_pb2_grpc
@@ -140,12 +141,12 @@ def _deadline(timeout, default):
     return default if timeout is None else timeout
 
 
-def _channel(address, credentials):
+def _channel(address, credentials, options=()):
     if not isinstance(address, str) or ":" not in address:
         raise InvalidInputError(f"the address must be host:port, got {address!r}")
     if credentials is None:
-        return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
-    return grpc.secure_channel(address, credentials, options=_CHANNEL_OPTIONS)
+        return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS + list(options))
+    return grpc.secure_channel(address, credentials, options=_CHANNEL_OPTIONS + list(options))
 
 
 class _Cancelled(Exception):
@@ -214,9 +215,11 @@ class _Part:
     def _batch(self, lo, hi):
         c = self.client
         req = _join(self.frames[lo:hi])
-        call = self._begin(lambda: c._score_batch_bytes.future(req, timeout=self._remaining()))
+        call = self._begin(lambda: c._score_batch_call(req, timeout=self._remaining()))
         try:
-            res = call.result()
+            res = next(call, None)
+            if res is None or next(call, None) is not None:
+                raise MeshError(f"{c.target}: ScoreBatch answered {'no' if res is None else 'more than one'} response")
         except grpc.RpcError as e:
             code = e.code()
             if code == grpc.StatusCode.UNIMPLEMENTED:
@@ -328,10 +331,15 @@ class RewardClient:
         self.address = address
         self.timeout = timeout
         self._name = name
-        self._channel = _channel(address, credentials)
+        # SingleThreadedUnaryStream: a unary-stream call runs in the calling thread (as a blocking unary
+        # call does) yet can be cancelled from another; RewardService has no unary-stream method of its own.
+        self._channel = _channel(address, credentials, [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)])
         self._stub = reward_service_pb2_grpc.RewardServiceStub(self._channel)
-        # ScoreBatch with the request already serialized (score_batch_request_bytes).
-        self._score_batch_bytes = self._channel.unary_unary(
+        # ScoreBatch with the request already serialized (score_batch_request_bytes), called as a
+        # unary-stream method (the same bytes on the wire: one request, one response): a blocking unary call
+        # cannot be cancelled, and `.future()` costs a channel thread and about 8 µs of client CPU per
+        # rollout on the TRL path (a thread handoff per call).
+        self._score_batch_call = self._channel.unary_stream(
             "/rewardmesh.v1.RewardService/ScoreBatch", request_serializer=None,
             response_deserializer=reward_service_pb2.ScoreBatchResponse.FromString)
         self._info = None

@@ -61,7 +61,7 @@ class BytesTest(unittest.TestCase):
         self.assertEqual(len(ranges), 3)
         with rm.RewardClient(SERVICES["length"], timeout=60) as c:
             with self.assertRaises(grpc.RpcError) as e:
-                c._score_batch_bytes(rm.client.score_batch_request_bytes(rs), timeout=60)
+                list(c._score_batch_call(rm.client.score_batch_request_bytes(rs), timeout=60))
             self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
             out = c.score_batch(rs)
             self.assertTrue(c.has_score_batch)
