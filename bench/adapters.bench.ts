@@ -6,7 +6,8 @@
  * `ScoreBatch` per service per batch — the faster median being the baseline. Same machine, same services
  * (the length and math services' real entrypoints, each its own process), same batches (256 rollouts:
  * 128 math, 128 custom), each client in its own process; short windows alternate (so every side sees the
- * same load on a shared machine), the figure is the median of REPEATS.
+ * same load on a shared machine; their order rotates each repeat), the figure is the median of REPEATS.
+ * The JSON keeps a summary of every run of this setup (`runs`, the last 10), the latest last.
  *
  * Symmetric work in each timed window: both sides are connected before it (Python builds its Mesh —
  * channels plus Describe — before its clock starts; TypeScript calls Describe on each client before its
@@ -18,7 +19,7 @@
  * Run: `npm run bench:adapters` (≈ 75 s; `BENCH_WINDOW_MS` sets the window).
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -199,10 +200,15 @@ try {
   const tsStream: Window[] = [];
   const tsBatch: Window[] = [];
   const py: Window[] = [];
+  // The three windows of a repeat in a rotated order (stream, batch, Python; then batch, Python, stream;
+  // ...): none of them always runs first (a cold cache, the load left by the previous window).
+  const windows = [
+    async () => tsStream.push(await tsWindow(addresses, batch, WINDOW_MS, "stream")),
+    async () => tsBatch.push(await tsWindow(addresses, batch, WINDOW_MS, "batch")),
+    async () => py.push(await pyWindow(specPath, WINDOW_MS)),
+  ];
   for (let i = 0; i < REPEATS; i++) {
-    tsStream.push(await tsWindow(addresses, batch, WINDOW_MS, "stream"));
-    tsBatch.push(await tsWindow(addresses, batch, WINDOW_MS, "batch"));
-    py.push(await pyWindow(specPath, WINDOW_MS));
+    for (let k = 0; k < windows.length; k++) await windows[(i + k) % windows.length]!();
   }
   const tsStreamMedian = median(tsStream.map((w) => w.perSecond));
   const tsBatchMedian = median(tsBatch.map((w) => w.perSecond));
@@ -212,7 +218,7 @@ try {
   const tsMedian = Math.max(tsStreamMedian, tsBatchMedian);
   const pyMedian = median(py.map((w) => w.perSecond));
   const tsCpu = median(ts.map((w) => w.cpuUsPerRollout));
-  // Each repeat's Python window runs right after its TypeScript windows: their ratio shares the
+  // Each repeat's Python window runs next to its TypeScript windows: their ratio shares the
   // machine's load of that moment (a second view of the same samples, less swayed by load that changes
   // between repeats; the goal is on the ratio of the medians).
   const paired = py.map((w, i) => w.perSecond / ts[i]!.perSecond);
@@ -232,6 +238,8 @@ try {
         "both connected (Describe) before the timed window; both parse each distinct task from proto JSON once per batch inside it",
       windowMs: WINDOW_MS,
       repeats: REPEATS,
+      windowOrder:
+        "rotated each repeat (stream, batch, python; batch, python, stream; python, stream, batch)",
     },
     typescriptBaseline: baseline,
     typescriptRolloutsPerSecond: { median: tsMedian, samples: ts.map((w) => w.perSecond) },
@@ -258,7 +266,31 @@ try {
     goal: "python ≥ 0.8 × typescript",
     goalMet: pyMedian / tsMedian >= 0.8,
   };
-  const path = writeBenchResult("adapters", report);
+  // Every run of this setup (the rotated order) is kept, the latest last: on a shared machine one run's
+  // figures say little alone.
+  const summary = {
+    date: report.date,
+    loadAverage1m: report.loadAverage1m,
+    typescriptRolloutsPerSecond: tsMedian,
+    typescriptScoreStreamRolloutsPerSecond: tsStreamMedian,
+    typescriptScoreBatchRolloutsPerSecond: tsBatchMedian,
+    pythonTrlRolloutsPerSecond: pyMedian,
+    ratio: report.ratio,
+    pairedRatiosMedian: median(paired),
+  };
+  const resultsPath = join(root, "bench", "results", "adapters.json");
+  let earlier: (typeof summary)[] = [];
+  try {
+    const previous = JSON.parse(readFileSync(resultsPath, "utf8")) as {
+      setup?: { windowOrder?: string };
+      runs?: (typeof summary)[];
+    };
+    if (previous.setup?.windowOrder === report.setup.windowOrder) earlier = previous.runs ?? [];
+  } catch {
+    // no earlier result of this setup
+  }
+  const runs = [...earlier, summary].slice(-10);
+  const path = writeBenchResult("adapters", { ...report, runs });
   const show = (ws: Window[]) => ws.map((w) => w.perSecond.toFixed(0)).join(", ");
   console.log(`TypeScript ScoreStream ${tsStreamMedian.toFixed(0)} rollouts/s (${show(tsStream)})`);
   console.log(`TypeScript ScoreBatch  ${tsBatchMedian.toFixed(0)} rollouts/s (${show(tsBatch)})`);

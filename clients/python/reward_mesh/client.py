@@ -7,16 +7,20 @@ subclasses naming the service, its address and the method.
 
 import copy
 import math
+import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 
 import grpc
+import grpc.experimental
 from google.protobuf import json_format
 
-from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, trainer_pb2, trainer_pb2_grpc
+from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, rollout_pb2, trainer_pb2, trainer_pb2_grpc
 from .builder import domain_of
 from .config import from_env
-from .errors import InvalidInputError, MeshError, rpc_error, status_error
+from .errors import InvalidInputError, MeshError, MeshTimeoutError, rpc_error, status_error
 
 DEFAULT_TIMEOUT = 60.0
 # The mesh accepts rollouts up to 16 MiB (the bus's limit); results are small.
@@ -30,16 +34,28 @@ OK = reward_pb2.COMPONENT_STATUS_OK
 NOT_APPLICABLE = reward_pb2.COMPONENT_STATUS_NOT_APPLICABLE
 # The most requests one ScoreBatch call takes (reward_service.proto); bigger batches are split.
 MAX_BATCH = 1024
+# The most bytes of serialized rollouts one ScoreBatch request carries (reward_service.proto): half of
+# what a service accepts in one message (8 MiB - 64 KiB, plus 16 bytes of envelope), so that the request
+# fits and its response, whose results may carry long `details`, is unlikely to exceed it. A batch is
+# cut at MAX_BATCH requests or at this many bytes, whichever comes first; a rollout bigger than this goes
+# alone. A call the service still answers RESOURCE_EXHAUSTED (a message over its limit, either way) is
+# split in halves and retried; a single rollout is then sent over ScoreStream, which names its size.
+MAX_BATCH_BYTES = (8 * 1024 * 1024 - 64 * 1024) // 2
+# How long a client that saw ScoreBatch answered UNIMPLEMENTED uses ScoreStream before it tries
+# ScoreBatch again (the service may have been upgraded behind the same address).
+SCORE_BATCH_RETRY_AFTER = 60.0
+# How long past a call's deadline the client waits for its threads before it gives up on them: the
+# deadline is enforced by gRPC on every RPC; this only bounds a wait that should never be reached.
+_WAIT_MARGIN = 10.0
 
-
+_ROLLOUT = rollout_pb2.Rollout
 _POOL = None
 _POOL_LOCK = threading.Lock()
 
 
 def _pool():
-    """The threads that run the blocking ScoreBatch calls a batch does not run in the caller's thread
-    (one per service but one): kept between batches. grpcio's `.future()` would start a channel thread
-    per call instead, and costs more CPU per call."""
+    """The threads that run the ScoreBatch calls a batch does not run in the caller's thread (one per
+    service but one): kept between batches (a thread per call costs more CPU)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
@@ -47,18 +63,16 @@ def _pool():
         return _POOL
 
 
-class _Inline:
-    """A blocking call run in the caller's thread when its result is asked for (the last call of a batch)."""
+def _reset_pool_in_child():
+    # A forked child has none of the parent's threads: the parent's executor would queue work that no
+    # thread runs (it counts the parent's idle workers), hanging the child's first batch.
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
 
-    def __init__(self, fn, *args, **kwargs):
-        self._call = (fn, args, kwargs)
 
-    def result(self):
-        fn, args, kwargs = self._call
-        return fn(*args, **kwargs)
-
-    def cancel(self):
-        return False
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_pool_in_child)
 
 
 def _varint(n):
@@ -70,20 +84,56 @@ def _varint(n):
     return bytes(out)
 
 
-def score_batch_request_bytes(rollouts):
-    """The wire bytes of `ScoreBatchRequest{requests: [ScoreRequest{rollout: r} for r in rollouts]}`,
-    framed from each rollout's own serialization: the same bytes protobuf writes (both fields are field 1,
-    length-delimited), without copying every rollout into a request message first (the copy and the
-    request's serialization cost more than the Rollouts' serialization on the TRL hot path)."""
+def _frames(rollouts):
+    """Each rollout's `ScoreBatchRequest.requests` entry as (prefix, serialized rollout): both fields are
+    field 1, length-delimited."""
     out = []
     for r in rollouts:
         b = r.SerializeToString()
         n = len(b)
         head = b"\n" + _varint(n)  # ScoreRequest.rollout: field 1, wire type 2
-        out.append(b"\n" + _varint(len(head) + n))  # ScoreBatchRequest.requests: field 1, wire type 2
-        out.append(head)
+        out.append((b"\n" + _varint(len(head) + n) + head, b))  # ScoreBatchRequest.requests: field 1, wire type 2
+    return out
+
+
+def _join(frames):
+    out = []
+    for prefix, b in frames:
+        out.append(prefix)
         out.append(b)
     return b"".join(out)
+
+
+def score_batch_request_bytes(rollouts):
+    """The wire bytes of `ScoreBatchRequest{requests: [ScoreRequest{rollout: r} for r in rollouts]}`,
+    framed from each rollout's own serialization: the same bytes protobuf writes, without copying every
+    rollout into a request message first (the copy and the request's serialization cost more than the
+    Rollouts' serialization on the TRL hot path)."""
+    return _join(_frames(rollouts))
+
+
+def _split(frames, max_count=None, max_bytes=None):
+    """(lo, hi) ranges of `frames`, in order: at most `max_count` requests and `max_bytes` bytes each (a
+    frame bigger than `max_bytes` alone)."""
+    max_count = MAX_BATCH if max_count is None else max_count
+    max_bytes = MAX_BATCH_BYTES if max_bytes is None else max_bytes
+    out = []
+    lo, size = 0, 0
+    for i, (prefix, b) in enumerate(frames):
+        n = len(prefix) + len(b)
+        if i > lo and (i - lo >= max_count or size + n > max_bytes):
+            out.append((lo, i))
+            lo, size = i, 0
+        size += n
+    out.append((lo, len(frames)))
+    return out
+
+
+def _check_rollouts(rollouts, name="rollouts"):
+    for i, r in enumerate(rollouts):
+        if type(r) is not _ROLLOUT:
+            raise InvalidInputError(f"'{name}[{i}]' must be a rewardmesh.v1.Rollout (reward_mesh.rollout(...)), "
+                                    f"got {type(r).__module__}.{type(r).__qualname__}")
 
 
 def _deadline(timeout, default):
@@ -91,12 +141,176 @@ def _deadline(timeout, default):
     return default if timeout is None else timeout
 
 
-def _channel(address, credentials):
+def _channel(address, credentials, options=()):
     if not isinstance(address, str) or ":" not in address:
         raise InvalidInputError(f"the address must be host:port, got {address!r}")
     if credentials is None:
-        return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
-    return grpc.secure_channel(address, credentials, options=_CHANNEL_OPTIONS)
+        return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS + list(options))
+    return grpc.secure_channel(address, credentials, options=_CHANNEL_OPTIONS + list(options))
+
+
+class _Cancelled(Exception):
+    """A part of a batch cancelled before its RPC started."""
+
+
+class _Part:
+    """One part of a batch — rollouts[lo:hi] — scored over ScoreBatch (or ScoreStream) in a pool thread
+    or in the caller's thread. Its RPCs are kept, so `cancel()` cancels them on the server too (a
+    running pool task cannot be cancelled: its RPC can)."""
+
+    def __init__(self, client, rollouts, frames, lo, hi, deadline, stream):
+        self.client = client
+        self.rollouts = rollouts
+        self.frames = frames
+        self.lo, self.hi = lo, hi
+        self.deadline = deadline
+        self.stream = stream
+        self.future = None  # the pool's future; None for the part run in the caller's thread
+        self.outcome = None  # (True, results) or (False, exception), once run in the caller's thread
+        self._lock = threading.Lock()
+        self._rpc = None
+        self._cancelled = False
+
+    def _remaining(self):
+        return max(0.0, self.deadline - time.monotonic())
+
+    def _begin(self, start):
+        with self._lock:
+            if self._cancelled:
+                raise _Cancelled()
+            self._rpc = start()
+            return self._rpc
+
+    def cancel(self):
+        with self._lock:
+            self._cancelled = True
+            rpc = self._rpc
+        if rpc is not None:
+            rpc.cancel()
+        if self.future is not None:
+            self.future.cancel()
+
+    def run(self):
+        if self.stream:
+            return self._stream(self.lo, self.hi)
+        return self._batch(self.lo, self.hi)
+
+    def run_inline(self):
+        if self.outcome is None:
+            try:
+                self.outcome = (True, self.run())
+            except Exception as e:  # noqa: BLE001 — raised by results(); KeyboardInterrupt goes up now
+                self.outcome = (False, e)
+
+    def results(self, timeout):
+        """This part's results; raises its error. `timeout` bounds the wait for a pool thread."""
+        if self.future is None:
+            self.run_inline()
+            ok, value = self.outcome
+            if not ok:
+                raise value
+            return value
+        return self.future.result(timeout=timeout)
+
+    def _batch(self, lo, hi):
+        c = self.client
+        req = _join(self.frames[lo:hi])
+        call = self._begin(lambda: c._score_batch_call(req, timeout=self._remaining()))
+        try:
+            res = next(call, None)
+            if res is None or next(call, None) is not None:
+                raise MeshError(f"{c.target}: ScoreBatch answered {'no' if res is None else 'more than one'} response")
+        except grpc.RpcError as e:
+            code = e.code()
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                c._lacks_score_batch()
+                return self._stream(lo, hi)
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                # A request or response over the service's message limit (long details, or a service
+                # with a lower limit): halves, down to one rollout, which goes over ScoreStream.
+                if hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    return self._batch(lo, mid) + self._batch(mid, hi)
+                return self._stream(lo, hi)
+            raise rpc_error(c.target, "ScoreBatch", e) from None
+        c.has_score_batch = True
+        got = list(res.results)
+        if len(got) != hi - lo:
+            raise MeshError(f"{c.target}: ScoreBatch returned {len(got)} results for {hi - lo} rollouts")
+        for e in res.errors:
+            if e.index >= len(got):
+                raise MeshError(f"{c.target}: ScoreBatch error for request {e.index} of {len(got)}")
+            got[e.index] = status_error(c.target, "ScoreBatch", e.code,
+                                        f"{e.message} (rollout {self.rollouts[lo + e.index].id!r})")
+        return got
+
+    def _stream(self, lo, hi):
+        c = self.client
+        requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in self.rollouts[lo:hi]]
+        call = self._begin(lambda: c._stub.ScoreStream(iter(requests), timeout=self._remaining()))
+        return c._call("ScoreStream", lambda: list(call))
+
+
+class _Started:
+    """A batch of one service in flight: its parts, in order."""
+
+    def __init__(self, client, rollouts, parts, deadline):
+        self.client = client
+        self.rollouts = rollouts
+        self.parts = parts
+        self.deadline = deadline
+
+    def cancel(self):
+        for p in self.parts:
+            p.cancel()
+
+
+def _collect(started):
+    """The results of `_start`ed batches (a list), each in order, parts joined. The part run in the
+    caller's thread runs first (the others are already in flight on the pool), then the pool's are
+    waited for; the first failure, wherever it happens, is raised at once and cancels every other part
+    (their RPCs too, so the services stop scoring them)."""
+    parts = [p for s in started for p in s.parts]
+    inline = [p for p in parts if p.future is None and p.outcome is None]
+    pending = [p.future for p in parts if p.future is not None]
+    failed = []
+
+    def on_done(f):
+        # In a pool thread: a failed part stops the one running in the caller's thread.
+        if not f.cancelled() and f.exception() is not None:
+            failed.append(f)
+            for p in inline:
+                p.cancel()
+
+    ok = False
+    try:
+        if inline:
+            for f in pending:
+                f.add_done_callback(on_done)
+        for p in inline:
+            p.run_inline()
+        if failed:
+            raise failed[0].exception()
+        for p in parts:
+            if p.outcome is not None and not p.outcome[0]:
+                raise p.outcome[1]
+        if pending:
+            limit = max(s.deadline for s in started) + _WAIT_MARGIN - time.monotonic()
+            done, not_done = wait_futures(pending, timeout=max(0.0, limit), return_when=FIRST_EXCEPTION)
+            for f in done:
+                if not f.cancelled() and f.exception() is not None:
+                    raise f.exception()
+            if not_done:
+                s = next(s for s in started for p in s.parts if p.future in not_done)
+                raise MeshTimeoutError(s.client.target, "ScoreBatch", grpc.StatusCode.DEADLINE_EXCEEDED,
+                                       f"no answer {_WAIT_MARGIN:g} s past the deadline")
+        out = [[r for p in s.parts for r in p.results(0)] for s in started]
+        ok = True
+        return out
+    finally:
+        if not ok:
+            for s in started:
+                s.cancel()
 
 
 class RewardClient:
@@ -107,23 +321,32 @@ class RewardClient:
             result = c.score(rollout(custom_task(), "hello"))
             results = c.score_batch([rollout(custom_task(), "hi"), rollout(custom_task(), "hey")])
 
-    Batches go over `ScoreBatch` (one unary call per 1024 rollouts); a service that answers it
-    UNIMPLEMENTED (one written against an older contract) is scored over `ScoreStream` from then on.
+    Batches go over `ScoreBatch` (one unary call per 1024 rollouts or MAX_BATCH_BYTES of them, the calls
+    in parallel); a service that answers it UNIMPLEMENTED (one written against an older contract) is
+    scored over `ScoreStream` for the next SCORE_BATCH_RETRY_AFTER (60) seconds, then ScoreBatch is
+    tried again.
     """
 
     def __init__(self, address, *, timeout=DEFAULT_TIMEOUT, credentials=None, name=None):
         self.address = address
         self.timeout = timeout
         self._name = name
-        self._channel = _channel(address, credentials)
+        # SingleThreadedUnaryStream: a unary-stream call runs in the calling thread (as a blocking unary
+        # call does) yet can be cancelled from another; RewardService has no unary-stream method of its own.
+        self._channel = _channel(address, credentials, [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)])
         self._stub = reward_service_pb2_grpc.RewardServiceStub(self._channel)
-        # ScoreBatch with the request already serialized (score_batch_request_bytes).
-        self._score_batch_bytes = self._channel.unary_unary(
+        # ScoreBatch with the request already serialized (score_batch_request_bytes), called as a
+        # unary-stream method (the same bytes on the wire: one request, one response): a blocking unary call
+        # cannot be cancelled, and `.future()` costs a channel thread and about 8 µs of client CPU per
+        # rollout on the TRL path (a thread handoff per call).
+        self._score_batch_call = self._channel.unary_stream(
             "/rewardmesh.v1.RewardService/ScoreBatch", request_serializer=None,
             response_deserializer=reward_service_pb2.ScoreBatchResponse.FromString)
         self._info = None
-        # Whether the service has ScoreBatch: None until a call says, False once it answered UNIMPLEMENTED.
+        # Whether the service has ScoreBatch: None until a call says, False once it answered UNIMPLEMENTED
+        # (for SCORE_BATCH_RETRY_AFTER seconds from `_lacked_at`).
         self.has_score_batch = None
+        self._lacked_at = 0.0
 
     @property
     def target(self):
@@ -135,6 +358,13 @@ class RewardClient:
         except grpc.RpcError as e:
             raise rpc_error(self.target, method, e) from None
 
+    def _lacks_score_batch(self):
+        self._lacked_at = time.monotonic()
+        self.has_score_batch = False
+
+    def _streams_only(self):
+        return self.has_score_batch is False and time.monotonic() - self._lacked_at < SCORE_BATCH_RETRY_AFTER
+
     def describe(self, timeout=None):
         """The service's DescribeResponse (name, version, domains, components); cached after the first call."""
         if self._info is None:
@@ -145,6 +375,8 @@ class RewardClient:
 
     def score(self, rollout, timeout=None):
         """The RewardResult of one rollout (`Score`)."""
+        if type(rollout) is not _ROLLOUT:
+            _check_rollouts([rollout], "rollout")
         return self._call("Score", lambda: self._stub.Score(
             reward_service_pb2.ScoreRequest(rollout=rollout), timeout=_deadline(timeout, self.timeout)))
 
@@ -154,6 +386,7 @@ class RewardClient:
         rollouts = list(rollouts)
         if not rollouts:
             return []
+        _check_rollouts(rollouts)
         requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
         results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=_deadline(timeout, self.timeout))))
         if len(results) != len(rollouts):
@@ -164,15 +397,17 @@ class RewardClient:
         return results
 
     def score_batch(self, rollouts, timeout=None, *, return_errors=False):
-        """The RewardResults of `rollouts`, in order, over `ScoreBatch` (one call per 1024 rollouts, the
-        calls in parallel; the deadline covers each). A rollout the service refuses (or fails on) raises its
-        MeshRpcError (`ScoreBatch failed: INVALID_ARGUMENT: 'requests[<i>].rollout.<field>' ... (rollout
-        '<id>')`), unless `return_errors`: then its entry is that MeshRpcError and the others are results.
-        A service without ScoreBatch (UNIMPLEMENTED) is scored over `ScoreStream`, where the first refused
-        rollout fails the call (raised, whatever `return_errors`)."""
+        """The RewardResults of `rollouts`, in order, over `ScoreBatch` (one call per 1024 rollouts or
+        MAX_BATCH_BYTES of them, the calls in parallel; the deadline covers the whole batch). A rollout the
+        service refuses (or fails on) raises its MeshRpcError (`ScoreBatch failed: INVALID_ARGUMENT:
+        'requests[<i>].rollout.<field>' ... (rollout '<id>')`), unless `return_errors`: then its entry is
+        that MeshRpcError and the others are results. A service without ScoreBatch (UNIMPLEMENTED) is
+        scored over `ScoreStream`, where the first refused rollout fails the call (raised, whatever
+        `return_errors`). The first failed call cancels the others (on the service too)."""
         rollouts = list(rollouts)
         if not rollouts:
             return []
+        _check_rollouts(rollouts)
         out = self._finish(self._start(rollouts, timeout, inline=True))
         if not return_errors:
             for r in out:
@@ -181,60 +416,51 @@ class RewardClient:
         return out
 
     def _start(self, rollouts, timeout=None, inline=False):
-        """Starts scoring `rollouts` (a list): blocking ScoreBatch calls, one per MAX_BATCH, on the pool's
-        threads (the last one, with `inline`, in the caller's thread when `_finish` asks for it), or for a
-        service known to lack ScoreBatch a ScoreStream call; `_finish` collects. Nothing is shared between
+        """Starts scoring `rollouts` (a list of Rollouts): ScoreBatch calls of at most MAX_BATCH rollouts
+        and MAX_BATCH_BYTES, on the pool's threads (the last one, with `inline`, in the caller's thread
+        when `_collect` runs it, before it waits for the others); for a service known to lack ScoreBatch
+        one ScoreStream call. When the service is not yet known to have ScoreBatch and there are several
+        calls, the first is sent (and answered) before the others, so that an older service is not asked
+        — and a mixed set behind one address does not score — the batch twice. Nothing is shared between
         calls, so calls from several threads run concurrently."""
-        t = _deadline(timeout, self.timeout)
-        if self.has_score_batch is False:
-            requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
-            return ("ScoreStream", rollouts, t, self._call("ScoreStream", lambda: self._stub.ScoreStream(iter(requests), timeout=t)))
-        calls = []
-        starts = range(0, len(rollouts), MAX_BATCH)
-        for s in starts:
-            req = score_batch_request_bytes(rollouts[s:s + MAX_BATCH])
-            if inline and s == starts[-1]:
-                calls.append(_Inline(self._score_batch_bytes, req, timeout=t))
-            else:
-                calls.append(_pool().submit(self._score_batch_bytes, req, timeout=t))
-        return ("ScoreBatch", rollouts, t, calls)
-
-    @staticmethod
-    def _cancel(started):
-        method, _, _, calls = started
-        for c in calls if method == "ScoreBatch" else [calls]:
-            c.cancel()
+        deadline = time.monotonic() + _deadline(timeout, self.timeout)
+        n = len(rollouts)
+        if self._streams_only():
+            parts = [_Part(self, rollouts, None, 0, n, deadline, stream=True)]
+        else:
+            frames = _frames(rollouts)
+            ranges = _split(frames)
+            parts = []
+            if len(ranges) > 1 and self.has_score_batch is not True:
+                probe = _Part(self, rollouts, frames, *ranges[0], deadline, stream=False)
+                probe.run_inline()
+                if not probe.outcome[0]:
+                    raise probe.outcome[1]
+                parts.append(probe)
+                if self.has_score_batch is False:
+                    ranges = [(ranges[1][0], n)]
+                else:
+                    ranges = ranges[1:]
+            stream = self._streams_only()
+            parts += [_Part(self, rollouts, frames, lo, hi, deadline, stream=stream) for lo, hi in ranges]
+        try:
+            for p in parts[:-1] if inline else parts:
+                if p.outcome is None:
+                    p.future = _pool().submit(p.run)
+        except BaseException:
+            for p in parts:
+                p.cancel()
+            raise
+        return _Started(self, rollouts, parts, deadline)
 
     def _finish(self, started):
         """The results of a `_start`ed call, in order; an entry the service refused is its MeshRpcError
-        (ScoreBatch only). Falls back to ScoreStream when the service answers ScoreBatch UNIMPLEMENTED."""
-        method, rollouts, t, calls = started
-        if method == "ScoreStream":
-            results = self._call("ScoreStream", lambda: list(calls))
-        else:
-            results = []
-            try:
-                for c in calls:
-                    res = c.result()
-                    base = len(results)
-                    got = list(res.results)
-                    for e in res.errors:
-                        if e.index >= len(got):
-                            raise MeshError(f"{self.target}: ScoreBatch error for request {e.index} of {len(got)}")
-                        got[e.index] = status_error(self.target, "ScoreBatch", e.code,
-                                                    f"{e.message} (rollout {rollouts[base + e.index].id!r})")
-                    results.extend(got)
-            except grpc.RpcError as e:
-                if e.code() != grpc.StatusCode.UNIMPLEMENTED:
-                    self._cancel(started)
-                    raise rpc_error(self.target, "ScoreBatch", e) from None
-                self._cancel(started)
-                self.has_score_batch = False
-                method = "ScoreStream"
-                requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
-                results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=t)))
-            else:
-                self.has_score_batch = True
+        (ScoreBatch only)."""
+        return self._check(started, _collect([started])[0])
+
+    def _check(self, started, results):
+        rollouts = started.rollouts
+        method = "ScoreBatch" if self.has_score_batch else "ScoreStream"
         if len(results) != len(rollouts):
             raise MeshError(f"{self.target}: {method} returned {len(results)} results for {len(rollouts)} rollouts")
         for i, (r, res) in enumerate(zip(rollouts, results)):
@@ -385,6 +611,7 @@ class Mesh:
         every component of the mesh. `rollouts`: a list or any iterable of Rollouts. A rollout a service
         refuses raises its MeshRpcError (naming the service, the field and the rollout's id)."""
         sent = list(rollouts)
+        _check_rollouts(sent)
         picked = {name: [] for name in self.clients}  # service -> the indices of its rollouts
         for i, r in enumerate(sent):
             domain = domain_of(r.task)
@@ -396,17 +623,20 @@ class Mesh:
         busy = [name for name, idx in picked.items() if idx]
         try:
             for name in busy:
-                # The last service's (last) call runs in this thread: one thread handoff fewer per batch.
+                # The last service's (last) call runs in this thread, once every other call is in flight:
+                # one thread handoff fewer per batch.
                 started[name] = self.clients[name]._start([sent[i] for i in picked[name]],
                                                           timeout if timeout is not None else self.timeout,
                                                           inline=name == busy[-1])
-            # Every call is in flight: collecting them one after the other takes as long as the slowest.
-            collected = {name: self.clients[name]._finish(call) for name, call in started.items()}
+            # Every call is in flight at once: the batch takes as long as the slowest service.
+            results = _collect(list(started.values()))
+            collected = {name: self.clients[name]._check(call, res)
+                         for (name, call), res in zip(started.items(), results)}
             done = True
         finally:
             if not done:
-                for name, call in started.items():
-                    self.clients[name]._cancel(call)
+                for call in started.values():
+                    call.cancel()
         rows = [dict.fromkeys(self.components) for _ in sent]
         for name, results in collected.items():
             keys = self._keys[name]

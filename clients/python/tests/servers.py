@@ -4,6 +4,7 @@ a free port with the package's stubs; `with ScriptedService(...) as s:` serves a
 service written against the contract before ScoreBatch, it does not implement ScoreBatch (the generated
 servicer answers UNIMPLEMENTED); `calls` lists the methods it was called with."""
 
+import threading
 import time
 from concurrent import futures
 
@@ -22,10 +23,13 @@ class ScriptedService(reward_service_pb2_grpc.RewardServiceServicer):
         self.delay = delay
         self.result = result
         self.calls = []
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+        self._server = self._make_server(workers)
         reward_service_pb2_grpc.add_RewardServiceServicer_to_server(self, self._server)
         port = self._server.add_insecure_port("127.0.0.1:0")
         self.address = f"127.0.0.1:{port}"
+
+    def _make_server(self, workers):
+        return grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
 
     def Describe(self, request, context):
         self.calls.append("Describe")
@@ -58,3 +62,73 @@ class ScriptedService(reward_service_pb2_grpc.RewardServiceServicer):
 
     def __exit__(self, *exc):
         self._server.stop(None)
+
+
+class BatchService(ScriptedService):
+    """ScriptedService with ScoreBatch, as a current service has it. `delay`: seconds each ScoreBatch
+    (and ScoreStream) call takes, spent watching for the client's cancellation (`cancelled` counts the
+    calls that saw it); `unimplemented`: ScoreBatch records its call, then answers UNIMPLEMENTED, as a
+    service behind the same address that lacks it; `fail`: a ScoreBatch call with a rollout whose response
+    contains "fail" (every call, with `fail`) fails as a whole (INTERNAL) after `fail_after` seconds; `details`: bytes of `details` per result (long
+    results); `max_message`: the server's message limit both ways (default gRPC's)."""
+
+    def __init__(self, *, name="probe", delay=0.0, unimplemented=False, fail=False, fail_after=0.0, details=0,
+                 max_message=None, workers=32):
+        self.name = name
+        self.fail = fail
+        self.fail_after = fail_after
+        self.unimplemented = unimplemented
+        self.details = details
+        self.cancelled = 0
+        self.batch_sizes = []
+        self._lock = threading.Lock()
+        options = [] if max_message is None else [("grpc.max_send_message_length", max_message),
+                                                   ("grpc.max_receive_message_length", max_message)]
+        self._options = options
+        super().__init__(delay=delay, workers=workers)
+
+    def _make_server(self, workers):
+        return grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=self._options)
+
+    def _wait(self, context):
+        end = time.monotonic() + self.delay
+        while time.monotonic() < end:
+            if not context.is_active():
+                with self._lock:
+                    self.cancelled += 1
+                return False
+            time.sleep(0.01)
+        return True
+
+    def _score(self, rollout):
+        res = super()._score(rollout)
+        res.service = self.name
+        if self.details:
+            res.components[0].details = "d" * self.details
+        return res
+
+    def Describe(self, request, context):
+        res = super().Describe(request, context)
+        res.name = self.name
+        return res
+
+    def ScoreStream(self, request_iterator, context):
+        self.calls.append("ScoreStream")
+        requests = list(request_iterator)
+        if not self._wait(context):
+            return
+        for r in requests:
+            yield self._score(r.rollout)
+
+    def ScoreBatch(self, request, context):
+        with self._lock:
+            self.calls.append("ScoreBatch")
+            self.batch_sizes.append(len(request.requests))
+        if self.unimplemented:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        if self.fail or any("fail" in r.rollout.response for r in request.requests):
+            time.sleep(self.fail_after)
+            context.abort(grpc.StatusCode.INTERNAL, "failed on purpose")
+        if not self._wait(context):
+            context.abort(grpc.StatusCode.CANCELLED, "cancelled")
+        return reward_service_pb2.ScoreBatchResponse(results=[self._score(r.rollout) for r in request.requests])

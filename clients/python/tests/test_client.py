@@ -8,7 +8,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.mesh import SERVICES, TRAINER
-from tests.servers import ScriptedService
+from tests.servers import BatchService, ScriptedService
 
 import grpc
 import reward_mesh as rm
@@ -160,6 +160,11 @@ class ScoreBatchTest(unittest.TestCase):
         got = score_batch_request_bytes(rs)
         self.assertEqual(got, want.SerializeToString())
         self.assertEqual(rm.reward_service_pb2.ScoreBatchRequest.FromString(got), want)
+        # The framing writes ScoreBatchRequest and ScoreRequest by hand: a field added to either must fail
+        # here (and be written there).
+        fields = lambda m: [(f.name, f.number) for f in m.DESCRIPTOR.fields]  # noqa: E731
+        self.assertEqual(fields(rm.reward_service_pb2.ScoreRequest), [("rollout", 1)])
+        self.assertEqual(fields(rm.reward_service_pb2.ScoreBatchRequest), [("requests", 1)])
 
     def test_a_bad_rollout_gets_its_own_error_and_the_others_are_scored(self):
         good = [rm.rollout(rm.custom_task(prompt="p"), "a" * n) for n in (10, 50)]
@@ -204,7 +209,9 @@ class ScoreBatchTest(unittest.TestCase):
         self.assertEqual(next(c.value for c in out[-1].components if c.name == "length"), float(rm.MAX_BATCH % 70))
 
     def test_falls_back_to_score_stream_on_a_service_without_score_batch(self):
-        with ScriptedService() as old:
+        # A service whose ScoreBatch records the attempt, then answers UNIMPLEMENTED (as grpcio's generated
+        # servicer does): the client asks once, not once per call.
+        with BatchService(unimplemented=True) as old:
             with rm.RewardClient(old.address, timeout=30) as c:
                 rs = [rm.rollout(rm.custom_task(prompt="p"), r) for r in ("yes", "no", "yes yes")]
                 out = c.score_batch(rs)
@@ -212,7 +219,8 @@ class ScoreBatchTest(unittest.TestCase):
                 self.assertEqual([r.rollout_id for r in out], [r.id for r in rs])
                 self.assertEqual([r.components[0].value for r in out], [1.0, 0.0, 1.0])
                 c.score_batch(rs)  # straight to ScoreStream now
-            self.assertEqual(old.calls, ["ScoreStream", "ScoreStream"])
+            self.assertEqual(old.calls, ["ScoreBatch", "ScoreStream", "ScoreStream"])
+        with ScriptedService() as old:  # no ScoreBatch at all (the generated servicer's UNIMPLEMENTED)
             with rm.Mesh({"probe": old.address, "length": SERVICES["length"]}, timeout=30) as mesh:
                 rows = mesh.score([rm.rollout(rm.custom_task(prompt="p"), "yes" * 3)] * 2)
                 self.assertEqual([r["probe/a"].value for r in rows], [1.0, 1.0])

@@ -160,7 +160,14 @@ export { retryUntil } from "./retry.js";
 export type { RemoteService, RemoteServiceOptions } from "./remote.js";
 export { connectRemoteService } from "./remote.js";
 export type { RewardServiceClientOptions, ScoreBatchOutcome } from "./reward-client.js";
-export { createRewardServiceClient, DEFAULT_REWARD_CALL_TIMEOUT_MS, scoreBatch } from "./reward-client.js";
+export {
+  createRewardServiceClient,
+  DEFAULT_REWARD_CALL_TIMEOUT_MS,
+  MAX_SCORE_BATCH_BYTES,
+  SCORE_BATCH_RETRY_AFTER_MS,
+  scoreBatch,
+  splitScoreBatch,
+} from "./reward-client.js";
 export type { RunningService, ServiceExtras } from "./runtime.js";
 export { serveRewardService, startRewardService } from "./runtime.js";
 export type { GrpcServerOptions, GrpcServicesOptions, HostedService, RunningGrpcServer } from "./server.js";

@@ -4,9 +4,11 @@
  * never answers. `scoreBatch({ requests })` scores up to `MAX_SCORE_BATCH` (1024) rollouts in one unary call
  * (`{ results, errors }`: a refused rollout is its own entry of `errors`); a service written against the
  * contract before ScoreBatch answers it UNIMPLEMENTED. {@link scoreBatch} does both: it splits a batch at
- * the cap and falls back to `ScoreStream` on UNIMPLEMENTED.
+ * the cap and at {@link MAX_SCORE_BATCH_BYTES}, calls in parallel, and falls back to `ScoreStream` on
+ * UNIMPLEMENTED.
  * @module
  */
+import { toBinary } from "@bufbuild/protobuf";
 import {
   type CallOptions,
   type Client,
@@ -14,10 +16,12 @@ import {
   type RewardResult,
   RewardService,
   type Rollout,
+  RolloutSchema,
   type ScoreBatchError,
 } from "@reward-mesh/proto";
 import { createSecureGrpcClient, type GrpcClientSecurity } from "./grpc-security.js";
 import { MAX_SCORE_BATCH } from "./server.js";
+import { MAX_MESSAGE_BYTES } from "./validate.js";
 
 /** Default deadline of a reward-service call without its own `timeoutMs`. */
 export const DEFAULT_REWARD_CALL_TIMEOUT_MS = 60_000;
@@ -58,19 +62,64 @@ export interface ScoreBatchOutcome {
   readonly results: RewardResult[];
   /** The rollouts that failed, by index into the whole batch (ScoreBatch only: ScoreStream throws). */
   readonly errors: ScoreBatchError[];
-  /** The RPC that scored them: `ScoreStream` for a service that does not implement ScoreBatch. */
+  /**
+   * The RPC that scored them: `ScoreStream` when any of them went over it (a service that does not
+   * implement ScoreBatch, or a rollout too big for one ScoreBatch message).
+   */
   readonly rpc: "ScoreBatch" | "ScoreStream";
 }
 
-/** Clients whose service answered ScoreBatch UNIMPLEMENTED: scored over ScoreStream from then on. */
-const withoutScoreBatch = new WeakSet<object>();
+/**
+ * The most bytes of serialized rollouts {@link scoreBatch} puts in one ScoreBatch request: half of what a
+ * service accepts in one message (`MAX_MESSAGE_BYTES`, 8 MiB - 64 KiB, plus the envelope), so that the
+ * request fits and its response — whose results may carry long `details` — is unlikely not to. A call the
+ * service still answers RESOURCE_EXHAUSTED is split in halves; a single rollout then goes over ScoreStream.
+ */
+export const MAX_SCORE_BATCH_BYTES = Math.floor(MAX_MESSAGE_BYTES / 2);
+
+/** How long a client whose service answered ScoreBatch UNIMPLEMENTED uses ScoreStream before trying again. */
+export const SCORE_BATCH_RETRY_AFTER_MS = 60_000;
+
+/** Clients whose service answered ScoreBatch UNIMPLEMENTED, and when: ScoreStream for a while. */
+const withoutScoreBatch = new WeakMap<object, number>();
+/** Clients whose service answered a ScoreBatch call: no probe call first. */
+const withScoreBatch = new WeakSet<object>();
+
+/** [start, end) ranges of `rollouts`: at most {@link MAX_SCORE_BATCH} and `maxBytes` each (a bigger rollout alone). */
+export function splitScoreBatch(
+  rollouts: readonly Rollout[],
+  maxBytes: number = MAX_SCORE_BATCH_BYTES,
+): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  let lo = 0;
+  let size = 0;
+  for (let i = 0; i < rollouts.length; i++) {
+    // The rollout, and its ScoreRequest and ScoreBatchRequest envelopes (a tag and a length each).
+    const n = toBinary(RolloutSchema, rollouts[i]!).length + 12;
+    if (i > lo && (i - lo >= MAX_SCORE_BATCH || size + n > maxBytes)) {
+      out.push([lo, i]);
+      lo = i;
+      size = 0;
+    }
+    size += n;
+  }
+  out.push([lo, rollouts.length]);
+  return out;
+}
+
+const codeOf = (err: unknown) => (err as { code?: unknown }).code;
 
 /**
- * Scores `rollouts` with `ScoreBatch` — calls of at most {@link MAX_SCORE_BATCH}, in parallel, each with
- * `options` (deadline, signal, metadata) — and falls back to one `ScoreStream` when the service answers
- * UNIMPLEMENTED (a service written against the contract before ScoreBatch, in any language); the client
- * remembers it. Over ScoreBatch a refused rollout is an entry of `errors` (its index in `rollouts`, the code
- * and `'requests[<i>]…'` message of its call) and the others are scored; over ScoreStream it fails the call.
+ * Scores `rollouts` with `ScoreBatch` — calls of at most {@link MAX_SCORE_BATCH} rollouts and
+ * {@link MAX_SCORE_BATCH_BYTES}, in parallel, each with `options` (deadline, signal, metadata); the first
+ * call that fails cancels the others — and falls back to `ScoreStream` where the service answers
+ * UNIMPLEMENTED (a service written against the contract before ScoreBatch, in any language): the client
+ * remembers it for {@link SCORE_BATCH_RETRY_AFTER_MS}, then tries ScoreBatch again. Until a service has
+ * answered one ScoreBatch, a batch of several calls sends its first call alone, so an older service is not
+ * asked — and does not score — the whole batch twice. A call answered RESOURCE_EXHAUSTED (a message over
+ * the service's limit) is split in halves; a single rollout goes over ScoreStream. Over ScoreBatch a refused
+ * rollout is an entry of `errors` (its index in `rollouts`, the code and `'requests[<i>]…'` message of its
+ * call) and the others are scored; over ScoreStream it fails the call.
  */
 export async function scoreBatch(
   client: Client<typeof RewardService>,
@@ -78,31 +127,86 @@ export async function scoreBatch(
   options: CallOptions = {},
 ): Promise<ScoreBatchOutcome> {
   if (rollouts.length === 0) return { results: [], errors: [], rpc: "ScoreBatch" };
-  if (!withoutScoreBatch.has(client)) {
-    const chunks: Rollout[][] = [];
-    for (let s = 0; s < rollouts.length; s += MAX_SCORE_BATCH)
-      chunks.push(rollouts.slice(s, s + MAX_SCORE_BATCH));
-    try {
-      const answers = await Promise.all(
-        chunks.map((c) => client.scoreBatch({ requests: c.map((rollout) => ({ rollout })) }, options)),
-      );
-      const results: RewardResult[] = [];
-      const errors: ScoreBatchError[] = [];
-      for (const [k, a] of answers.entries()) {
-        const base = k * MAX_SCORE_BATCH;
-        results.push(...a.results);
-        for (const e of a.errors) errors.push({ ...e, index: base + e.index });
-      }
-      return { results, errors, rpc: "ScoreBatch" };
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== grpc.status.UNIMPLEMENTED) throw err;
-      withoutScoreBatch.add(client);
+  const abort = new AbortController();
+  const outer = options.signal;
+  const onOuterAbort = () => abort.abort(outer?.reason);
+  if (outer?.aborted) abort.abort(outer.reason);
+  outer?.addEventListener("abort", onOuterAbort, { once: true });
+  const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
+  const callOptions = (): CallOptions => ({
+    ...options,
+    signal: abort.signal,
+    ...(deadline === undefined ? {} : { timeoutMs: Math.max(0, deadline - Date.now()) }),
+  });
+  const results: RewardResult[] = new Array(rollouts.length);
+  const errors: ScoreBatchError[] = [];
+  let streamed = false;
+  const streamsOnly = () => {
+    const since = withoutScoreBatch.get(client);
+    return since !== undefined && Date.now() - since < SCORE_BATCH_RETRY_AFTER_MS;
+  };
+  async function stream(lo: number, hi: number): Promise<void> {
+    streamed = true;
+    async function* requests() {
+      for (let i = lo; i < hi; i++) yield { rollout: rollouts[i]! };
     }
+    let i = lo;
+    for await (const r of client.scoreStream(requests(), callOptions())) {
+      if (i >= hi) throw new Error(`ScoreStream returned more than ${hi - lo} results`);
+      results[i++] = r;
+    }
+    if (i !== hi) throw new Error(`ScoreStream returned ${i - lo} results for ${hi - lo} rollouts`);
   }
-  const results: RewardResult[] = [];
-  async function* requests() {
-    for (const rollout of rollouts) yield { rollout };
+  async function batch(lo: number, hi: number): Promise<void> {
+    let a: Awaited<ReturnType<typeof client.scoreBatch>>;
+    try {
+      a = await client.scoreBatch(
+        { requests: rollouts.slice(lo, hi).map((rollout) => ({ rollout })) },
+        callOptions(),
+      );
+    } catch (err) {
+      if (codeOf(err) === grpc.status.UNIMPLEMENTED) {
+        withoutScoreBatch.set(client, Date.now());
+        withScoreBatch.delete(client);
+        return stream(lo, hi);
+      }
+      if (codeOf(err) === grpc.status.RESOURCE_EXHAUSTED) {
+        if (hi - lo === 1) return stream(lo, hi);
+        const mid = (lo + hi) >> 1;
+        await batch(lo, mid);
+        return batch(mid, hi);
+      }
+      throw err;
+    }
+    withScoreBatch.add(client);
+    withoutScoreBatch.delete(client);
+    if (a.results.length !== hi - lo)
+      throw new Error(`ScoreBatch returned ${a.results.length} results for ${hi - lo} rollouts`);
+    for (const [k, r] of a.results.entries()) results[lo + k] = r;
+    for (const e of a.errors) errors.push({ ...e, index: lo + e.index });
   }
-  for await (const r of client.scoreStream(requests(), options)) results.push(r);
-  return { results, errors: [], rpc: "ScoreStream" };
+  try {
+    if (streamsOnly()) {
+      await stream(0, rollouts.length);
+    } else {
+      let ranges = splitScoreBatch(rollouts);
+      if (ranges.length > 1 && !withScoreBatch.has(client)) {
+        await batch(...ranges[0]!);
+        ranges = streamsOnly() ? [[ranges[1]![0], rollouts.length]] : ranges.slice(1);
+      }
+      const part = ([lo, hi]: [number, number]) => (streamsOnly() ? stream(lo, hi) : batch(lo, hi));
+      await Promise.all(
+        ranges.map((r) =>
+          part(r).catch((err: unknown) => {
+            abort.abort(err); // the first failure cancels the other calls, on the service too
+            throw err;
+          }),
+        ),
+      );
+    }
+  } finally {
+    outer?.removeEventListener("abort", onOuterAbort);
+  }
+  errors.sort((x, y) => x.index - y.index);
+  return { results, errors, rpc: streamed ? "ScoreStream" : "ScoreBatch" };
 }

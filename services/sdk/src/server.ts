@@ -270,9 +270,10 @@ export function createRewardServiceImpl(
       if (readerError) throw readerError;
     },
     // Every request validated and scored as Score does it (the same scoreRollout: spans, metrics, the
-    // limiter), all in flight at once within the limiter's bound. A request that fails is reported in
-    // `errors` with the status and message ScoreStream would end with; the call fails only as a whole
-    // (an empty or oversized batch, the deadline or a cancellation).
+    // limiter), at most 2 × the limiter's capacity in flight per call, as ScoreStream does: a big batch
+    // does not fill the limiter's queue ahead of every other caller (a Score, a stream, the bus worker).
+    // A request that fails is reported in `errors` with the status and message ScoreStream would end with;
+    // the call fails only as a whole (an empty or oversized batch, the deadline or a cancellation).
     async scoreBatch(req, ctx) {
       const n = req.requests.length;
       if (n === 0) throw new InvalidArgumentError("requests", "must hold at least one ScoreRequest");
@@ -282,12 +283,15 @@ export function createRewardServiceImpl(
           `must hold at most ${MAX_SCORE_BATCH} ScoreRequests, got ${n}: split the batch (or use ScoreStream)`,
         );
       }
-      setMaxListeners(n * 2 + 10, ctx.signal);
+      const window = Math.min(n, limiter.capacity * 2);
+      setMaxListeners(window * 2 + 10, ctx.signal);
       const transport = ctx.transport ?? "grpc";
       const errors: ScoreBatchError[] = [];
-      const results = await Promise.all(
-        req.requests.map((r, index) =>
-          scoreOne(r.rollout, ctx.metadata, ctx.signal, transport).catch((err: unknown): RewardResult => {
+      const results: RewardResult[] = new Array(n);
+      const scoreAt = (index: number): Promise<RewardResult> => {
+        const r = req.requests[index]!;
+        return scoreOne(r.rollout, ctx.metadata, ctx.signal, transport).catch(
+          (err: unknown): RewardResult => {
             // The call's deadline or cancellation fails the whole call, as it would a ScoreStream.
             if (ctx.signal.aborted) throw err;
             const st = toGrpcStatus(
@@ -309,9 +313,19 @@ export function createRewardServiceImpl(
               service: def.name,
               serviceVersion: def.version,
             });
-          }),
-        ),
-      );
+          },
+        );
+      };
+      // `window` workers, each taking the next request when its last one is done.
+      let next = 0;
+      const worker = async () => {
+        while (next < n && !ctx.signal.aborted) {
+          const index = next++;
+          results[index] = await scoreAt(index);
+        }
+      };
+      await Promise.all(Array.from({ length: window }, worker));
+      ctx.signal.throwIfAborted();
       errors.sort((a, b) => a.index - b.index);
       return { results, errors };
     },

@@ -21,8 +21,10 @@ import {
   createRewardServiceImpl,
   injectIntoMetadata,
   MAX_SCORE_BATCH,
+  MAX_SCORE_BATCH_BYTES,
   type RunningGrpcServer,
   scoreBatch,
+  splitScoreBatch,
   silentLogger,
   startGrpcServer,
 } from "../src/index.js";
@@ -307,21 +309,25 @@ describe("gRPC RewardService", () => {
   });
 
   it("scoreBatch falls back to ScoreStream on a real server without ScoreBatch (UNIMPLEMENTED), and remembers", async () => {
-    // A grpc-js server hosting RewardService as a service written before ScoreBatch: no such method.
+    // A grpc-js server hosting RewardService as a service written before ScoreBatch: its ScoreBatch records
+    // the attempt, then answers UNIMPLEMENTED (as a server without the method does).
     const old = new grpc.Server();
-    const definition = { ...createGrpcServiceDefinition(RewardService) } as Record<string, unknown>;
-    delete definition["scoreBatch"];
     const handlers = createGrpcHandlers(
       RewardService,
       createRewardServiceImpl(createEchoService(), createLimiter(4), silentLogger),
     );
     let streams = 0;
+    let batches = 0;
     const stream = handlers["scoreStream"] as (call: unknown) => void;
     handlers["scoreStream"] = (call: unknown) => {
       streams++;
       stream(call);
     };
-    old.addService(definition as grpc.ServiceDefinition, handlers);
+    handlers["scoreBatch"] = (_call: unknown, callback: grpc.sendUnaryData<unknown>) => {
+      batches++;
+      callback({ code: grpc.status.UNIMPLEMENTED, details: "Method not found" });
+    };
+    old.addService(createGrpcServiceDefinition(RewardService), handlers);
     const port = await new Promise<number>((resolve, reject) =>
       old.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
         err ? reject(err) : resolve(p),
@@ -333,6 +339,7 @@ describe("gRPC RewardService", () => {
         c.scoreBatch({ requests: [{ rollout: makeRollout() }] }),
         (err: grpc.ServiceError) => err.code === grpc.status.UNIMPLEMENTED,
       );
+      batches = 0;
       const rollouts = ["a", "xx", "xyz"].map((response) => makeRollout({ response }));
       for (let k = 0; k < 2; k++) {
         const out = await scoreBatch(c, rollouts, { timeoutMs: 10_000 });
@@ -346,10 +353,140 @@ describe("gRPC RewardService", () => {
           ],
         );
       }
+      assert.equal(batches, 1, "ScoreBatch asked once across both calls");
       assert.equal(streams, 2);
+      // A batch of several calls asks with its first call alone, then streams the rest: one more attempt
+      // (once the fallback has expired), never one per call.
+      const c2 = createGrpcClient(RewardService, `127.0.0.1:${port}`);
+      try {
+        const many = Array.from({ length: 2 * MAX_SCORE_BATCH + 3 }, () => makeRollout());
+        const out = await scoreBatch(c2, many, { timeoutMs: 20_000 });
+        assert.deepEqual(
+          out.results.map((r) => r.rolloutId),
+          many.map((r) => r.id),
+        );
+        assert.equal(batches, 2);
+      } finally {
+        c2.close();
+      }
     } finally {
       c.close();
       old.forceShutdown();
+    }
+  });
+
+  it("scoreBatch cuts a batch by bytes too: 1024 rollouts of 8 KB, over one message's limit, are all scored", async () => {
+    const rollouts = Array.from({ length: 1024 }, (_, i) =>
+      makeRollout({ response: `${i} `.padEnd(8200, "a") }),
+    );
+    // One call of them all is over what the service accepts (MAX_MESSAGE_BYTES + the envelope).
+    await assert.rejects(
+      client.scoreBatch({ requests: rollouts.map((rollout) => ({ rollout })) }, { timeoutMs: 30_000 }),
+      (err: grpc.ServiceError) => err.code === grpc.status.RESOURCE_EXHAUSTED,
+    );
+    assert.equal(splitScoreBatch(rollouts).length, 3);
+    const out = await scoreBatch(client, rollouts, { timeoutMs: 30_000 });
+    assert.equal(out.rpc, "ScoreBatch");
+    assert.deepEqual(out.errors, []);
+    assert.deepEqual(
+      out.results.map((r) => [r.rolloutId, r.components[0]!.value]),
+      rollouts.map((r) => [r.id, 8200]),
+    );
+    // A rollout over MAX_SCORE_BATCH_BYTES goes alone.
+    const big = makeRollout({ response: "b".repeat(MAX_SCORE_BATCH_BYTES) });
+    assert.deepEqual(splitScoreBatch([rollouts[0]!, big, rollouts[1]!]), [
+      [0, 1],
+      [1, 2],
+      [2, 3],
+    ]);
+  });
+
+  it("scoreBatch: the first failed call cancels the others on the service; so does the caller's signal", async () => {
+    // A real grpc-js server whose ScoreBatch fails (after 300 ms) a call whose first rollout is "fail", answers
+    // one whose first rollout is "quick" at once, and otherwise waits 5 s for its cancellation.
+    let cancelled = 0;
+    const impl = createRewardServiceImpl(createEchoService(), createLimiter(4), silentLogger);
+    const server = new grpc.Server();
+    server.addService(
+      createGrpcServiceDefinition(RewardService),
+      createGrpcHandlers(RewardService, {
+        ...impl,
+        async scoreBatch(req, ctx) {
+          const first = req.requests[0]?.rollout?.id ?? "";
+          if (first === "quick") return impl.scoreBatch(req, ctx);
+          if (first === "fail") {
+            await new Promise((r) => setTimeout(r, 300));
+            throw new Error("failed on purpose");
+          }
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, 5_000);
+            ctx.signal.addEventListener(
+              "abort",
+              () => {
+                cancelled++;
+                clearTimeout(t);
+                resolve();
+              },
+              { once: true },
+            );
+          });
+          ctx.signal.throwIfAborted();
+          return impl.scoreBatch(req, ctx);
+        },
+      }),
+    );
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    const c = createGrpcClient(RewardService, `127.0.0.1:${port}`);
+    const waitFor = async (n: number) => {
+      const until = Date.now() + 3_000;
+      while (cancelled < n && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      return cancelled;
+    };
+    try {
+      await scoreBatch(c, [makeRollout({ id: "quick" })]); // known to have ScoreBatch: no probe call
+      const slow = Array.from({ length: MAX_SCORE_BATCH }, () => makeRollout());
+      const t0 = Date.now();
+      await assert.rejects(scoreBatch(c, [...slow, makeRollout({ id: "fail" })], { timeoutMs: 30_000 }));
+      assert.ok(Date.now() - t0 < 3_000, `failed after ${Date.now() - t0} ms`);
+      assert.equal(await waitFor(1), 1, "the other call kept running on the service");
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(), 300);
+      await assert.rejects(scoreBatch(c, [...slow, ...slow], { signal: abort.signal, timeoutMs: 30_000 }));
+      assert.equal(await waitFor(3), 3);
+    } finally {
+      c.close();
+      server.forceShutdown();
+    }
+  });
+
+  it("ScoreBatch keeps at most 2 × the limiter's capacity in flight: a Score behind a big batch is not starved", async () => {
+    const def = createEchoService({ delayMs: 10 });
+    const s = await startGrpcServer(def, { port: 0, limiter: createLimiter(4), logger: silentLogger });
+    const c = createGrpcClient(RewardService, s.address);
+    try {
+      await c.score({ rollout: makeRollout() }); // connected
+      const t0 = Date.now();
+      const big = c
+        .scoreBatch({ requests: Array.from({ length: 512 }, () => ({ rollout: makeRollout() })) })
+        .then(() => Date.now());
+      await new Promise((r) => setTimeout(r, 100));
+      const s0 = Date.now();
+      await c.score({ rollout: makeRollout() });
+      const scored = Date.now();
+      const batchEnd = await big;
+      const batchMs = batchEnd - t0;
+      // 512 × 10 ms on 4 slots ≈ 1.3 s; the Score waits for at most the batch's window (8), not its queue.
+      assert.ok(
+        scored - s0 < batchMs / 4 && batchEnd - scored > batchMs / 2,
+        `Score took ${scored - s0} ms behind a batch of ${batchMs} ms (ended ${batchEnd - scored} ms before it)`,
+      );
+    } finally {
+      c.close();
+      await s.close(100);
     }
   });
 

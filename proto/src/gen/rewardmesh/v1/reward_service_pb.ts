@@ -217,6 +217,13 @@ export const RewardService: GenService<{
    * more than 1024 requests (`'requests' must hold at most 1024 ScoreRequests, got <n>`: split
    * it), DEADLINE_EXCEEDED / CANCELLED when the deadline passes. A service that does not implement
    * it answers UNIMPLEMENTED: clients fall back to ScoreStream.
+   * Size: the request and the response are one message each, and a service accepts messages of at
+   * most 8,323,088 bytes (8 MiB - 64 KiB, the bus's rollout limit, plus 16 bytes of envelope); a call
+   * over it fails RESOURCE_EXHAUSTED as a whole. Clients therefore cut a batch at 1024 requests or
+   * 4,161,536 bytes of rollouts (half the limit, leaving room for results with long `details`),
+   * whichever comes first, send a bigger rollout alone, and halve a call answered RESOURCE_EXHAUSTED
+   * (a single rollout then goes over ScoreStream). The call scores at most 2 x the service's
+   * concurrency at a time, so other callers are not queued behind a whole batch.
    *
    * @generated from rpc rewardmesh.v1.RewardService.ScoreBatch
    */
