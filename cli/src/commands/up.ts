@@ -12,6 +12,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Transform, type Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import {
   applyTelemetryDefaults,
   freePort,
@@ -140,6 +141,7 @@ export function serviceLogLevel(userLevel: string | undefined): {
  */
 export function logLevelFilter(below: number): Transform {
   let partial = "";
+  const decoder = new StringDecoder("utf8"); // a character split between two reads stays whole
   const keep = (line: string) => {
     const s = line.trim();
     if (!s.startsWith("{")) return true;
@@ -154,13 +156,14 @@ export function logLevelFilter(below: number): Transform {
   return new Transform({
     decodeStrings: true,
     transform(chunk: Buffer, _enc, done) {
-      const lines = (partial + chunk.toString("utf8")).split("\n");
+      const lines = (partial + decoder.write(chunk)).split("\n");
       partial = lines.pop() ?? "";
       const out = lines.filter(keep);
       done(null, out.length > 0 ? `${out.join("\n")}\n` : undefined);
     },
     flush(done) {
-      done(null, partial !== "" && keep(partial) ? partial : undefined);
+      const rest = partial + decoder.end();
+      done(null, rest !== "" && keep(rest) ? rest : undefined);
     },
   });
 }
