@@ -2,20 +2,23 @@
  * `reward-mesh up`: the whole mesh on this machine. Ensures NATS JetStream at `NATS_URL` (starting
  * `nats-server -js` with generated users and least-privilege permissions when nothing answers, or on a
  * free port with users and store of its own when `NATS_URL` is unset and the default address is held by a
- * server it cannot use: see `mesh-nats.ts`), starts every available service as its own process on a free port with its own NATS
- * credentials, waits until each reports SERVING over gRPC health, prints the addresses, and stops
- * everything cleanly on Ctrl-C / SIGTERM.
+ * server it cannot use: see `mesh-nats.ts`), starts every available service as its own process with its own NATS
+ * credentials and `<PREFIX>_GRPC_PORT=0` (the service binds a free port itself and names it in its `<name> ready`
+ * log line: no port picked beforehand that another process could take), waits until each reports SERVING over
+ * gRPC health, prints the addresses, and stops everything cleanly on Ctrl-C / SIGTERM.
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Writable } from "node:stream";
+import { Transform, type Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import {
   applyTelemetryDefaults,
   freePort,
   type LogFormat,
   type NatsAuthOptions,
+  waitForLogRecord,
   waitServing,
 } from "@reward-mesh/sdk";
 import { checkTorchAvailable, startTorchLearner, type TorchLearnerProcess } from "@reward-mesh/trainer";
@@ -105,6 +108,66 @@ function tail(file: string): string {
   }
 }
 
+/** pino's level numbers (`silent`: nothing). */
+const PINO_LEVELS: Readonly<Record<string, number>> = {
+  trace: 10,
+  debug: 20,
+  info: 30,
+  warn: 40,
+  error: 50,
+  fatal: 60,
+  silent: Number.POSITIVE_INFINITY,
+};
+
+/**
+ * The `LOG_LEVEL` a service process runs at, and the level below which `up` drops its records from the log
+ * file. The service's address comes from its info-level `<name> ready` line, so a service runs at `info` at
+ * least; when the user's `LOG_LEVEL` is above that (`warn`, `error`, `fatal`, `silent`), the records under
+ * it are dropped on their way to the log file, which then holds what that level gives. An unknown level
+ * is passed on as it is: the service refuses it, naming the variable, and `up` shows its log tail.
+ */
+export function serviceLogLevel(userLevel: string | undefined): {
+  readonly childLevel: string | undefined;
+  readonly dropBelow: number | undefined;
+} {
+  const n = userLevel === undefined ? undefined : PINO_LEVELS[userLevel];
+  if (n === undefined || n <= PINO_LEVELS["info"]!) return { childLevel: userLevel, dropBelow: undefined };
+  return { childLevel: "info", dropBelow: n };
+}
+
+/**
+ * A pass-through of a process's output that drops the JSON log records (one per line, pino's numeric
+ * `level`) under `below`; every other line (a stack trace, a Python warning) passes as it is.
+ */
+export function logLevelFilter(below: number): Transform {
+  let partial = "";
+  const decoder = new StringDecoder("utf8"); // a character split between two reads stays whole
+  const keep = (line: string) => {
+    const s = line.trim();
+    if (!s.startsWith("{")) return true;
+    try {
+      const rec = JSON.parse(s) as unknown;
+      const level = rec !== null && typeof rec === "object" ? (rec as { level?: unknown }).level : undefined;
+      return typeof level !== "number" || level >= below;
+    } catch {
+      return true;
+    }
+  };
+  return new Transform({
+    decodeStrings: true,
+    transform(chunk: Buffer, _enc, done) {
+      const lines = (partial + decoder.write(chunk)).split("\n");
+      partial = lines.pop() ?? "";
+      const out = lines.filter(keep);
+      done(null, out.length > 0 ? `${out.join("\n")}\n` : undefined);
+    },
+    flush(done) {
+      const rest = partial + decoder.end();
+      done(null, rest !== "" && keep(rest) ? rest : undefined);
+    },
+  });
+}
+
 function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
@@ -166,8 +229,9 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
     const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
     return Promise.all(
       entries.map(async (e) => {
-        const port = await freePort();
-        // Prometheus /metrics: a port per service (they share this host).
+        // Prometheus /metrics: a port per service (they share this host), picked here: the exporter
+        // (@opentelemetry/exporter-prometheus) reads OTEL_EXPORTER_PROMETHEUS_PORT=0 as its default 9464 and
+        // does not report the port it bound, so it cannot be started on port 0 and asked.
         const prometheus =
           options.telemetry ||
           /prometheus/.test(telemetryDefaults(config.env)["OTEL_METRICS_EXPORTER"] ?? "");
@@ -175,9 +239,12 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
         if (stopping) return; // start-up was aborted meanwhile: start nothing more
         const logFile = join(logDir, `${e.name}.log`);
         const log = createWriteStream(logFile, { flags: "a" });
+        const env = telemetryDefaults(config.env);
+        const { childLevel, dropBelow } = serviceLogLevel(env["LOG_LEVEL"]);
         const child = spawn(process.execPath, ["--import", tsxImport(), e.mainPath()], {
           env: {
-            ...telemetryDefaults(config.env),
+            ...env,
+            ...(childLevel !== undefined ? { LOG_LEVEL: childLevel } : {}),
             ...(metricsPort
               ? {
                   OTEL_EXPORTER_PROMETHEUS_HOST: "127.0.0.1",
@@ -187,21 +254,41 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
             ...(options.telemetry ? meshTelemetryEnv(options.telemetry.otlpEndpoint, metricsPort!) : {}),
             ...meshNats.envFor(e.name),
             NATS_URL: nats.url,
-            [`${e.envPrefix}_GRPC_PORT`]: String(port),
+            // The service binds a free port itself and names it in its ready line.
+            [`${e.envPrefix}_GRPC_PORT`]: "0",
             [`${e.envPrefix}_GRPC_HOST`]: "127.0.0.1",
           },
           stdio: ["ignore", "pipe", "pipe"],
         });
         children.push(child);
-        child.stdout!.pipe(log);
-        child.stderr!.pipe(log);
-        const address = `127.0.0.1:${port}`;
+        // Both pipes into one file, closed once both have ended (and their filters flushed).
+        let open = 2;
+        for (const out of [child.stdout!, child.stderr!]) {
+          const src = dropBelow === undefined ? out : out.pipe(logLevelFilter(dropBelow));
+          src.pipe(log, { end: false });
+          src.once("end", () => {
+            if (--open === 0) log.end();
+          });
+        }
+        const describe = () => `last log lines (${logFile}):\n${tail(logFile)}`;
+        let address: string;
         try {
+          const ready = await waitForLogRecord(
+            child,
+            (r) =>
+              typeof r["msg"] === "string" && r["msg"].endsWith(" ready") && typeof r["address"] === "string",
+            {
+              what: `its "<name> ready" line with the address it bound`,
+              timeoutMs: Math.max(0, deadline - Date.now()),
+              describe,
+            },
+          );
+          address = ready["address"] as string;
           await waitServing(address, {
             child,
             security: config.grpc,
             timeoutMs: Math.max(0, deadline - Date.now()),
-            describe: () => `last log lines (${logFile}):\n${tail(logFile)}`,
+            describe,
           });
         } catch (err) {
           throw new Error(`service '${e.name}': ${err instanceof Error ? err.message : String(err)}`);
