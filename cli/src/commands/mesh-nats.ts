@@ -89,16 +89,18 @@ async function serviceIdentities(): Promise<ServiceIdentity[]> {
   return Promise.all(SERVICES.map(async (e) => ({ name: e.name, domains: e.domains })));
 }
 
-/** The first server's host (`localhost` as 127.0.0.1) and port of a NATS URL. */
-function hostPort(url: string): { host: string; port: number } {
-  const u = new URL(url.split(",")[0]!.trim());
-  const host = u.hostname === "localhost" ? "127.0.0.1" : u.hostname.replace(/^\[(.*)\]$/, "$1");
-  return { host, port: Number(u.port || 4222) };
+/** Host (`localhost` as 127.0.0.1) and port of each server of a NATS URL (comma-separated), in order. */
+function hostPorts(url: string): Array<{ host: string; port: number }> {
+  return url.split(",").map((one) => {
+    const u = new URL(one.trim());
+    const host = u.hostname === "localhost" ? "127.0.0.1" : u.hostname.replace(/^\[(.*)\]$/, "$1");
+    return { host, port: Number(u.port || 4222) };
+  });
 }
 
 /** Where a server for `url` can be started here (throws for a remote one). */
 function localHostPort(url: string): { host: string; port: number } {
-  const at = hostPort(url);
+  const at = hostPorts(url)[0]!;
   if (at.host !== "127.0.0.1" && at.host !== "::1")
     throw new Error(`NATS at ${url} is not reachable, and it is not local, so it cannot be started here`);
   return at;
@@ -285,7 +287,7 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
   // listens is asked as an anonymous client first, whatever NATS_* holds: a server without
   // authentication accepts any credentials. It gets the server's CA (NATS_TLS_CA_FILE) to verify the
   // server with, but not the client certificate, itself a credential.
-  const occupied = await listening(hostPort(url).host, hostPort(url).port);
+  const occupied = (await Promise.all(hostPorts(url).map((a) => listening(a.host, a.port)))).includes(true);
   let anonymous = false;
   let refusal: NatsAuthRefusedError | undefined;
   if (occupied) {
