@@ -215,7 +215,8 @@ export function lockDir(dir: string): DirLock {
     }
     const pid = Number(text.split(" ")[0]);
     if (!Number.isInteger(pid) || pid <= 0) return { holder: -1 };
-    if (alive(pid) || attempt >= 2) return { holder: pid };
+    if (alive(pid)) return { holder: pid };
+    if (attempt >= 2) return { holder: -1 }; // being broken by another process, or taken meanwhile
     breakStaleLock(file, text); // its process is gone; whoever breaks it, the next attempt sees the result
   }
 }
