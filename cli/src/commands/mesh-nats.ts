@@ -1,7 +1,9 @@
 /**
  * The NATS of a local mesh (`reward-mesh up`, `demo`, `train --with-mesh`, `experiment`), with
- * authentication on by default. Whatever `NATS_*` holds, the server at `NATS_URL` is first asked as an
- * anonymous client, since a server without authentication accepts any NKEY or password:
+ * authentication on by default. Whatever `NATS_*` holds, what listens at `NATS_URL` (nothing listening is
+ * known at once, without a probe) is first asked as an anonymous client, since a server without
+ * authentication accepts any NKEY or password; that probe gets the server's CA (`NATS_TLS_CA_FILE`), not
+ * the client certificate. Each probe waits up to 10 s, as a loaded machine is slow:
  *
  * - it accepts anonymous clients: never used with authentication on, as anyone could forge rewards.
  *   `NATS_URL` set → refused, unless `REWARD_MESH_NATS_AUTH=off` (the explicit development opt-out: no users,
@@ -10,23 +12,28 @@
  * - it requires credentials: with `NATS_*` credentials (yours, e.g. a production cluster) it is used when it
  *   accepts them, every process gets them, and that server's configuration decides what they may do;
  *   without, `NATS_URL` set → refused, naming the variables; unset → our own server on a free port.
- * - nothing answers: generate one NKEY user per role (admin, trainer, each service; random seeds, files
+ * - it neither accepts nor refuses anonymous clients (mutual TLS: no handshake without a certificate;
+ *   or not NATS at all): with `NATS_*` credentials they are tried as above; otherwise, or when they get no
+ *   answer either, `NATS_URL` set → refused, naming the cure (TLS settings, or stopping what listens),
+ *   never a server of ours started there; unset → our own server on a free port.
+ * - nothing listens: generate one NKEY user per role (admin, trainer, each service; random seeds, files
  *   mode 0600), start `nats-server` with a configuration that knows only their public keys and grants each
  *   role its subjects, provision the streams as admin, and hand every process its own credentials through
- *   the environment. Anonymous clients are refused. (`NATS_URL` unset and something that is not NATS
- *   listening at the default: a free port too.)
+ *   the environment. Anonymous clients are refused.
  *
  * A server started at the `NATS_URL` address keeps its users in the auth directory and its JetStream
  * store in the store directory, both held by the lock file `<auth dir>/up.lock` (created exclusively,
- * naming the process; a lock whose process is gone is taken over) from before the seeds are written until
+ * naming the process; a lock whose process is gone is broken under the exclusive `up.lock.break` and
+ * taken over) from before the seeds are written until
  * the server is stopped, so seeds are never rewritten under a running server. A server on a free port, or
  * one started while another live process holds that lock, gets directories of its own,
- * `<auth dir>/<id>` and `<store dir>/<id>` (created fresh, mode 0700), removed when it stops; it never
+ * `<auth dir>/<id>` and `<store dir>/<id>` (created fresh, mode 0700, `<id>` = `mesh-<pid>-<random>`),
+ * removed when it stops, or by the next start once that process is gone (killed); it never
  * touches another mesh's seeds or store. A second `up` never joins a running mesh: joining one is explicit
  * (`NATS_URL` and the `NATS_*` credentials the first `up` prints).
  * @module
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
@@ -68,8 +75,11 @@ export interface MeshNats {
 /** The lock file in the auth directory held while a server started with that directory's users runs. */
 export const LOCK_FILE = "up.lock";
 
+/** True when `auth` holds a credential: the server's CA (`tlsCaFile`) and the inbox prefix are none. */
 function hasCredentials(auth: NatsAuthOptions | undefined): boolean {
-  return Object.entries(auth ?? {}).some(([k, v]) => k !== "inboxPrefix" && v !== undefined);
+  return Object.entries(auth ?? {}).some(
+    ([k, v]) => k !== "inboxPrefix" && k !== "tlsCaFile" && v !== undefined,
+  );
 }
 
 /** Service names and the domains each consumes, from their manifests. */
@@ -79,16 +89,25 @@ async function serviceIdentities(): Promise<ServiceIdentity[]> {
   return Promise.all(SERVICES.map(async (e) => ({ name: e.name, domains: e.domains })));
 }
 
+/** Host (`localhost` as 127.0.0.1) and port of each server of a NATS URL (comma-separated), in order. */
+function hostPorts(url: string): Array<{ host: string; port: number }> {
+  return url.split(",").map((one) => {
+    const u = new URL(one.trim());
+    const host = u.hostname === "localhost" ? "127.0.0.1" : u.hostname.replace(/^\[(.*)\]$/, "$1");
+    return { host, port: Number(u.port || 4222) };
+  });
+}
+
+/** Where a server for `url` can be started here (throws for a remote one). */
 function localHostPort(url: string): { host: string; port: number } {
-  const u = new URL(url.split(",")[0]!.trim());
-  const host = u.hostname === "localhost" ? "127.0.0.1" : u.hostname;
-  if (host !== "127.0.0.1" && host !== "::1")
+  const at = hostPorts(url)[0]!;
+  if (at.host !== "127.0.0.1" && at.host !== "::1")
     throw new Error(`NATS at ${url} is not reachable, and it is not local, so it cannot be started here`);
-  return { host, port: Number(u.port || 4222) };
+  return at;
 }
 
 /** True when something accepts TCP connections at host:port (whatever it speaks). */
-function listening(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
+function listening(host: string, port: number, timeoutMs = 5000): Promise<boolean> {
   return new Promise((done) => {
     const socket = tcpConnect({ host, port });
     const finish = (v: boolean) => {
@@ -100,6 +119,12 @@ function listening(host: string, port: number, timeoutMs = 1000): Promise<boolea
     socket.once("error", () => finish(false));
   });
 }
+
+/**
+ * How long a server that listens gets to answer as NATS JetStream: generous, as a loaded machine is slow,
+ * and only paid when something listens (nothing listening is known at once, without a probe).
+ */
+const PROBE_MS = 10_000;
 
 const BLANK_CREDENTIALS = Object.fromEntries(Object.values(NatsAuthEnv).map((k) => [k, ""]));
 
@@ -114,14 +139,54 @@ function alive(pid: number): boolean {
 }
 
 /** A held {@link LOCK_FILE}, or the process holding it (-1: unreadable). */
-type DirLock = { readonly release: () => void } | { readonly holder: number };
+export type DirLock = { readonly release: () => void } | { readonly holder: number };
+
+/** A break file (`up.lock.break`) older than this whose process is gone is itself removed. */
+export const STALE_BREAK_MS = 30_000;
+
+/**
+ * Removes the lock `file` if it still holds `judged` (the content of a lock whose process is gone), under
+ * the exclusive break file `<file>.break`: of several processes that judged the same lock dead, only
+ * one removes it, and never a lock taken meanwhile by another. A break file left by a process that died
+ * while breaking (older than {@link STALE_BREAK_MS}, its process gone) is removed, for a next attempt.
+ * @returns whether this call removed the lock
+ */
+export function breakStaleLock(file: string, judged: string): boolean {
+  const brk = `${file}.break`;
+  try {
+    writeFileSync(brk, `${process.pid} ${randomBytes(8).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    try {
+      const pid = Number(readFileSync(brk, "utf8").split(" ")[0]);
+      if (Date.now() - statSync(brk).mtimeMs > STALE_BREAK_MS && !(pid > 0 && alive(pid)))
+        rmSync(brk, { force: true });
+    } catch {
+      // removed meanwhile by its owner
+    }
+    return false;
+  }
+  try {
+    let now: string;
+    try {
+      now = readFileSync(file, "utf8");
+    } catch {
+      return false; // released meanwhile
+    }
+    if (now !== judged) return false; // taken meanwhile: not the lock judged dead
+    rmSync(file, { force: true });
+    return true;
+  } finally {
+    rmSync(brk, { force: true });
+  }
+}
 
 /**
  * Takes `<dir>/up.lock` (created exclusively, naming this process and a token of this call). A lock whose
- * process is gone (a crashed `up`) is removed and taken once more; a lock held by a live process, or one
- * that cannot be read (being written), is left alone.
+ * process is gone (a crashed `up`) is broken ({@link breakStaleLock}) and taken once more; a lock held by
+ * a live process, or one that cannot be read (being written), is left alone.
  */
-function lockDir(dir: string): DirLock {
+export function lockDir(dir: string): DirLock {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, LOCK_FILE);
   const mine = `${process.pid} ${randomBytes(8).toString("hex")}\n`;
@@ -150,19 +215,54 @@ function lockDir(dir: string): DirLock {
     }
     const pid = Number(text.split(" ")[0]);
     if (!Number.isInteger(pid) || pid <= 0) return { holder: -1 };
-    if (alive(pid) || attempt >= 2) return { holder: pid };
-    rmSync(file, { force: true }); // its process is gone
+    if (alive(pid)) return { holder: pid };
+    if (attempt >= 2) return { holder: -1 }; // being broken by another process, or taken meanwhile
+    breakStaleLock(file, text); // its process is gone; whoever breaks it, the next attempt sees the result
   }
 }
+
+/** The name of a server's own directories: `mesh-<pid>-<random>`. */
+const INSTANCE_DIR = /^mesh-(\d+)-[0-9a-f]+$/;
 
 /** Fresh directories of one server's own: `<authDir>/<id>` and `<storeDir>/<id>`, mode 0700. */
 function instanceDirs(authDir: string, storeDir: string): { auth: string; store: string } {
   const id = `mesh-${process.pid}-${randomBytes(4).toString("hex")}`;
-  for (const parent of [authDir, storeDir]) {
-    mkdirSync(parent, { recursive: true, mode: 0o700 });
-    mkdirSync(join(parent, id), { mode: 0o700 }); // fails if it exists: never someone else's
+  const made: string[] = [];
+  try {
+    for (const parent of [authDir, storeDir]) {
+      mkdirSync(parent, { recursive: true, mode: 0o700 });
+      mkdirSync(join(parent, id), { mode: 0o700 }); // fails if it exists: never someone else's
+      made.push(join(parent, id));
+    }
+  } catch (err) {
+    for (const d of made) rmSync(d, { recursive: true, force: true });
+    throw err;
   }
   return { auth: join(authDir, id), store: join(storeDir, id) };
+}
+
+/**
+ * Removes the `mesh-<pid>-*` directories under `parents` whose process is gone (a killed `up`, which
+ * could not remove its own). Best effort: one that cannot be read or removed is left.
+ */
+function removeOrphanDirs(...parents: string[]): void {
+  for (const parent of parents) {
+    let names: string[];
+    try {
+      names = readdirSync(parent);
+    } catch {
+      continue; // not there yet
+    }
+    for (const name of names) {
+      const pid = Number(INSTANCE_DIR.exec(name)?.[1] ?? 0);
+      if (pid > 0 && pid !== process.pid && !alive(pid))
+        try {
+          rmSync(join(parent, name), { recursive: true, force: true });
+        } catch {
+          // left for the next start
+        }
+    }
+  }
 }
 
 /** A server this mesh does not own: stopping the mesh leaves it running. */
@@ -180,39 +280,50 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
   if (config.natsAuth === "off") {
     return { ...inherit, nats: await ensureNats(url, { storeDir, ...(userAuth ? { auth: userAuth } : {}) }) };
   }
+  removeOrphanDirs(authDir, storeDir);
   const unset = `NATS_URL is not set, and the server at the default ${url}`;
   /** Why the mesh does not run at `url` with the shared directories (undefined: it does). */
   let elsewhere: string | undefined;
-  // Anonymous first, whatever NATS_* holds: a server without authentication accepts any credentials.
+  // Nothing listening is known at once: no probe (and no server to mistake for a dead one). Whatever
+  // listens is asked as an anonymous client first, whatever NATS_* holds: a server without
+  // authentication accepts any credentials. It gets the server's CA (NATS_TLS_CA_FILE) to verify the
+  // server with, but not the client certificate, itself a credential.
+  const occupied = (await Promise.all(hostPorts(url).map((a) => listening(a.host, a.port)))).includes(true);
   let anonymous = false;
   let refusal: NatsAuthRefusedError | undefined;
-  try {
-    anonymous = await isJetStreamReachable(url, 1500);
-  } catch (err) {
-    if (!(err instanceof NatsAuthRefusedError)) throw err;
-    refusal = err;
+  if (occupied) {
+    try {
+      anonymous = await isJetStreamReachable(
+        url,
+        PROBE_MS,
+        userAuth?.tlsCaFile ? { tlsCaFile: userAuth.tlsCaFile } : undefined,
+      );
+    } catch (err) {
+      if (!(err instanceof NatsAuthRefusedError)) throw err;
+      refusal = err;
+    }
   }
+  const inconclusive = occupied && !anonymous && !refusal; // e.g. mutual TLS: no handshake without a certificate
   if (anonymous) {
     if (config.natsUrlExplicit)
       throw new Error(
         `NATS at ${url} accepts anonymous clients, who could forge rewards${hasCredentials(userAuth) ? " (so it would accept any credentials, the NATS_* ones too)" : ""}; reward-mesh runs NATS with authentication on: stop that server (reward-mesh then starts its own with generated users), name a server with authentication in NATS_URL and its credentials in NATS_*, or set REWARD_MESH_NATS_AUTH=off to use it without (development only)`,
       );
     elsewhere = `${unset} accepts anonymous clients, who could forge rewards`;
-  } else if (refusal) {
-    if (hasCredentials(userAuth)) {
-      let accepted: boolean;
-      try {
-        accepted = await isJetStreamReachable(url, 1500, userAuth);
-      } catch (err) {
-        if (!(err instanceof NatsAuthRefusedError)) throw err;
-        throw new Error(`${err.message}: check the NATS_* credential variables`, { cause: err });
-      }
-      if (!accepted)
-        throw new Error(
-          `NATS at ${url} refuses anonymous clients, and JetStream did not answer with the credentials in NATS_* within 1.5 s`,
-        );
-      return { ...inherit, nats: external(url) };
+  } else if ((refusal || inconclusive) && hasCredentials(userAuth)) {
+    let accepted: boolean;
+    try {
+      accepted = await isJetStreamReachable(url, PROBE_MS, userAuth);
+    } catch (err) {
+      if (!(err instanceof NatsAuthRefusedError)) throw err;
+      throw new Error(`${err.message}: check the NATS_* credential variables`, { cause: err });
     }
+    if (accepted) return { ...inherit, nats: external(url) };
+    if (refusal)
+      throw new Error(
+        `NATS at ${url} refuses anonymous clients, and JetStream did not answer with the credentials in NATS_* within ${PROBE_MS / 1000} s`,
+      );
+  } else if (refusal) {
     if (config.natsUrlExplicit)
       throw new Error(
         `${refusal.message}: it requires credentials — set ${CREDENTIAL_VARIABLES} (a running 'reward-mesh up' prints its trainer's), or stop it so that 'reward-mesh up' starts its own`,
@@ -220,9 +331,15 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
       );
     elsewhere = `${unset} requires credentials reward-mesh does not have`;
   }
-  const at = localHostPort(url);
-  if (elsewhere === undefined && !config.natsUrlExplicit && (await listening(at.host, at.port)))
+  if (inconclusive) {
+    // Never a server of ours at an address something holds: its seeds or store could be a live mesh's.
+    if (config.natsUrlExplicit)
+      throw new Error(
+        `something listens at ${url} but did not answer as NATS JetStream within ${PROBE_MS / 1000} s${hasCredentials(userAuth) ? " (anonymously, nor with the credentials in NATS_*)" : ""}: TLS? set NATS_TLS_CA_FILE (and NATS_TLS_CERT_FILE/NATS_TLS_KEY_FILE for mutual TLS); or stop it, so that reward-mesh starts its own there`,
+      );
     elsewhere = `NATS_URL is not set, and what listens at the default ${url} does not answer as NATS JetStream`;
+  }
+  const at = localHostPort(url);
   // A server at the URL's address uses the shared directories, under their lock; one on a free port (the
   // address is someone else's), or one started while the lock is held, gets directories of its own.
   let lock: DirLock | undefined;
@@ -232,16 +349,17 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
       elsewhere = `${join(authDir, LOCK_FILE)} is held by ${lock.holder > 0 ? `running process ${lock.holder}` : "another process"}, whose NATS uses the users in ${authDir}`;
   }
   const shared = lock !== undefined && "release" in lock ? lock : undefined;
-  const dirs = shared ? { auth: authDir, store: storeDir } : instanceDirs(authDir, storeDir);
   // The free port: the address is taken, or about to be by the lock's holder (unless the user named it).
   const port = elsewhere === undefined || config.natsUrlExplicit ? at.port : -1;
+  let dirs: { auth: string; store: string } | undefined;
   const cleanup = () => {
     if (shared) shared.release();
-    else for (const d of [dirs.auth, dirs.store]) rmSync(d, { recursive: true, force: true });
+    else if (dirs) for (const d of [dirs.auth, dirs.store]) rmSync(d, { recursive: true, force: true });
   };
   let started: LocalNats;
   let auth: Awaited<ReturnType<typeof writeMeshAuth>>;
   try {
+    dirs = shared ? { auth: authDir, store: storeDir } : instanceDirs(authDir, storeDir);
     auth = await writeMeshAuth(dirs.auth, await serviceIdentities());
     started = await startNatsServer({
       host: at.host,
@@ -257,8 +375,11 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
   const nats: LocalNats = {
     ...started,
     stop: async () => {
-      await started.stop();
-      cleanup();
+      try {
+        await started.stop();
+      } finally {
+        cleanup();
+      }
     },
   };
   try {
