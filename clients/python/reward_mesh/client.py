@@ -163,15 +163,18 @@ def _too_big(details, request_bytes):
     whichever side refused to receive, so the size N says which message it was: the request's own size
     (the server's receive limit) or not (this client's receive limit, the response). "Sent message larger
     than max (N vs. M)" is the server refusing to send the response (or this client refusing to send a
-    request of N bytes), and grpc-js's "Response message is larger than max" the same for a response."""
-    if "Response message is larger than max" in details:
+    request of N bytes), and grpc-js's "Response message is larger than max" the same for a response.
+    grpc-go's "grpc: received message larger than max" / "grpc: trying to send message larger than max"
+    read the same way (case is ignored)."""
+    details = details.lower()
+    if "response message is larger than max" in details:
         return "response"
     m = _SIZE.search(details)
     if m is None:
-        if "Attempted to send message with a size larger than" in details:
+        if "attempted to send message with a size larger than" in details:
             return "request"
         return None
-    if "Received message" not in details and "Sent message" not in details:
+    if not any(w in details for w in ("received message", "sent message", "send message")):
         return None
     # grpc-js's "Sent" size counts the 5-byte frame header too.
     return "request" if int(m.group(1)) in (request_bytes, request_bytes + 5) else "response"

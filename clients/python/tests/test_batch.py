@@ -150,7 +150,10 @@ class BytesTest(unittest.TestCase):
         self.assertEqual(too_big("Sent message larger than max (9000000 vs. 1048576)", 2400000), "response")
         self.assertEqual(too_big("Sent message larger than max (2400000 vs. 1048576)", 2400000), "request")
         self.assertEqual(too_big("Response message is larger than max (9000000 vs. 1048576)", 2400000), "response")
+        self.assertEqual(too_big("grpc: received message larger than max (2400000 vs. 1048576)", 2400000), "request")
+        self.assertEqual(too_big("grpc: trying to send message larger than max (9000000 vs. 1048576)", 2400000), "response")
         self.assertIsNone(too_big("busy", 2400000))
+        self.assertIsNone(too_big("quota larger than max (2400000 vs. 1048576)", 2400000))
         self.assertIsNone(too_big("", 2400000))
 
 

@@ -75,7 +75,7 @@ export interface ScoreBatchOutcome {
  * service accepts in one message (`MAX_MESSAGE_BYTES`, 8 MiB - 64 KiB, plus the envelope), so that the
  * request fits and its response — whose results may carry long `details` — is unlikely not to. A call whose
  * request the service still refuses as too big is split in halves (a single rollout then goes over
- * ScoreStream); one whose response was too big is redone once over ScoreStream (see {@link tooBig}).
+ * ScoreStream); one whose response was too big is redone once over ScoreStream (see {@link scoreBatch}).
  */
 export const MAX_SCORE_BATCH_BYTES = Math.floor(MAX_MESSAGE_BYTES / 2);
 
@@ -123,14 +123,17 @@ const SIZE = /larger than max \((\d+) vs\.? (\d+)\)/;
  * than max" is the server refusing to send the response (or this client a request of `requestBytes`), and
  * "Response message is larger than max" the same for a response.
  */
-export function tooBig(details: string, requestBytes: number): "request" | "response" | undefined {
-  if (details.includes("Response message is larger than max")) return "response";
+function tooBig(text: string, requestBytes: number): "request" | "response" | undefined {
+  // grpc-go's "grpc: received message larger than max" / "grpc: trying to send message …" read the same.
+  const details = text.toLowerCase();
+  if (details.includes("response message is larger than max")) return "response";
   const m = SIZE.exec(details);
   if (m === null) {
     // grpc-js's own send limit, on the client: the request.
-    return details.includes("Attempted to send message with a size larger than") ? "request" : undefined;
+    return details.includes("attempted to send message with a size larger than") ? "request" : undefined;
   }
-  if (!details.includes("Received message") && !details.includes("Sent message")) return undefined;
+  if (!["received message", "sent message", "send message"].some((w) => details.includes(w)))
+    return undefined;
   // grpc-js's "Sent" size counts the 5-byte frame header too.
   const n = Number(m[1]);
   return n === requestBytes || n === requestBytes + 5 ? "request" : "response";
