@@ -8,6 +8,7 @@ subclasses naming the service, its address and the method.
 import copy
 import math
 import os
+import re
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
@@ -38,8 +39,10 @@ MAX_BATCH = 1024
 # what a service accepts in one message (8 MiB - 64 KiB, plus 16 bytes of envelope), so that the request
 # fits and its response, whose results may carry long `details`, is unlikely to exceed it. A batch is
 # cut at MAX_BATCH requests or at this many bytes, whichever comes first; a rollout bigger than this goes
-# alone. A call the service still answers RESOURCE_EXHAUSTED (a message over its limit, either way) is
-# split in halves and retried; a single rollout is then sent over ScoreStream, which names its size.
+# alone. A call whose request the service still refuses as too big (RESOURCE_EXHAUSTED "Received message
+# larger than max") is split in halves and retried, a single rollout over ScoreStream, which names its
+# size; a call whose response was too big (already scored) is redone once over ScoreStream, one result a
+# message; any other RESOURCE_EXHAUSTED (a busy server, a proxy) is raised, not retried.
 MAX_BATCH_BYTES = (8 * 1024 * 1024 - 64 * 1024) // 2
 # How long a client that saw ScoreBatch answered UNIMPLEMENTED uses ScoreStream before it tries
 # ScoreBatch again (the service may have been upgraded behind the same address).
@@ -149,6 +152,34 @@ def _channel(address, credentials, options=()):
     return grpc.secure_channel(address, credentials, options=_CHANNEL_OPTIONS + list(options))
 
 
+_SIZE = re.compile(r"larger than max \((\d+) vs\.? (\d+)\)")
+
+
+def _too_big(details, request_bytes):
+    """Which message a RESOURCE_EXHAUSTED ScoreBatch answer says was over a size limit: "request" (refused
+    unscored), "response" (scored, its answer refused), or None (not about size: a busy server, a quota).
+
+    The texts of grpcio (gRPC core) and grpc-js: "Received message larger than max (N vs. M)" is written by
+    whichever side refused to receive, so the size N says which message it was: the request's own size
+    (the server's receive limit) or not (this client's receive limit, the response). "Sent message larger
+    than max (N vs. M)" is the server refusing to send the response (or this client refusing to send a
+    request of N bytes), and grpc-js's "Response message is larger than max" the same for a response.
+    grpc-go's "grpc: received message larger than max" / "grpc: trying to send message larger than max"
+    read the same way (case is ignored)."""
+    details = details.lower()
+    if "response message is larger than max" in details:
+        return "response"
+    m = _SIZE.search(details)
+    if m is None:
+        if "attempted to send message with a size larger than" in details:
+            return "request"
+        return None
+    if not any(w in details for w in ("received message", "sent message", "send message")):
+        return None
+    # grpc-js's "Sent" size counts the 5-byte frame header too.
+    return "request" if int(m.group(1)) in (request_bytes, request_bytes + 5) else "response"
+
+
 class _Cancelled(Exception):
     """A part of a batch cancelled before its RPC started."""
 
@@ -226,12 +257,19 @@ class _Part:
                 c._lacks_score_batch()
                 return self._stream(lo, hi)
             if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                # A request or response over the service's message limit (long details, or a service
-                # with a lower limit): halves, down to one rollout, which goes over ScoreStream.
-                if hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    return self._batch(lo, mid) + self._batch(mid, hi)
-                return self._stream(lo, hi)
+                over = _too_big(e.details() or "", len(req))
+                if over == "request":
+                    # Refused before it was scored (the service's, or this client's, message limit):
+                    # halves, down to one rollout, which goes over ScoreStream (whose error names its size).
+                    if hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        return self._batch(lo, mid) + self._batch(mid, hi)
+                    return self._stream(lo, hi)
+                if over == "response":
+                    # Already scored, but the answer is over a limit (long details): once over ScoreStream,
+                    # one result a message, which cannot be over it again for the same reason.
+                    return self._stream(lo, hi)
+                # Anything else (a busy server, a proxy's quota) is not retried: more calls add load.
             raise rpc_error(c.target, "ScoreBatch", e) from None
         c.has_score_batch = True
         got = list(res.results)

@@ -70,11 +70,18 @@ class BatchService(ScriptedService):
     calls that saw it); `unimplemented`: ScoreBatch records its call, then answers UNIMPLEMENTED, as a
     service behind the same address that lacks it; `fail`: a ScoreBatch call with a rollout whose response
     contains "fail" (every call, with `fail`) fails as a whole (INTERNAL) after `fail_after` seconds; `details`: bytes of `details` per result (long
-    results); `max_message`: the server's message limit both ways (default gRPC's)."""
+    results); `max_message`: the server's message limit both ways (default gRPC's); `busy`: ScoreBatch
+    answers RESOURCE_EXHAUSTED "busy" (an overloaded server). `scored` counts how often each rollout id
+    was scored (ScoreBatch and ScoreStream); `max_in_flight` is the most ScoreBatch/ScoreStream calls
+    that were being handled at once."""
 
     def __init__(self, *, name="probe", delay=0.0, unimplemented=False, fail=False, fail_after=0.0, details=0,
-                 max_message=None, workers=32):
+                 max_message=None, busy=False, workers=32):
         self.name = name
+        self.busy = busy
+        self.scored = {}
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.fail = fail
         self.fail_after = fail_after
         self.unimplemented = unimplemented
@@ -91,6 +98,16 @@ class BatchService(ScriptedService):
         return grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=self._options)
 
     def _wait(self, context):
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._wait_delay(context)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _wait_delay(self, context):
         end = time.monotonic() + self.delay
         while time.monotonic() < end:
             if not context.is_active():
@@ -102,6 +119,8 @@ class BatchService(ScriptedService):
 
     def _score(self, rollout):
         res = super()._score(rollout)
+        with self._lock:
+            self.scored[rollout.id] = self.scored.get(rollout.id, 0) + 1
         res.service = self.name
         if self.details:
             res.components[0].details = "d" * self.details
@@ -126,6 +145,8 @@ class BatchService(ScriptedService):
             self.batch_sizes.append(len(request.requests))
         if self.unimplemented:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        if self.busy:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "busy")
         if self.fail or any("fail" in r.rollout.response for r in request.requests):
             time.sleep(self.fail_after)
             context.abort(grpc.StatusCode.INTERNAL, "failed on purpose")

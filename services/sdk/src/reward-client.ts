@@ -8,7 +8,7 @@
  * UNIMPLEMENTED.
  * @module
  */
-import { toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import {
   type CallOptions,
   type Client,
@@ -18,6 +18,7 @@ import {
   type Rollout,
   RolloutSchema,
   type ScoreBatchError,
+  ScoreBatchRequestSchema,
 } from "@reward-mesh/proto";
 import { createSecureGrpcClient, type GrpcClientSecurity } from "./grpc-security.js";
 import { MAX_SCORE_BATCH } from "./server.js";
@@ -72,8 +73,9 @@ export interface ScoreBatchOutcome {
 /**
  * The most bytes of serialized rollouts {@link scoreBatch} puts in one ScoreBatch request: half of what a
  * service accepts in one message (`MAX_MESSAGE_BYTES`, 8 MiB - 64 KiB, plus the envelope), so that the
- * request fits and its response — whose results may carry long `details` — is unlikely not to. A call the
- * service still answers RESOURCE_EXHAUSTED is split in halves; a single rollout then goes over ScoreStream.
+ * request fits and its response — whose results may carry long `details` — is unlikely not to. A call whose
+ * request the service still refuses as too big is split in halves (a single rollout then goes over
+ * ScoreStream); one whose response was too big is redone once over ScoreStream (see {@link scoreBatch}).
  */
 export const MAX_SCORE_BATCH_BYTES = Math.floor(MAX_MESSAGE_BYTES / 2);
 
@@ -109,6 +111,34 @@ export function splitScoreBatch(
 
 const codeOf = (err: unknown) => (err as { code?: unknown }).code;
 
+const SIZE = /larger than max \((\d+) vs\.? (\d+)\)/;
+
+/**
+ * Which message a RESOURCE_EXHAUSTED ScoreBatch answer (its `details`) says was over a size limit:
+ * `"request"` (refused unscored), `"response"` (scored, then its answer refused), or `undefined` (not about
+ * size: a busy server, a proxy's quota — not retried). The texts are grpc-js's and gRPC core's (grpcio,
+ * grpc-go's differ only in wording they share): "Received message larger than max (N vs. M)" is written by
+ * whichever side refused to receive, so the size says which message it was — the request's
+ * `requestBytes` (the server's receive limit) or not (the client's, so the response); "Sent message larger
+ * than max" is the server refusing to send the response (or this client a request of `requestBytes`), and
+ * "Response message is larger than max" the same for a response.
+ */
+function tooBig(text: string, requestBytes: number): "request" | "response" | undefined {
+  // grpc-go's "grpc: received message larger than max" / "grpc: trying to send message …" read the same.
+  const details = text.toLowerCase();
+  if (details.includes("response message is larger than max")) return "response";
+  const m = SIZE.exec(details);
+  if (m === null) {
+    // grpc-js's own send limit, on the client: the request.
+    return details.includes("attempted to send message with a size larger than") ? "request" : undefined;
+  }
+  if (!["received message", "sent message", "send message"].some((w) => details.includes(w)))
+    return undefined;
+  // grpc-js's "Sent" size counts the 5-byte frame header too.
+  const n = Number(m[1]);
+  return n === requestBytes || n === requestBytes + 5 ? "request" : "response";
+}
+
 /**
  * Scores `rollouts` with `ScoreBatch` — calls of at most {@link MAX_SCORE_BATCH} rollouts and
  * {@link MAX_SCORE_BATCH_BYTES}, in parallel, each with `options` (deadline, signal, metadata); the first
@@ -116,8 +146,10 @@ const codeOf = (err: unknown) => (err as { code?: unknown }).code;
  * UNIMPLEMENTED (a service written against the contract before ScoreBatch, in any language): the client
  * remembers it for {@link SCORE_BATCH_RETRY_AFTER_MS}, then tries ScoreBatch again. Until a service has
  * answered one ScoreBatch, a batch of several calls sends its first call alone, so an older service is not
- * asked — and does not score — the whole batch twice. A call answered RESOURCE_EXHAUSTED (a message over
- * the service's limit) is split in halves; a single rollout goes over ScoreStream. Over ScoreBatch a refused
+ * asked — and does not score — the whole batch twice. A call whose request the service refuses as too big
+ * (RESOURCE_EXHAUSTED "Received message larger than max") is split in halves, a single rollout over
+ * ScoreStream; a call whose response was too big (already scored) is redone once over ScoreStream, so each
+ * rollout is scored at most twice; any other RESOURCE_EXHAUSTED (a busy server) is thrown. Over ScoreBatch a refused
  * rollout is an entry of `errors` (its index in `rollouts`, the code and `'requests[<i>]…'` message of its
  * call) and the others are scored; over ScoreStream it fails the call.
  */
@@ -159,11 +191,9 @@ export async function scoreBatch(
   }
   async function batch(lo: number, hi: number): Promise<void> {
     let a: Awaited<ReturnType<typeof client.scoreBatch>>;
+    const requests = rollouts.slice(lo, hi).map((rollout) => ({ rollout }));
     try {
-      a = await client.scoreBatch(
-        { requests: rollouts.slice(lo, hi).map((rollout) => ({ rollout })) },
-        callOptions(),
-      );
+      a = await client.scoreBatch({ requests }, callOptions());
     } catch (err) {
       if (codeOf(err) === grpc.status.UNIMPLEMENTED) {
         withoutScoreBatch.set(client, Date.now());
@@ -171,10 +201,19 @@ export async function scoreBatch(
         return stream(lo, hi);
       }
       if (codeOf(err) === grpc.status.RESOURCE_EXHAUSTED) {
-        if (hi - lo === 1) return stream(lo, hi);
-        const mid = (lo + hi) >> 1;
-        await batch(lo, mid);
-        return batch(mid, hi);
+        const details = String((err as { details?: unknown }).details ?? "");
+        const request = create(ScoreBatchRequestSchema, { requests });
+        const over = tooBig(details, toBinary(ScoreBatchRequestSchema, request).length);
+        if (over === "request") {
+          // Refused before it was scored: halves, down to one rollout, which goes over ScoreStream.
+          if (hi - lo === 1) return stream(lo, hi);
+          const mid = (lo + hi) >> 1;
+          await batch(lo, mid);
+          return batch(mid, hi);
+        }
+        // Already scored, its answer over a limit: once over ScoreStream, one result a message.
+        if (over === "response") return stream(lo, hi);
+        // Anything else (a busy server, a proxy's quota): more calls would only add load.
       }
       throw err;
     }

@@ -401,6 +401,140 @@ describe("gRPC RewardService", () => {
     ]);
   });
 
+  /**
+   * A real grpc-js server for the RESOURCE_EXHAUSTED paths: `limit` bytes a message both ways (default
+   * grpc-js's), `details` bytes of details on every result (long answers), `busy` (ScoreBatch answers
+   * RESOURCE_EXHAUSTED "busy", as an overloaded server or a proxy). It counts each rollout's scorings
+   * (`scored`, ScoreBatch and ScoreStream) and the calls it handled (`calls`, with ScoreBatch's sizes).
+   */
+  async function sizedServer(o: { limit?: number; details?: number; busy?: boolean }) {
+    const impl = createRewardServiceImpl(createEchoService(), createLimiter(4), silentLogger);
+    const scored = new Map<string, number>();
+    const calls: string[] = [];
+    const count = <R extends { rolloutId?: string; components?: Array<{ details?: string }> }>(r: R): R => {
+      const id = r.rolloutId ?? "";
+      scored.set(id, (scored.get(id) ?? 0) + 1);
+      if (o.details) r.components![0]!.details = "d".repeat(o.details);
+      return r;
+    };
+    const handlers = createGrpcHandlers(RewardService, {
+      ...impl,
+      async scoreBatch(req, ctx) {
+        calls.push(`ScoreBatch ${req.requests.length}`);
+        const res = await impl.scoreBatch(req, ctx);
+        for (const r of res.results ?? []) count(r);
+        return res;
+      },
+      async *scoreStream(reqs, ctx) {
+        calls.push("ScoreStream");
+        for await (const r of impl.scoreStream(reqs, ctx)) yield count(r);
+      },
+    });
+    if (o.busy)
+      handlers["scoreBatch"] = (_call: unknown, callback: grpc.sendUnaryData<unknown>) => {
+        calls.push("ScoreBatch busy");
+        callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: "busy" });
+      };
+    const limits =
+      o.limit === undefined
+        ? {}
+        : { "grpc.max_receive_message_length": o.limit, "grpc.max_send_message_length": o.limit };
+    const server = new grpc.Server(limits);
+    server.addService(createGrpcServiceDefinition(RewardService), handlers);
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    return { address: `127.0.0.1:${port}`, scored, calls, close: () => server.forceShutdown() };
+  }
+
+  it("scoreBatch halves a call whose REQUEST the service refuses as too big (nothing scored twice)", async () => {
+    // 300 × 8 KB (2.4 MB, under MAX_SCORE_BATCH_BYTES) against a 1 MiB limit: refused unscored, halved until it fits.
+    const s = await sizedServer({ limit: 1024 * 1024 });
+    const c = createGrpcClient(RewardService, s.address);
+    try {
+      const direct = await c
+        .scoreBatch({ requests: [{ rollout: makeRollout({ response: "x".repeat(2_000_000) }) }] })
+        .catch((err: grpc.ServiceError) => err);
+      assert.equal((direct as grpc.ServiceError).code, grpc.status.RESOURCE_EXHAUSTED);
+      assert.match(
+        (direct as grpc.ServiceError).details,
+        /^Received message larger than max \(\d+ vs\.? \d+\)/,
+      );
+      const rollouts = Array.from({ length: 300 }, (_, i) =>
+        makeRollout({ response: `${i} `.padEnd(8000, "a") }),
+      );
+      const out = await scoreBatch(c, rollouts, { timeoutMs: 30_000 });
+      assert.equal(out.rpc, "ScoreBatch");
+      assert.deepEqual(
+        out.results.map((r) => r.rolloutId),
+        rollouts.map((r) => r.id),
+      );
+      // 300 and 2 × 150 refused before the handler; 4 × 75 scored, once each.
+      assert.deepEqual(s.calls, ["ScoreBatch 75", "ScoreBatch 75", "ScoreBatch 75", "ScoreBatch 75"]);
+      assert.deepEqual(new Set(s.scored.values()), new Set([1]));
+      assert.equal(s.scored.size, 300);
+    } finally {
+      c.close();
+      s.close();
+    }
+  });
+
+  it("scoreBatch redoes a call whose RESPONSE was too big once over ScoreStream (each rollout scored at most twice)", async () => {
+    const rollouts = () => Array.from({ length: 300 }, () => makeRollout());
+    // The server's send limit ("Sent message larger than max"): 300 results of 8 KB details are 2.4 MB.
+    const s = await sizedServer({ limit: 1024 * 1024, details: 8192 });
+    const c = createGrpcClient(RewardService, s.address);
+    // The client's own receive limit ("Received message larger than max", about the response).
+    const s2 = await sizedServer({ details: 8192 });
+    const c2 = createGrpcClient(RewardService, s2.address, grpc.credentials.createInsecure(), {
+      "grpc.max_receive_message_length": 1024 * 1024,
+    });
+    try {
+      for (const [server, client] of [
+        [s, c],
+        [s2, c2],
+      ] as const) {
+        const rs = rollouts();
+        const out = await scoreBatch(client, rs, { timeoutMs: 30_000 });
+        assert.equal(out.rpc, "ScoreStream");
+        assert.deepEqual(
+          out.results.map((r) => [r.rolloutId, r.components[0]!.details.length]),
+          rs.map((r) => [r.id, 8192]),
+        );
+        assert.deepEqual(server.calls, ["ScoreBatch 300", "ScoreStream"]);
+        assert.deepEqual(
+          [...server.scored.entries()],
+          rs.map((r) => [r.id, 2]),
+        );
+      }
+    } finally {
+      c.close();
+      c2.close();
+      s.close();
+      s2.close();
+    }
+  });
+
+  it("scoreBatch throws a RESOURCE_EXHAUSTED that is not about size (a busy server) without retrying", async () => {
+    const s = await sizedServer({ busy: true });
+    const c = createGrpcClient(RewardService, s.address);
+    try {
+      const rollouts = Array.from({ length: 300 }, () => makeRollout());
+      await assert.rejects(scoreBatch(c, rollouts, { timeoutMs: 30_000 }), (err: grpc.ServiceError) => {
+        assert.equal(err.code, grpc.status.RESOURCE_EXHAUSTED);
+        assert.equal(err.details, "busy");
+        return true;
+      });
+      assert.deepEqual(s.calls, ["ScoreBatch busy"]);
+      assert.equal(s.scored.size, 0);
+    } finally {
+      c.close();
+      s.close();
+    }
+  });
+
   it("scoreBatch: the first failed call cancels the others on the service; so does the caller's signal", async () => {
     // A real grpc-js server whose ScoreBatch fails (after 300 ms) a call whose first rollout is "fail", answers
     // one whose first rollout is "quick" at once, and otherwise waits 5 s for its cancellation.
@@ -464,25 +598,34 @@ describe("gRPC RewardService", () => {
   });
 
   it("ScoreBatch keeps at most 2 × the limiter's capacity in flight: a Score behind a big batch is not starved", async () => {
-    const def = createEchoService({ delayMs: 10 });
+    // Server-side ordering, not wall clock: how many of the batch's rollouts the service had scored when the
+    // Score was sent, and when the Score itself was scored.
+    let batchScored = 0;
+    let scoreSeenAt = -1;
+    const def = createEchoService({
+      delayMs: 10,
+      onScore: (id) => {
+        if (id === "lone") scoreSeenAt = batchScored;
+        else batchScored++;
+      },
+    });
     const s = await startGrpcServer(def, { port: 0, limiter: createLimiter(4), logger: silentLogger });
     const c = createGrpcClient(RewardService, s.address);
     try {
       await c.score({ rollout: makeRollout() }); // connected
-      const t0 = Date.now();
-      const big = c
-        .scoreBatch({ requests: Array.from({ length: 512 }, () => ({ rollout: makeRollout() })) })
-        .then(() => Date.now());
-      await new Promise((r) => setTimeout(r, 100));
-      const s0 = Date.now();
-      await c.score({ rollout: makeRollout() });
-      const scored = Date.now();
-      const batchEnd = await big;
-      const batchMs = batchEnd - t0;
-      // 512 × 10 ms on 4 slots ≈ 1.3 s; the Score waits for at most the batch's window (8), not its queue.
+      batchScored = 0;
+      const big = c.scoreBatch({ requests: Array.from({ length: 512 }, () => ({ rollout: makeRollout() })) });
+      const until = Date.now() + 10_000;
+      while (batchScored < 16 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+      const sentAt = batchScored;
+      await c.score({ rollout: makeRollout({ id: "lone" }) });
+      await big;
+      assert.equal(batchScored, 512);
+      // Queued behind the whole batch, the Score would be scored after all 512; behind its window (8 in
+      // flight on 4 slots) after a few more. 128 leaves a wide margin for a loaded machine.
       assert.ok(
-        scored - s0 < batchMs / 4 && batchEnd - scored > batchMs / 2,
-        `Score took ${scored - s0} ms behind a batch of ${batchMs} ms (ended ${batchEnd - scored} ms before it)`,
+        sentAt >= 16 && scoreSeenAt >= 0 && scoreSeenAt - sentAt < 128,
+        `the Score sent after ${sentAt} of the batch's rollouts was scored after ${scoreSeenAt} of 512`,
       );
     } finally {
       c.close();

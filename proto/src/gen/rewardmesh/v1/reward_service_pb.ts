@@ -221,8 +221,11 @@ export const RewardService: GenService<{
    * most 8,323,088 bytes (8 MiB - 64 KiB, the bus's rollout limit, plus 16 bytes of envelope); a call
    * over it fails RESOURCE_EXHAUSTED as a whole. Clients therefore cut a batch at 1024 requests or
    * 4,161,536 bytes of rollouts (half the limit, leaving room for results with long `details`),
-   * whichever comes first, send a bigger rollout alone, and halve a call answered RESOURCE_EXHAUSTED
-   * (a single rollout then goes over ScoreStream). The call scores at most 2 x the service's
+   * whichever comes first, and send a bigger rollout alone. A call whose request was refused for size
+   * (RESOURCE_EXHAUSTED "Received message larger than max", nothing scored) is halved (a single
+   * rollout then goes over ScoreStream); one whose response was over a limit (already scored) is
+   * redone once over ScoreStream, one result a message; any other RESOURCE_EXHAUSTED (an overloaded
+   * server, a proxy's quota) is not retried by splitting. The call scores at most 2 x the service's
    * concurrency at a time, so other callers are not queued behind a whole batch.
    *
    * @generated from rpc rewardmesh.v1.RewardService.ScoreBatch
