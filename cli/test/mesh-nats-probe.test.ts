@@ -8,7 +8,7 @@
  * (openssl), real processes.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -25,6 +25,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { freePort, type LocalNats, loadNatsAuthOptions, startNatsServer } from "@reward-mesh/sdk";
+import { createTestPki, type TestPki } from "@reward-mesh/sdk/testing";
 import { breakStaleLock, LOCK_FILE, lockDir, startMeshNats } from "../src/commands/mesh-nats.js";
 import { loadCliConfig } from "../src/config.js";
 
@@ -43,61 +44,6 @@ const cliConfig = (sub: string, env: Record<string, string | undefined>, default
 /** A pid whose process has exited. */
 const deadPid = () => spawnSync(process.execPath, ["-e", "0"]).pid!;
 
-/** A CA, a server certificate for 127.0.0.1 and a client certificate, all made with `openssl`. */
-function makeCertificates(root: string) {
-  const d = join(root, "tls");
-  mkdirSync(d, { recursive: true });
-  const p = (n: string) => join(d, n);
-  const ssl = (...args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
-  const key = (out: string) =>
-    ssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", out);
-  key(p("ca.key"));
-  ssl(
-    "req",
-    "-x509",
-    "-new",
-    "-key",
-    p("ca.key"),
-    "-out",
-    p("ca.pem"),
-    "-days",
-    "1",
-    "-subj",
-    "/CN=mesh test CA",
-  );
-  const leaf = (name: string, ext: string) => {
-    key(p(`${name}.key`));
-    ssl("req", "-new", "-key", p(`${name}.key`), "-out", p(`${name}.csr`), "-subj", `/CN=${name}`);
-    writeFileSync(p(`${name}.ext`), ext);
-    ssl(
-      "x509",
-      "-req",
-      "-in",
-      p(`${name}.csr`),
-      "-CA",
-      p("ca.pem"),
-      "-CAkey",
-      p("ca.key"),
-      "-CAcreateserial",
-      "-out",
-      p(`${name}.pem`),
-      "-days",
-      "1",
-      "-extfile",
-      p(`${name}.ext`),
-    );
-  };
-  leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
-  leaf("client", "extendedKeyUsage=clientAuth\n");
-  return {
-    ca: p("ca.pem"),
-    serverCert: p("server.pem"),
-    serverKey: p("server.key"),
-    clientCert: p("client.pem"),
-    clientKey: p("client.key"),
-  };
-}
-
 /** Starts nats-server (JetStream on) with `config`, waiting until it answers to `env`'s credentials. */
 async function natsWith(name: string, config: string, env: Record<string, string>): Promise<LocalNats> {
   const file = join(dir, `${name}.conf`);
@@ -110,13 +56,14 @@ async function natsWith(name: string, config: string, env: Record<string, string
 }
 
 describe("a NATS with TLS named by NATS_URL", () => {
-  let tls: ReturnType<typeof makeCertificates>;
+  let tls: TestPki;
   before(() => {
-    tls = makeCertificates(dir);
+    tls = createTestPki();
   });
+  after(() => tls.remove());
 
   it("is used with the CA and the token in NATS_* (no seeds written, no server started); without the CA, the cure is named", async () => {
-    const env = { NATS_TLS_CA_FILE: tls.ca, NATS_TOKEN: "over-tls" };
+    const env = { NATS_TLS_CA_FILE: tls.caCert, NATS_TOKEN: "over-tls" };
     const server = await natsWith(
       "tls",
       `tls { cert_file: "${tls.serverCert}", key_file: "${tls.serverKey}" }\nauthorization { token: "over-tls" }`,
@@ -155,14 +102,14 @@ describe("a NATS with TLS named by NATS_URL", () => {
 
   it("with mutual TLS: the anonymous probe (CA only, no client certificate) gets no handshake, the NATS_* credentials are tried and used", async () => {
     const env = {
-      NATS_TLS_CA_FILE: tls.ca,
+      NATS_TLS_CA_FILE: tls.caCert,
       NATS_TLS_CERT_FILE: tls.clientCert,
       NATS_TLS_KEY_FILE: tls.clientKey,
       NATS_TOKEN: "over-mtls",
     };
     const server = await natsWith(
       "mtls",
-      `tls { cert_file: "${tls.serverCert}", key_file: "${tls.serverKey}", ca_file: "${tls.ca}", verify: true }\nauthorization { token: "over-mtls" }`,
+      `tls { cert_file: "${tls.serverCert}", key_file: "${tls.serverKey}", ca_file: "${tls.caCert}", verify: true }\nauthorization { token: "over-mtls" }`,
       env,
     );
     try {

@@ -5,7 +5,6 @@
  * `openssl` in the test's temporary directory. Bad settings fail with an error naming the variable.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +22,7 @@ import {
   openBus,
   startNatsServer,
 } from "../src/index.js";
+import { createTestPki } from "../src/testing/pki.js";
 
 let dir: string;
 before(() => {
@@ -163,16 +163,17 @@ describe("NATS authentication methods", () => {
     });
   });
 
-  it("mutual TLS with a CA made by openssl (and token auth over it)", async () => {
-    const tls = makeCertificates(dir);
+  it("mutual TLS with a CA made by openssl (and token auth over it)", async (t) => {
+    const tls = createTestPki();
+    t.after(() => tls.remove());
     const env = {
-      NATS_TLS_CA_FILE: tls.ca,
+      NATS_TLS_CA_FILE: tls.caCert,
       NATS_TLS_CERT_FILE: tls.clientCert,
       NATS_TLS_KEY_FILE: tls.clientKey,
       NATS_TOKEN: "over-tls",
     };
     const config = [
-      `tls { cert_file: "${tls.serverCert}", key_file: "${tls.serverKey}", ca_file: "${tls.ca}", verify: true }`,
+      `tls { cert_file: "${tls.serverCert}", key_file: "${tls.serverKey}", ca_file: "${tls.caCert}", verify: true }`,
       'authorization { token: "over-tls" }',
     ].join("\n");
     await withServer(config, env, async (url) => {
@@ -183,12 +184,12 @@ describe("NATS authentication methods", () => {
         connect({ ...natsConnectionOptions(auth), servers: url, timeout: 3000, reconnect: false }).then(
           (nc) => nc.close(),
         );
-      await assert.rejects(attempt({ tlsCaFile: tls.ca, token: "over-tls" }));
+      await assert.rejects(attempt({ tlsCaFile: tls.caCert, token: "over-tls" }));
       await assert.rejects(
         attempt({ tlsCertFile: tls.clientCert, tlsKeyFile: tls.clientKey, token: "over-tls" }),
       );
       await attempt({
-        tlsCaFile: tls.ca,
+        tlsCaFile: tls.caCert,
         tlsCertFile: tls.clientCert,
         tlsKeyFile: tls.clientKey,
         token: "over-tls",
@@ -265,59 +266,4 @@ function encodeJwt(issuer: KeyPair, subject: KeyPair, name: string, nats: Record
   );
   const sig = issuer.sign(new TextEncoder().encode(`${header}.${claims}`));
   return `${header}.${claims}.${b64(sig)}`;
-}
-
-/** A CA, a server certificate for 127.0.0.1 and a client certificate, all made with `openssl`. */
-function makeCertificates(root: string) {
-  const d = join(root, "tls");
-  execFileSync("mkdir", ["-p", d]);
-  const p = (n: string) => join(d, n);
-  const ssl = (...args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
-  const key = (out: string) =>
-    ssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", out);
-  key(p("ca.key"));
-  ssl(
-    "req",
-    "-x509",
-    "-new",
-    "-key",
-    p("ca.key"),
-    "-out",
-    p("ca.pem"),
-    "-days",
-    "1",
-    "-subj",
-    "/CN=reward-mesh test CA",
-  );
-  const leaf = (name: string, ext: string) => {
-    key(p(`${name}.key`));
-    ssl("req", "-new", "-key", p(`${name}.key`), "-out", p(`${name}.csr`), "-subj", `/CN=${name}`);
-    writeFileSync(p(`${name}.ext`), ext);
-    ssl(
-      "x509",
-      "-req",
-      "-in",
-      p(`${name}.csr`),
-      "-CA",
-      p("ca.pem"),
-      "-CAkey",
-      p("ca.key"),
-      "-CAcreateserial",
-      "-out",
-      p(`${name}.pem`),
-      "-days",
-      "1",
-      "-extfile",
-      p(`${name}.ext`),
-    );
-  };
-  leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
-  leaf("client", "extendedKeyUsage=clientAuth\n");
-  return {
-    ca: p("ca.pem"),
-    serverCert: p("server.pem"),
-    serverKey: p("server.key"),
-    clientCert: p("client.pem"),
-    clientKey: p("client.key"),
-  };
 }
