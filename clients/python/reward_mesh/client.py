@@ -144,6 +144,16 @@ def _deadline(timeout, default):
     return default if timeout is None else timeout
 
 
+def _time_left(target, method, seconds):
+    """`seconds` for an RPC's timeout; a deadline already passed (0 or less) raises MeshTimeoutError before
+    the call starts, as grpc-js does. grpcio given timeout=0 usually fails the call too, but not always: its
+    single-threaded unary-stream path can get the answer before the expired deadline's timer fires."""
+    if seconds <= 0:
+        raise MeshTimeoutError(target, method, grpc.StatusCode.DEADLINE_EXCEEDED,
+                               "deadline exceeded before the call started")
+    return seconds
+
+
 def _channel(address, credentials, options=()):
     if not isinstance(address, str) or ":" not in address:
         raise InvalidInputError(f"the address must be host:port, got {address!r}")
@@ -202,8 +212,8 @@ class _Part:
         self._rpc = None
         self._cancelled = False
 
-    def _remaining(self):
-        return max(0.0, self.deadline - time.monotonic())
+    def _remaining(self, method):
+        return _time_left(self.client.target, method, self.deadline - time.monotonic())
 
     def _begin(self, start):
         with self._lock:
@@ -246,7 +256,7 @@ class _Part:
     def _batch(self, lo, hi):
         c = self.client
         req = _join(self.frames[lo:hi])
-        call = self._begin(lambda: c._score_batch_call(req, timeout=self._remaining()))
+        call = self._begin(lambda: c._score_batch_call(req, timeout=self._remaining("ScoreBatch")))
         try:
             res = next(call, None)
             if res is None or next(call, None) is not None:
@@ -285,7 +295,7 @@ class _Part:
     def _stream(self, lo, hi):
         c = self.client
         requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in self.rollouts[lo:hi]]
-        call = self._begin(lambda: c._stub.ScoreStream(iter(requests), timeout=self._remaining()))
+        call = self._begin(lambda: c._stub.ScoreStream(iter(requests), timeout=self._remaining("ScoreStream")))
         return c._call("ScoreStream", lambda: list(call))
 
 
@@ -406,8 +416,9 @@ class RewardClient:
     def describe(self, timeout=None):
         """The service's DescribeResponse (name, version, domains, components); cached after the first call."""
         if self._info is None:
+            seconds = _time_left(self.target, "Describe", _deadline(timeout, self.timeout))
             self._info = self._call("Describe", lambda: self._stub.Describe(
-                reward_service_pb2.DescribeRequest(), timeout=_deadline(timeout, self.timeout)))
+                reward_service_pb2.DescribeRequest(), timeout=seconds))
             self._name = self._name or self._info.name
         return self._info
 
@@ -415,8 +426,9 @@ class RewardClient:
         """The RewardResult of one rollout (`Score`)."""
         if type(rollout) is not _ROLLOUT:
             _check_rollouts([rollout], "rollout")
+        seconds = _time_left(self.target, "Score", _deadline(timeout, self.timeout))
         return self._call("Score", lambda: self._stub.Score(
-            reward_service_pb2.ScoreRequest(rollout=rollout), timeout=_deadline(timeout, self.timeout)))
+            reward_service_pb2.ScoreRequest(rollout=rollout), timeout=seconds))
 
     def score_stream(self, rollouts, timeout=None):
         """The RewardResults of `rollouts`, in order, over one `ScoreStream` call (the deadline covers the
@@ -426,7 +438,8 @@ class RewardClient:
             return []
         _check_rollouts(rollouts)
         requests = [reward_service_pb2.ScoreRequest(rollout=r) for r in rollouts]
-        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=_deadline(timeout, self.timeout))))
+        seconds = _time_left(self.target, "ScoreStream", _deadline(timeout, self.timeout))
+        results = self._call("ScoreStream", lambda: list(self._stub.ScoreStream(iter(requests), timeout=seconds)))
         if len(results) != len(rollouts):
             raise MeshError(f"{self.target}: ScoreStream returned {len(results)} results for {len(rollouts)} rollouts")
         for i, (r, res) in enumerate(zip(rollouts, results)):
@@ -812,10 +825,12 @@ class AdvantagesClient:
         """The ComputeAdvantagesResponse for `groups` (see `advantages_request` for the arguments), or a
         ready ComputeAdvantagesRequest."""
         req = groups if isinstance(groups, trainer_pb2.ComputeAdvantagesRequest) else advantages_request(groups, **kwargs)
+        target = f"trainer at {self.address}"
+        seconds = _time_left(target, "ComputeAdvantages", _deadline(timeout, self.timeout))
         try:
-            return self._stub.ComputeAdvantages(req, timeout=_deadline(timeout, self.timeout))
+            return self._stub.ComputeAdvantages(req, timeout=seconds)
         except grpc.RpcError as e:
-            raise rpc_error(f"trainer at {self.address}", "ComputeAdvantages", e) from None
+            raise rpc_error(target, "ComputeAdvantages", e) from None
 
     def close(self):
         self._channel.close()

@@ -253,12 +253,23 @@ class ConcurrentScoreTest(unittest.TestCase):
         self.assertLess(wall, 2 * delay, f"8 concurrent calls took {wall:.2f} s (one takes {delay} s)")
 
     def test_timeout_zero_is_a_timeout(self):
+        # Every time, on every method: a deadline already passed fails before the call starts (grpcio alone,
+        # given timeout=0, sometimes let a fast answer through on its single-threaded unary-stream path).
+        one = rm.rollout(rm.math_task(["1"]), "\\boxed{1}")
         with rm.Mesh({"math": SERVICES["math"]}, timeout=30) as mesh:
-            with self.assertRaises(rm.MeshTimeoutError):
-                mesh.score([rm.rollout(rm.math_task(["1"]), "\\boxed{1}")], timeout=0)
+            mesh.score([one])  # connected: the answer could come back at once
+            for timeout in [0] * 20 + [-1]:
+                with self.assertRaisesRegex(rm.MeshTimeoutError, "DEADLINE_EXCEEDED"):
+                    mesh.score([one], timeout=timeout)
         with rm.RewardClient(SERVICES["math"], timeout=30) as c:
-            with self.assertRaises(rm.MeshTimeoutError):
-                c.score(rm.rollout(rm.math_task(["1"]), "\\boxed{1}"), timeout=0)
+            c.score(one)
+            for call in (lambda: c.score(one, timeout=0), lambda: c.score_batch([one] * 3, timeout=0),
+                         lambda: c.score_stream([one], timeout=0), lambda: c.describe(timeout=0)):
+                for _ in range(5):
+                    with self.assertRaises(rm.MeshTimeoutError) as cm:
+                        call()
+                    self.assertIn(SERVICES["math"], str(cm.exception))
+                    self.assertIn("DEADLINE_EXCEEDED", str(cm.exception))
 
 
 class ResultValidationTest(unittest.TestCase):
@@ -309,6 +320,10 @@ class AdvantagesClientTest(unittest.TestCase):
 
     def tearDown(self):
         self.client.close()
+
+    def test_timeout_zero_is_a_timeout(self):
+        with self.assertRaisesRegex(rm.MeshTimeoutError, f"trainer at {TRAINER}: ComputeAdvantages failed: DEADLINE_EXCEEDED"):
+            self.client.compute([[[1.0], [0.0]]], estimator="grpo", timeout=0)
 
     def test_grpo_numbers(self):
         res = self.client.compute([[[1.0], [0.0], [0.0], [1.0]]], estimator="grpo")
