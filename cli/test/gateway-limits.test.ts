@@ -28,7 +28,7 @@ import { type RunningGateway, startOpenRlhfGateway } from "../src/gateway/openrl
 
 /** A service `name` scoring domain custom: waits `delayMs` (honouring the abort) or fails at once. */
 function slowService(name: string, o: { delayMs: number; fail?: boolean }) {
-  const events = { started: 0, aborted: 0 };
+  const events = { started: 0, aborted: 0, finishedAt: 0 };
   const def = defineRewardService({
     name,
     version: "0.0.1",
@@ -49,6 +49,7 @@ function slowService(name: string, o: { delayMs: number; fail?: boolean }) {
           { once: true },
         );
       });
+      events.finishedAt = Date.now();
       return [{ name: "v", value: 1 }];
     },
   });
@@ -95,17 +96,18 @@ async function countingServer(def: ServiceDef, o: { withoutScoreBatch: boolean }
   };
 }
 
+// Polls: a long limit costs nothing when the condition comes true (a process start under load takes seconds).
 async function until(cond: () => boolean, what: string): Promise<void> {
   const t0 = Date.now();
   while (!cond()) {
-    if (Date.now() - t0 > 10_000) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() - t0 > 30_000) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
 const body = (n = 1) => JSON.stringify({ query: Array.from({ length: n }, () => "Q A"), prompts: ["Q "] });
 
-describe("reward-mesh gateway limits and cancellation", { timeout: 60_000 }, () => {
+describe("reward-mesh gateway limits and cancellation", { timeout: 180_000 }, () => {
   const slow = slowService("slow", { delayMs: 20_000 });
   const broken = slowService("broken", { delayMs: 0, fail: true });
   let slowRunning: RunningService;
@@ -316,11 +318,10 @@ describe("reward-mesh gateway shutdown drains", { timeout: 90_000 }, () => {
     const inFlight = fetch(url, { method: "POST", body: body() });
     await until(() => steady.events.started === started + 1, "the request to be scored");
     assert.equal(g.inFlight(), 1);
-    const calledAt = Date.now();
-    let waitedMs = -1;
+    let closedAt = 0;
     let leftInFlight = -1;
     const closing = g.close().then(() => {
-      waitedMs = Date.now() - calledAt;
+      closedAt = Date.now();
       leftInFlight = g.inFlight();
     });
     // Not accepting any more: a new connection is refused while the first request is still being scored.
@@ -334,8 +335,11 @@ describe("reward-mesh gateway shutdown drains", { timeout: 90_000 }, () => {
       extra_logs: { "steady/v": [1], "steady/v/applicable": [1] },
     });
     await closing;
-    // It waited for the 1.5 s score rather than closing at once, and nothing was left when it resolved.
-    assert.ok(waitedMs >= 1_000, `close resolved after ${waitedMs} ms`);
+    // It waited for the score to end rather than closing at once, and nothing was left when it resolved.
+    assert.ok(
+      steady.events.finishedAt > 0 && closedAt >= steady.events.finishedAt,
+      "close resolved before the score ended",
+    );
     assert.equal(leftInFlight, 0);
     assert.equal(steady.events.aborted, 0, "nothing was cancelled");
   });

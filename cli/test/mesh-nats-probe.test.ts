@@ -209,39 +209,58 @@ describe("the lock on the shared directories", () => {
       script,
       [
         `import { lockDir } from ${JSON.stringify(module)};`,
-        "const at = Number(process.argv[2]);",
-        "while (Date.now() < at) {}", // all start together
-        "const l = lockDir(process.argv[3]);",
-        'console.log(JSON.stringify("release" in l ? { pid: process.pid, held: true } : { pid: process.pid, holder: l.holder }));',
-        '"release" in l && setTimeout(() => l.release(), 3000);',
+        // Each child says it is ready and waits, idle, for "go": all three call lockDir within milliseconds
+        // of one another however long each took to start. The holder releases when stdin ends.
+        'console.log("ready");',
+        'process.stdin.once("data", () => {',
+        "  const l = lockDir(process.argv[2]);",
+        '  console.log(JSON.stringify("release" in l ? { pid: process.pid, held: true } : { pid: process.pid, holder: l.holder }));',
+        '  process.stdin.once("end", () => "release" in l && l.release());',
+        "  process.stdin.resume();",
+        "});",
       ].join("\n"),
     );
     const tsx = fileURLToPath(new URL("../../node_modules/tsx/dist/cli.mjs", import.meta.url));
     for (let round = 0; round < 1; round++) {
       mkdirSync(d, { recursive: true });
       writeFileSync(join(d, LOCK_FILE), `${deadPid()} 0123\n`);
-      const at = Date.now() + 8000;
-      const runs = await Promise.all(
-        [0, 1, 2].map(
-          () =>
-            new Promise<{ pid: number; held?: boolean; holder?: number }>((done, fail) => {
-              const child = spawn(process.execPath, [tsx, script, String(at), d], {
-                stdio: ["ignore", "pipe", "pipe"],
-              });
-              let out = "";
-              let err = "";
-              child.stdout.on("data", (b: Buffer) => {
-                out += b.toString();
-              });
-              child.stderr.on("data", (b: Buffer) => {
-                err += b.toString();
-              });
-              child.on("exit", (code) =>
-                code === 0 ? done(JSON.parse(out)) : fail(new Error(`exit ${code}: ${err}`)),
-              );
-            }),
-        ),
+      const children = [0, 1, 2].map(() => {
+        const child = spawn(process.execPath, [tsx, script, d], { stdio: ["pipe", "pipe", "pipe"] });
+        const io = { out: "", err: "" };
+        child.stdout.on("data", (b: Buffer) => {
+          io.out += b.toString();
+        });
+        child.stderr.on("data", (b: Buffer) => {
+          io.err += b.toString();
+        });
+        const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+        return { child, io, exited };
+      });
+      try {
+        // Until each child has printed `want` lines (a child that exits meanwhile fails the test).
+        const lines = async (want: number) => {
+          const t0 = Date.now();
+          while (children.some((c) => c.io.out.split("\n").length <= want)) {
+            const dead = children.find((c) => c.child.exitCode !== null);
+            if (dead) throw new Error(`a child exited ${dead.child.exitCode}: ${dead.io.err}`);
+            assert.ok(
+              Date.now() - t0 < 60_000,
+              `children's output: ${children.map((c) => c.io.out).join(" | ")}`,
+            );
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        };
+        await lines(1); // "ready" from all three
+        for (const c of children) c.child.stdin.write("go\n");
+        await lines(2); // each one's result
+      } finally {
+        for (const c of children) c.child.stdin.end();
+      }
+      const runs = children.map(
+        (c) => JSON.parse(c.io.out.split("\n")[1]!) as { pid: number; held?: boolean; holder?: number },
       );
+      const codes = await Promise.all(children.map((c) => c.exited));
+      assert.deepEqual(codes, [0, 0, 0], children.map((c) => c.io.err).join("\n"));
       const holders = runs.filter((r) => r.held);
       assert.equal(holders.length, 1, JSON.stringify(runs));
       for (const r of runs.filter((x) => !x.held)) assert.ok(r.holder !== undefined, JSON.stringify(runs));

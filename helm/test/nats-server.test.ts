@@ -27,15 +27,22 @@ const FULL = "rm-reward-mesh";
 const natsServer = spawnSync("nats-server", ["--version"], { encoding: "utf8" });
 const skip = natsServer.error ? "nats-server is not on PATH (scripts/bootstrap.sh installs it)" : false;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
+/** `n` distinct free ports: every socket is bound before any is closed, so no two answers are the same. */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const s = createServer();
+          s.once("error", reject);
+          s.listen(0, "127.0.0.1", () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
 }
 
 describe(`rendered nats.conf on ${skip ? "nats-server" : natsServer.stdout.trim()}`, { skip }, () => {
@@ -50,7 +57,7 @@ describe(`rendered nats.conf on ${skip ? "nats-server" : natsServer.stdout.trim(
     for (const [user, b64] of Object.entries(secret))
       passwords.set(user, Buffer.from(b64, "base64").toString());
     dir = mkdtempSync(join(tmpdir(), "rm-helm-nats-"));
-    const [port, http] = [await freePort(), await freePort()];
+    const [port, http] = await freePorts(2);
     url = `nats://127.0.0.1:${port}`;
     const conf = natsConf(objs)
       .replace(/^port: \d+$/m, `port: ${port}\nhost: "127.0.0.1"`)

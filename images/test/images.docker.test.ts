@@ -124,7 +124,10 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
   it("mesh: `--help` on a read-only root filesystem prints the CLI's help; no dev dependency inside", async () => {
     const { stdout } = await dockerRun(["run", "--rm", "--read-only", "--tmpfs", "/tmp", MESH, "--help"]);
     assert.match(stdout, /^usage: reward-mesh <command>/m);
-    assert.match(stdout, /^services: agentdojo, ast, code-exec, efficiency, length, math, reward-model, tool-call$/m);
+    assert.match(
+      stdout,
+      /^services: agentdojo, ast, code-exec, efficiency, length, math, reward-model, tool-call$/m,
+    );
     const probe = await dockerRun([
       "run",
       "--rm",
@@ -174,12 +177,12 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
     assert.equal(pid1.stdout.trim(), "tini");
 
     const t0 = Date.now();
-    await dockerRun(["stop", "-t", "10", name]);
+    await dockerRun(["stop", "-t", "30", name]);
     const elapsed = Date.now() - t0;
     const { stdout: code } = await dockerRun(["wait", name]);
     assert.equal(code.trim(), "0", await logs());
-    // Docker kills after 10 s: well under that means SIGTERM reached node (a loaded CI machine is slow).
-    assert.ok(elapsed < 8_000, `docker stop took ${elapsed} ms (SIGTERM not handled?)`);
+    // Docker kills after 30 s (exit 137): exit 0 well under that means SIGTERM reached node.
+    assert.ok(elapsed < 25_000, `docker stop took ${elapsed} ms (SIGTERM not handled?)`);
     assert.match(await logs(), /"msg":"draining"/);
   });
 
@@ -223,11 +226,11 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
       throw new Error(`${(err as Error).message}\n${lastLogs}`);
     }
     const t0 = Date.now();
-    await dockerRun(["stop", "-t", "10", name]);
+    await dockerRun(["stop", "-t", "30", name]);
     const elapsed = Date.now() - t0;
     const { stdout: code } = await dockerRun(["wait", name]);
     assert.equal(code.trim(), "0");
-    assert.ok(elapsed < 8_000, `docker stop took ${elapsed} ms`);
+    assert.ok(elapsed < 25_000, `docker stop took ${elapsed} ms`);
   });
 
   it("nats: `nats-server -js` answers and has JetStream", async () => {
@@ -252,8 +255,8 @@ describe("images (Docker)", { skip: docker.ok ? false : docker.reason }, () => {
       }
     }
     const t0 = Date.now();
-    await dockerRun(["stop", "-t", "10", name]);
-    assert.ok(Date.now() - t0 < 8_000);
+    await dockerRun(["stop", "-t", "30", name]);
+    assert.ok(Date.now() - t0 < 25_000);
     const { stdout: code } = await dockerRun(["wait", name]);
     assert.equal(code.trim(), "0", "STOPSIGNAL SIGINT: nats-server exits 0");
   });

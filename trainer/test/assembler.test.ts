@@ -131,6 +131,10 @@ describe("GroupAssembler", () => {
       await publishReward(bus.js, result("asm3", 1, "g1", 0, "a"), "t");
       await publishReward(bus.js, result("asm3", 1, "g1", 1, "a"), "t");
       await publishReward(bus.js, result("asm3", 1, "g1", 0, "b"), "t");
+      // The three results have arrived (however busy the machine) before the 400 ms deadline starts.
+      const arrived = Date.now() + 30_000;
+      while (asm.stats().received < 3 && Date.now() < arrived) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(asm.stats().received, 3);
       const t0 = Date.now();
       const [g] = await asm.collect(["g1"], Date.now() + 400);
       assert.ok(Date.now() - t0 >= 350);

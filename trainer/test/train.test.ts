@@ -295,9 +295,9 @@ describe("training through the mesh", () => {
 
   it("a trainer killed mid-run resumes from its checkpoint: every step applied exactly once", async () => {
     const cfgPath = join(dir, "restart.yaml");
-    // The kill lands after step 3 with 27 steps (~1–2 s at 30–70 ms a step) still to go, not 7 (~0.2–0.5 s):
+    // The kill lands after step 3 with 97 steps (~3–7 s at 30–70 ms a step) still to go:
     // on a loaded machine the first trainer must not finish before it is killed.
-    const steps = 30;
+    const steps = 100;
     writeFileSync(cfgPath, JSON.stringify(doc("restart", steps))); // JSON is YAML
     const bin = fileURLToPath(new URL("../../cli/bin/reward-mesh.mjs", import.meta.url));
     const metrics = join(dir, "restart", "metrics.jsonl");

@@ -67,7 +67,8 @@ const doc = (id: string, extra: Record<string, unknown> = {}) => ({
     { service: "length", component: "length", weight: 0.001 },
   ],
   groups: { deadlineMs: 20_000 },
-  validation: { describeTimeoutMs: 1_000 },
+  // Wide: a busy machine must not fail a run on Describe (the ghost test sets its own 1 s).
+  validation: { describeTimeoutMs: 10_000 },
   ...extra,
 });
 
@@ -108,6 +109,7 @@ describe("the run checks the services' Describe before step 1", () => {
     await assert.rejects(
       train(
         doc("ghost-service", {
+          validation: { describeTimeoutMs: 1_000 },
           services: { ghost: ["custom"] },
           components: [
             { service: "length", component: "overlong", weight: 1 },
@@ -243,7 +245,7 @@ describe("forged results on the bus", () => {
         doc(runId, {
           services: { stall: ["custom"] },
           components: [{ service: "stall", component: "x", weight: 1 }],
-          groups: { deadlineMs: 500 },
+          groups: { deadlineMs: 2_000 },
         }),
       );
       assert.equal(policyVersion, 0, "nothing trained");

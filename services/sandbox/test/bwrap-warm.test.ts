@@ -86,10 +86,10 @@ describe("bwrap warm pool", () => {
 
   it("starts the wall-clock limit at hand-over, not while the sandbox waits in the pool", async () => {
     const sandbox = await createSandbox({ ...config, concurrency: 1, bwrapWarm: 1 });
-    const capped = withLimits(sandbox, { wallTimeMs: 2_000 });
+    const capped = withLimits(sandbox, { wallTimeMs: 4_000 });
     try {
       await warmReady(sandbox, 1);
-      await delay(2_500); // idle in the pool for longer than the run's whole wall limit
+      await delay(5_000); // idle in the pool for longer than the run's whole wall limit
       const quick = await runPythonTests(
         capped,
         program("def f(x):\n    return x\n", "def check(c):\n    assert c(3) == 3\n"),
@@ -97,7 +97,7 @@ describe("bwrap warm pool", () => {
       assert.equal(quick.status, "passed", quick.summary);
       assert.equal(quick.sandbox.timedOut, false);
       await warmReady(sandbox, 1);
-      // The harness would allow 20 s; the sandbox's 2 s wall limit ends it.
+      // The harness would allow 20 s; the sandbox's 4 s wall limit ends it.
       const slow = await runPythonTests(
         capped,
         program(
@@ -109,7 +109,7 @@ describe("bwrap warm pool", () => {
       assert.equal(slow.sandbox.timedOut, true, slow.summary);
       assert.equal(slow.status, "timeout", slow.summary);
       assert.ok(
-        slow.sandbox.wallTimeMs >= 2_000 && slow.sandbox.wallTimeMs < 15_000,
+        slow.sandbox.wallTimeMs >= 4_000 && slow.sandbox.wallTimeMs < 15_000,
         String(slow.sandbox.wallTimeMs),
       );
       assert.equal(sandbox.warmStats!().handedOver, 2);

@@ -267,10 +267,10 @@ describe("MESH_STREAMS_WAIT_SECONDS while NATS is not up yet", () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
     let retries = 0;
     await assert.rejects(
-      openBus({ ...testBusOptions(url), streamsWaitSeconds: 1 }, "never", { onRetry: () => retries++ }),
+      openBus({ ...testBusOptions(url), streamsWaitSeconds: 3 }, "never", { onRetry: () => retries++ }),
       (err: Error) => {
         assert.match(err.message, new RegExp(`NATS JetStream at ${url} did not become available`));
-        assert.match(err.message, /waited 1 s \(MESH_STREAMS_WAIT_SECONDS\)/);
+        assert.match(err.message, /waited 3 s \(MESH_STREAMS_WAIT_SECONDS\)/);
         assert.match(err.message, /last error: NATS at .* is not reachable/);
         return true;
       },

@@ -81,6 +81,13 @@ describe("waitForLogRecord", () => {
       `process.stderr.write('{"msg":"starting"}\\n'); setTimeout(() => {}, 10_000);`,
     );
     try {
+      // The child has started and logged (however slow the machine): the 500 ms is only the wait for a line
+      // that never comes.
+      const t0 = Date.now();
+      while (!stderr().includes('"msg":"starting"')) {
+        assert.ok(Date.now() - t0 < 30_000, "the child did not start within 30 s");
+        await new Promise((r) => setTimeout(r, 20));
+      }
       await assert.rejects(
         waitForLogRecord(c, (r) => r["msg"] === "ready", {
           what: "the ready line",
