@@ -141,7 +141,19 @@ def _check_rollouts(rollouts, name="rollouts"):
 
 def _deadline(timeout, default):
     """The call's timeout, or the client's when the call gives none (0 is a timeout, not "none")."""
-    return default if timeout is None else timeout
+    if timeout is None:
+        return default
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+        raise InvalidInputError(f"'timeout' must be a number of seconds (0 or less: expired), got {timeout!r}")
+    return timeout
+
+
+def _client_timeout(timeout):
+    """A client's default `timeout`: seconds, finite and above 0 (every call has a deadline)."""
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
+            or timeout <= 0):
+        raise InvalidInputError(f"the client's 'timeout' must be a number of seconds above 0, got {timeout!r}")
+    return float(timeout)
 
 
 def _time_left(target, method, seconds):
@@ -377,7 +389,7 @@ class RewardClient:
 
     def __init__(self, address, *, timeout=DEFAULT_TIMEOUT, credentials=None, name=None):
         self.address = address
-        self.timeout = timeout
+        self.timeout = _client_timeout(timeout)
         self._name = name
         # SingleThreadedUnaryStream: a unary-stream call runs in the calling thread (as a blocking unary
         # call does) yet can be cancelled from another; RewardService has no unary-stream method of its own.
@@ -607,7 +619,7 @@ class Mesh:
             services = {f"#{i}": a for i, a in enumerate(services)}
         if not isinstance(services, dict) or not services:
             raise InvalidInputError("'services' must be a non-empty {name: host:port} dict or list of addresses")
-        self.timeout = timeout
+        self.timeout = _client_timeout(timeout)
         self.clients = {}
         opened = []
         try:
@@ -809,7 +821,7 @@ class AdvantagesClient:
 
     def __init__(self, address, *, timeout=DEFAULT_TIMEOUT, credentials=None):
         self.address = address
-        self.timeout = timeout
+        self.timeout = _client_timeout(timeout)
         self._channel = _channel(address, credentials)
         self._stub = trainer_pb2_grpc.TrainerStub(self._channel)
 

@@ -7,6 +7,7 @@ same as a dict. The only module of this package that reads environment variables
 """
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -176,5 +177,7 @@ def from_env(environ=None):
         try:
             out["timeout"] = float(env["REWARD_MESH_TIMEOUT"])
         except ValueError:
-            raise InvalidInputError(f"'REWARD_MESH_TIMEOUT' must be seconds, got {env['REWARD_MESH_TIMEOUT']!r}") from None
+            out["timeout"] = math.nan
+        if not math.isfinite(out["timeout"]) or out["timeout"] <= 0:
+            raise InvalidInputError(f"'REWARD_MESH_TIMEOUT' must be seconds above 0, got {env['REWARD_MESH_TIMEOUT']!r}")
     return out

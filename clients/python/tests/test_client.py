@@ -252,6 +252,23 @@ class ConcurrentScoreTest(unittest.TestCase):
         # Serialized, 8 calls take 8 x 1 s; overlapped, about one call's time (4 s leaves room for a busy machine).
         self.assertLess(wall, 4 * delay, f"8 concurrent calls took {wall:.2f} s (one takes {delay} s)")
 
+    def test_a_bad_timeout_is_refused_naming_it(self):
+        for bad in (None, 0, -1, float("nan"), float("inf"), "30", True):
+            for make in (lambda t: rm.RewardClient(SERVICES["math"], timeout=t), lambda t: rm.Mesh({"math": SERVICES["math"]}, timeout=t),
+                         lambda t: rm.AdvantagesClient(TRAINER, timeout=t)):
+                with self.subTest(timeout=bad), self.assertRaisesRegex(rm.InvalidInputError, "the client's 'timeout' must be a number of seconds above 0"):
+                    make(bad)
+        one = rm.rollout(rm.math_task(["1"]), "\\boxed{1}")
+        with rm.Mesh({"math": SERVICES["math"]}, timeout=30) as mesh, rm.RewardClient(SERVICES["math"], timeout=30) as c:
+            for bad in (float("nan"), "1", True):
+                with self.subTest(timeout=bad), self.assertRaisesRegex(rm.InvalidInputError, "'timeout' must be a number of seconds"):
+                    mesh.score([one], timeout=bad)
+                with self.assertRaisesRegex(rm.InvalidInputError, "'timeout' must be a number of seconds"):
+                    c.score(one, timeout=bad)
+        for bad in ("0", "-2", "inf", "soon"):
+            with self.subTest(env=bad), self.assertRaisesRegex(rm.InvalidInputError, f"'REWARD_MESH_TIMEOUT' must be seconds above 0, got '{bad}'"):
+                rm.Mesh.from_env({"REWARD_MESH_SERVICES": f"math={SERVICES['math']}", "REWARD_MESH_TIMEOUT": bad})
+
     def test_timeout_zero_is_a_timeout(self):
         # Every time, on every method: a deadline already passed fails before the call starts (grpcio alone,
         # given timeout=0, sometimes let a fast answer through on its single-threaded unary-stream path).
