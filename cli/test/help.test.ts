@@ -9,13 +9,30 @@ import { COMMANDS, HELP } from "../src/commands.js";
 
 const bin = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
 
-function runBin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [bin, ...args], { timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr }),
-    );
-    child.stdin!.end();
-  });
+// At most 4 CLI processes at a time: dozens at once on a 2-core machine each take tens of seconds to start.
+let running = 0;
+const queued: Array<() => void> = [];
+
+async function runBin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  // A finished process hands its slot to the next one queued.
+  if (running >= 4) await new Promise<void>((r) => queued.push(r));
+  else running++;
+  try {
+    return await new Promise((resolve) => {
+      const child = execFile(process.execPath, [bin, ...args], { timeout: 120_000 }, (err, stdout, stderr) =>
+        resolve({
+          code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
+          stdout,
+          stderr: err?.killed ? `${stderr}\n(killed after 120 s)` : stderr,
+        }),
+      );
+      child.stdin!.end();
+    });
+  } finally {
+    const next = queued.shift();
+    if (next) next();
+    else running--;
+  }
 }
 
 /** Every command and sub-command with its table. */
