@@ -65,7 +65,11 @@ export interface RunningMesh {
 export interface StartMeshOptions {
   /** Services to start. @default all available */
   readonly services?: readonly string[];
-  /** @default 30000 */
+  /**
+   * How long the services together may take to become ready. A service that exits or fails fails start-up at
+   * once; this bounds only a slow start (every service starting at the same time on a small machine).
+   * @default 120000
+   */
   readonly readyTimeoutMs?: number;
   /** Aborts start-up: what was started so far is stopped, and `startMesh` rejects with the reason. */
   readonly signal?: AbortSignal;
@@ -226,7 +230,7 @@ export async function startMesh(config: CliConfig, options: StartMeshOptions = {
   };
 
   function startServices() {
-    const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
+    const deadline = Date.now() + (options.readyTimeoutMs ?? 120_000);
     return Promise.all(
       entries.map(async (e) => {
         // Prometheus /metrics: a port per service (they share this host), picked here: the exporter

@@ -630,11 +630,12 @@ export function defineVerdictSuite(name: string, open: () => Promise<Sandbox | u
     it("the limit is CPU time with a wall grace past it: waiting (a busy machine) is not a timeout, spinning is", async (t) => {
       // 1.4 s of wall time but almost no CPU: passes under a 1 s CPU limit (CorrGRPO: 5 s CPU + 1 s grace).
       // The wall clock starts before the interpreter does (1.46–1.56 s measured under load against the
-      // default 1 s grace's 2 s); a 3 s grace keeps the wait well past the CPU limit and far from the wall's.
+      // default 1 s grace's 2 s; a container start adds more); a 6 s grace keeps the wait well past the CPU
+      // limit and far from the wall's.
       const waits = await runPythonTests(sb(t), {
         ...addTask,
         timeLimitMs: 1_000,
-        wallGraceMs: 3_000,
+        wallGraceMs: 6_000,
         solution: "import time\ntime.sleep(1.4)\ndef add(a, b):\n    return a + b\n",
       });
       assert.equal(waits.passed, 4, waits.summary);
