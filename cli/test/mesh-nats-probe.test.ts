@@ -233,6 +233,7 @@ describe("the lock on the shared directories", () => {
         child.stderr.on("data", (b: Buffer) => {
           io.err += b.toString();
         });
+        child.stdin.on("error", () => {}); // a child that died: its stderr is reported below, not an EPIPE
         const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
         return { child, io, exited };
       });
@@ -241,8 +242,11 @@ describe("the lock on the shared directories", () => {
         const lines = async (want: number) => {
           const t0 = Date.now();
           while (children.some((c) => c.io.out.split("\n").length <= want)) {
-            const dead = children.find((c) => c.child.exitCode !== null);
-            if (dead) throw new Error(`a child exited ${dead.child.exitCode}: ${dead.io.err}`);
+            const dead = children.find((c) => c.child.exitCode !== null || c.child.signalCode !== null);
+            if (dead)
+              throw new Error(
+                `a child exited (${dead.child.exitCode ?? dead.child.signalCode}): ${dead.io.err}`,
+              );
             assert.ok(
               Date.now() - t0 < 60_000,
               `children's output: ${children.map((c) => c.io.out).join(" | ")}`,
@@ -259,7 +263,11 @@ describe("the lock on the shared directories", () => {
       const runs = children.map(
         (c) => JSON.parse(c.io.out.split("\n")[1]!) as { pid: number; held?: boolean; holder?: number },
       );
+      const exitLimit = setTimeout(() => {
+        for (const c of children) c.child.kill("SIGKILL");
+      }, 60_000);
       const codes = await Promise.all(children.map((c) => c.exited));
+      clearTimeout(exitLimit);
       assert.deepEqual(codes, [0, 0, 0], children.map((c) => c.io.err).join("\n"));
       const holders = runs.filter((r) => r.held);
       assert.equal(holders.length, 1, JSON.stringify(runs));

@@ -18,13 +18,14 @@ from .builder import (
     tool_call_task,
 )
 from .client import MAX_BATCH, AdvantagesClient, Mesh, RewardClient, advantages_request, weighted
-from .config import Component, RunConfig, run_config
+from .config import MAX_TIMEOUT, Component, RunConfig, run_config
 from .errors import InvalidInputError, MeshError, MeshRpcError, MeshTimeoutError, MeshUnavailableError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MAX_BATCH",
+    "MAX_TIMEOUT",
     "AdvantagesClient",
     "Component",
     "InvalidInputError",

@@ -7,6 +7,7 @@ subclasses naming the service, its address and the method.
 
 import copy
 import math
+import numbers
 import os
 import re
 import threading
@@ -20,7 +21,7 @@ from google.protobuf import json_format
 
 from ._proto import reward_pb2, reward_service_pb2, reward_service_pb2_grpc, rollout_pb2, trainer_pb2, trainer_pb2_grpc
 from .builder import domain_of
-from .config import from_env
+from .config import MAX_TIMEOUT, from_env
 from .errors import InvalidInputError, MeshError, MeshTimeoutError, rpc_error, status_error
 
 DEFAULT_TIMEOUT = 60.0
@@ -139,20 +140,23 @@ def _check_rollouts(rollouts, name="rollouts"):
                                     f"got {type(r).__module__}.{type(r).__qualname__}")
 
 
+def _is_seconds(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value <= MAX_TIMEOUT
+
+
 def _deadline(timeout, default):
     """The call's timeout, or the client's when the call gives none (0 is a timeout, not "none")."""
     if timeout is None:
         return default
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
-        raise InvalidInputError(f"'timeout' must be a number of seconds (0 or less: expired), got {timeout!r}")
-    return timeout
+    if not _is_seconds(timeout):
+        raise InvalidInputError(f"'timeout' must be a number of seconds up to {MAX_TIMEOUT:g} (0 or less: expired), got {timeout!r}")
+    return float(timeout)
 
 
 def _client_timeout(timeout):
-    """A client's default `timeout`: seconds, finite and above 0 (every call has a deadline)."""
-    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
-            or timeout <= 0):
-        raise InvalidInputError(f"the client's 'timeout' must be a number of seconds above 0, got {timeout!r}")
+    """A client's default `timeout`: seconds above 0 (every call has a deadline), at most MAX_TIMEOUT."""
+    if not _is_seconds(timeout) or timeout <= 0:
+        raise InvalidInputError(f"the client's 'timeout' must be a number of seconds above 0 and up to {MAX_TIMEOUT:g}, got {timeout!r}")
     return float(timeout)
 
 

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 from .errors import InvalidInputError
 
+# The longest timeout taken, in seconds (about 3 years): grpcio fails a call at once past ~1e10 s, and
+# waiting on futures overflows past ~9.2e9 s.
+MAX_TIMEOUT = 1e8
+
 # The trainer's component presets (trainer/src/run/config.ts COMPONENT_PRESETS); a test compares the two.
 COMPONENT_PRESETS = {
     "corrgrpo-code": [
@@ -178,6 +182,6 @@ def from_env(environ=None):
             out["timeout"] = float(env["REWARD_MESH_TIMEOUT"])
         except ValueError:
             out["timeout"] = math.nan
-        if not math.isfinite(out["timeout"]) or out["timeout"] <= 0:
-            raise InvalidInputError(f"'REWARD_MESH_TIMEOUT' must be seconds above 0, got {env['REWARD_MESH_TIMEOUT']!r}")
+        if not math.isfinite(out["timeout"]) or not 0 < out["timeout"] <= MAX_TIMEOUT:
+            raise InvalidInputError(f"'REWARD_MESH_TIMEOUT' must be seconds above 0 and up to {MAX_TIMEOUT:g}, got {env['REWARD_MESH_TIMEOUT']!r}")
     return out

@@ -34,7 +34,7 @@ after(async () => {
 
 /** Starts a worker process; resolves once it prints `ready`. `scored` collects its scored ids. */
 function startWorkerProcess(instance: string, scored: string[]): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", fixture, nats.url, instance, "10"], {
+  const child = spawn(process.execPath, ["--import", "tsx", fixture, nats.url, instance, "40"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);
