@@ -24,7 +24,11 @@ import {
   startRewardService,
   toGrpcStatus,
 } from "@reward-mesh/sdk";
-import { type RunningGateway, startOpenRlhfGateway } from "../src/gateway/openrlhf.js";
+import {
+  type OpenRlhfGatewayOptions,
+  type RunningGateway,
+  startOpenRlhfGateway,
+} from "../src/gateway/openrlhf.js";
 
 /** A service `name` scoring domain custom: waits `delayMs` (honouring the abort) or fails at once. */
 function slowService(name: string, o: { delayMs: number; fail?: boolean }) {
@@ -107,6 +111,30 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 
 const body = (n = 1) => JSON.stringify({ query: Array.from({ length: n }, () => "Q A"), prompts: ["Q "] });
 
+/**
+ * A gateway on a free port over `services` (each scoring domain custom with component `v`, weight 1): a
+ * client per service, put in `clients` for the caller to close.
+ */
+function customGateway(
+  services: readonly { name: string; address: string }[],
+  clients: { close(): void }[],
+  extra: Partial<OpenRlhfGatewayOptions> = {},
+): Promise<RunningGateway> {
+  return startOpenRlhfGateway({
+    components: services.map(({ name }) => ({ service: name, component: "v", weight: 1 })),
+    services: services.map(({ name, address }) => {
+      const client = createRewardServiceClient(address);
+      clients.push(client);
+      return { name, client, domains: ["custom"] };
+    }),
+    domain: "custom",
+    host: "127.0.0.1",
+    port: 0,
+    timeoutMs: 60_000,
+    ...extra,
+  });
+}
+
 describe("reward-mesh gateway limits and cancellation", { timeout: 180_000 }, () => {
   const slow = slowService("slow", { delayMs: 20_000 });
   const broken = slowService("broken", { delayMs: 0, fail: true });
@@ -137,20 +165,11 @@ describe("reward-mesh gateway limits and cancellation", { timeout: 180_000 }, ()
     names: ("slow" | "broken")[],
     extra: { maxConcurrent?: number; maxBodyBytes?: number },
   ) {
-    const services = names.map((name) => {
-      const client = createRewardServiceClient((name === "slow" ? slowRunning : brokenRunning).grpc.address);
-      clients.push(client);
-      return { name, client, domains: ["custom"] };
-    });
-    const g = await startOpenRlhfGateway({
-      components: names.map((service) => ({ service, component: "v", weight: 1 })),
-      services,
-      domain: "custom",
-      host: "127.0.0.1",
-      port: 0,
-      timeoutMs: 60_000,
-      ...extra,
-    });
+    const services = names.map((name) => ({
+      name,
+      address: (name === "slow" ? slowRunning : brokenRunning).grpc.address,
+    }));
+    const g = await customGateway(services, clients, extra);
     gateways.push(g);
     return `${g.url}/get_reward`;
   }
@@ -209,16 +228,7 @@ describe("reward-mesh gateway: one ScoreBatch per service, ScoreStream for a ser
   });
 
   async function gatewayFor(address: string, name = "picky") {
-    const client = createRewardServiceClient(address);
-    clients.push(client);
-    const g = await startOpenRlhfGateway({
-      components: [{ service: name, component: "v", weight: 1 }],
-      services: [{ name, client, domains: ["custom"] }],
-      domain: "custom",
-      host: "127.0.0.1",
-      port: 0,
-      timeoutMs: 60_000,
-    });
+    const g = await customGateway([{ name, address }], clients);
     gateways.push(g);
     return `${g.url}/get_reward`;
   }
@@ -298,17 +308,8 @@ describe("reward-mesh gateway shutdown drains", { timeout: 90_000 }, () => {
   });
 
   async function gateway(name: "steady" | "stuck", shutdownGraceMs: number): Promise<RunningGateway> {
-    const client = createRewardServiceClient((name === "steady" ? steadyRunning : stuckRunning).grpc.address);
-    clients.push(client);
-    return startOpenRlhfGateway({
-      components: [{ service: name, component: "v", weight: 1 }],
-      services: [{ name, client, domains: ["custom"] }],
-      domain: "custom",
-      host: "127.0.0.1",
-      port: 0,
-      timeoutMs: 120_000,
-      shutdownGraceMs,
-    });
+    const address = (name === "steady" ? steadyRunning : stuckRunning).grpc.address;
+    return customGateway([{ name, address }], clients, { timeoutMs: 120_000, shutdownGraceMs });
   }
 
   it("close(): refuses new connections, lets the request in flight finish, then resolves", async () => {

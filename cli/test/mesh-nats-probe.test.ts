@@ -27,7 +27,7 @@ import { fileURLToPath } from "node:url";
 import { freePort, type LocalNats, loadNatsAuthOptions, startNatsServer } from "@reward-mesh/sdk";
 import { createTestPki, type TestPki } from "@reward-mesh/sdk/testing";
 import { breakStaleLock, LOCK_FILE, lockDir, startMeshNats } from "../src/commands/mesh-nats.js";
-import { loadCliConfig } from "../src/config.js";
+import { meshTestConfig } from "./mesh-config.js";
 
 let dir: string;
 before(() => {
@@ -36,10 +36,7 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const cliConfig = (sub: string, env: Record<string, string | undefined>, defaultNatsUrl?: string) =>
-  loadCliConfig(
-    { REWARD_MESH_NATS_STORE: join(dir, sub, "js"), PATH: process.env.PATH, ...env },
-    defaultNatsUrl === undefined ? {} : { natsUrl: defaultNatsUrl },
-  );
+  meshTestConfig(dir, sub, env, defaultNatsUrl);
 
 /** A pid whose process has exited. */
 const deadPid = () => spawnSync(process.execPath, ["-e", "0"]).pid!;
@@ -221,60 +218,58 @@ describe("the lock on the shared directories", () => {
       ].join("\n"),
     );
     const tsx = fileURLToPath(new URL("../../node_modules/tsx/dist/cli.mjs", import.meta.url));
-    for (let round = 0; round < 1; round++) {
-      mkdirSync(d, { recursive: true });
-      writeFileSync(join(d, LOCK_FILE), `${deadPid()} 0123\n`);
-      const children = [0, 1, 2].map(() => {
-        const child = spawn(process.execPath, [tsx, script, d], { stdio: ["pipe", "pipe", "pipe"] });
-        const io = { out: "", err: "" };
-        child.stdout.on("data", (b: Buffer) => {
-          io.out += b.toString();
-        });
-        child.stderr.on("data", (b: Buffer) => {
-          io.err += b.toString();
-        });
-        child.stdin.on("error", () => {}); // a child that died: its stderr is reported below, not an EPIPE
-        const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-        return { child, io, exited };
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, LOCK_FILE), `${deadPid()} 0123\n`);
+    const children = [0, 1, 2].map(() => {
+      const child = spawn(process.execPath, [tsx, script, d], { stdio: ["pipe", "pipe", "pipe"] });
+      const io = { out: "", err: "" };
+      child.stdout.on("data", (b: Buffer) => {
+        io.out += b.toString();
       });
-      try {
-        // Until each child has printed `want` lines (a child that exits meanwhile fails the test).
-        const lines = async (want: number) => {
-          const t0 = Date.now();
-          while (children.some((c) => c.io.out.split("\n").length <= want)) {
-            const dead = children.find((c) => c.child.exitCode !== null || c.child.signalCode !== null);
-            if (dead)
-              throw new Error(
-                `a child exited (${dead.child.exitCode ?? dead.child.signalCode}): ${dead.io.err}`,
-              );
-            assert.ok(
-              Date.now() - t0 < 60_000,
-              `children's output: ${children.map((c) => c.io.out).join(" | ")}`,
+      child.stderr.on("data", (b: Buffer) => {
+        io.err += b.toString();
+      });
+      child.stdin.on("error", () => {}); // a child that died: its stderr is reported below, not an EPIPE
+      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+      return { child, io, exited };
+    });
+    try {
+      // Until each child has printed `want` lines (a child that exits meanwhile fails the test).
+      const lines = async (want: number) => {
+        const t0 = Date.now();
+        while (children.some((c) => c.io.out.split("\n").length <= want)) {
+          const dead = children.find((c) => c.child.exitCode !== null || c.child.signalCode !== null);
+          if (dead)
+            throw new Error(
+              `a child exited (${dead.child.exitCode ?? dead.child.signalCode}): ${dead.io.err}`,
             );
-            await new Promise((r) => setTimeout(r, 20));
-          }
-        };
-        await lines(1); // "ready" from all three
-        for (const c of children) c.child.stdin.write("go\n");
-        await lines(2); // each one's result
-      } finally {
-        for (const c of children) c.child.stdin.end();
-      }
-      const runs = children.map(
-        (c) => JSON.parse(c.io.out.split("\n")[1]!) as { pid: number; held?: boolean; holder?: number },
-      );
-      const exitLimit = setTimeout(() => {
-        for (const c of children) c.child.kill("SIGKILL");
-      }, 60_000);
-      const codes = await Promise.all(children.map((c) => c.exited));
-      clearTimeout(exitLimit);
-      assert.deepEqual(codes, [0, 0, 0], children.map((c) => c.io.err).join("\n"));
-      const holders = runs.filter((r) => r.held);
-      assert.equal(holders.length, 1, JSON.stringify(runs));
-      for (const r of runs.filter((x) => !x.held)) assert.ok(r.holder !== undefined, JSON.stringify(runs));
-      assert.equal(existsSync(join(d, `${LOCK_FILE}.break`)), false);
-      assert.equal(existsSync(join(d, LOCK_FILE)), false, "released by its holder");
+          assert.ok(
+            Date.now() - t0 < 60_000,
+            `children's output: ${children.map((c) => c.io.out).join(" | ")}`,
+          );
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await lines(1); // "ready" from all three
+      for (const c of children) c.child.stdin.write("go\n");
+      await lines(2); // each one's result
+    } finally {
+      for (const c of children) c.child.stdin.end();
     }
+    const runs = children.map(
+      (c) => JSON.parse(c.io.out.split("\n")[1]!) as { pid: number; held?: boolean; holder?: number },
+    );
+    const exitLimit = setTimeout(() => {
+      for (const c of children) c.child.kill("SIGKILL");
+    }, 60_000);
+    const codes = await Promise.all(children.map((c) => c.exited));
+    clearTimeout(exitLimit);
+    assert.deepEqual(codes, [0, 0, 0], children.map((c) => c.io.err).join("\n"));
+    const holders = runs.filter((r) => r.held);
+    assert.equal(holders.length, 1, JSON.stringify(runs));
+    for (const r of runs.filter((x) => !x.held)) assert.ok(r.holder !== undefined, JSON.stringify(runs));
+    assert.equal(existsSync(join(d, `${LOCK_FILE}.break`)), false);
+    assert.equal(existsSync(join(d, LOCK_FILE)), false, "released by its holder");
   });
 });
 

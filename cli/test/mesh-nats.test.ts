@@ -42,6 +42,7 @@ import { runTrain } from "../src/commands/train.js";
 import { LOCK_FILE } from "../src/commands/mesh-nats.js";
 import { printMesh, type RunningMesh, startMesh } from "../src/commands/up.js";
 import { loadCliConfig } from "../src/config.js";
+import { meshTestConfig } from "./mesh-config.js";
 
 let dir: string;
 before(() => {
@@ -50,15 +51,7 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const cliConfig = (sub: string, env: Record<string, string | undefined>, defaultNatsUrl?: string) =>
-  loadCliConfig(
-    {
-      REWARD_MESH_NATS_STORE: join(dir, sub, "js"),
-      REWARD_MESH_LOG_DIR: join(dir, sub, "logs"),
-      PATH: process.env.PATH,
-      ...env,
-    },
-    defaultNatsUrl === undefined ? {} : { natsUrl: defaultNatsUrl },
-  );
+  meshTestConfig(dir, sub, env, defaultNatsUrl);
 
 const portOf = (url: string) => Number(new URL(url).port);
 const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
@@ -455,23 +448,15 @@ describe("reward-mesh up's NATS", () => {
 
       const expErr = sink();
       const expOut = sink();
-      const code = await runExperiment(
-        [
-          "--config",
-          cfg,
-          "--estimators",
-          "grpo",
-          "--seeds",
-          "1",
-          "--id",
-          "exp-notice",
-          "--log-format",
-          "json",
-        ],
-        config,
-        expOut,
-        expErr,
-      );
+      // One GRPO run of `cfg` as experiment `id`, logging in `format`.
+      const experiment = (id: string, format: string, out: PassThrough, err: PassThrough) =>
+        runExperiment(
+          ["--config", cfg, "--estimators", "grpo", "--seeds", "1", "--id", id, "--log-format", format],
+          config,
+          out,
+          err,
+        );
+      const code = await experiment("exp-notice", "json", expOut, expErr);
       assert.equal(code, 0, expErr.text());
       const expRecord = expErr
         .text()
@@ -484,26 +469,7 @@ describe("reward-mesh up's NATS", () => {
       assert.equal(JSON.parse(expOut.text()).runs, 1, "stdout carries only the result");
       // In human format, the line itself.
       const human = sink();
-      assert.equal(
-        await runExperiment(
-          [
-            "--config",
-            cfg,
-            "--estimators",
-            "grpo",
-            "--seeds",
-            "1",
-            "--id",
-            "exp-notice2",
-            "--log-format",
-            "human",
-          ],
-          config,
-          sink(),
-          human,
-        ),
-        0,
-      );
+      assert.equal(await experiment("exp-notice2", "human", sink(), human), 0);
       assert.match(human.text().split("\n")[0]!, notice);
     } finally {
       await foreign.stop();
