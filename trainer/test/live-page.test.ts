@@ -50,6 +50,8 @@ function stepReport(step: number, steps: number): StepReport {
         corrGrpoRow: [0.5, 0.5, 0],
       },
       droppedGroups: step === 2 ? 1 : 0,
+      // Step 3: CorrGRPO's degenerate-group guard fired for one group.
+      groups: { used: 2, imputed: 0, corrFallback: step === 3 ? 1 : 0 },
       loss: 0.05 / step,
       kl: 0.001 * step,
       clipFraction: 0.01,
@@ -64,6 +66,7 @@ function stepReport(step: number, steps: number): StepReport {
         kept: true,
         degenerate: false,
         imputed: false,
+        corrFallback: step === 3,
         weightedRewards: [0, 1, 0.5, 1],
         advantages: [-1.2, 0.8, -0.2, 0.6],
       },
@@ -74,6 +77,7 @@ function stepReport(step: number, steps: number): StepReport {
         kept: false,
         degenerate: false,
         imputed: false,
+        corrFallback: false,
         weightedRewards: [1, 1, 1, 1],
         advantages: [0, 0, 0, 0],
       },
@@ -237,13 +241,28 @@ it("the live page in headless Chromium: loads, shows a new step without reload, 
   await page.waitForSelector('#latest[data-step="2"]');
   await page.waitForSelector('#steps tr[data-step="2"]');
   // The charts are redrawn with step 2 (every point and heatmap cell has a title "<series> · step N: <value>").
-  await page.locator("#charts title", { hasText: / · step 2: / }).first().waitFor({ state: "attached" });
+  await page
+    .locator("#charts title", { hasText: / · step 2: / })
+    .first()
+    .waitFor({ state: "attached" });
   assert.equal(await page.evaluate("window.marker"), 42, "same document");
   assert.equal(loads, 1, "loaded once");
   assert.equal(await page.locator("#steps tr[data-step]").count(), 2);
   assert.match((await page.textContent("#groups")) ?? "", /s2-p0/);
+  assert.equal(await page.locator("#charts .warn").count(), 0, "no guard warning before it fires");
   live.push(stepReport(3, 4));
   await page.waitForSelector('#latest[data-step="3"]');
+  // The guard fired at step 3: a warning above the charts, the step's count, the group marked.
+  await page
+    .locator("#charts .warn", { hasText: /degenerate-group guard fired for 1 group .*\(step 3\)/ })
+    .waitFor();
+  assert.match((await page.textContent("#steps")) ?? "", /CorrGRPO fallback/);
+  assert.equal(
+    (await page.textContent('#steps tr[data-step="3"] td:nth-last-child(2)'))?.trim(),
+    "1",
+    "step 3's fallback count",
+  );
+  assert.match((await page.textContent("#groups")) ?? "", /yes, CorrGRPO fallback \(GRPO scale\)/);
 
   mkdirSync(SCREENSHOTS, { recursive: true });
   const shot = join(SCREENSHOTS, "live-page.png");

@@ -41,6 +41,8 @@ estimators: ${supportedEstimatorNames().join(", ")}
   --singleton zero|verl           grpo
   --epsilon-placement inside|outside    grpo_covariance_coefficient, gdpo_covariance_coefficient
   --coefficient-sum-floor <x>     grpo_covariance_coefficient, gdpo_covariance_coefficient
+  --coefficient-sum-fallback-below <x>  grpo_covariance_coefficient, gdpo_covariance_coefficient
+                                  (default 0.01; 0 = the paper's form, no degenerate-group guard)
   --norm-by-std true|false        grpo_covariance_coefficient
   --batch-norm sequence|token|none      gdpo
   --batch-epsilon <x>             gdpo
@@ -77,6 +79,7 @@ export const ADVANTAGES_FLAGS: Readonly<Record<string, FlagSpec>> = {
   "--singleton": { kind: "string", target: "options.singleton" },
   "--epsilon-placement": { kind: "string", target: "options.epsilonPlacement" },
   "--coefficient-sum-floor": { kind: "number", target: "options.coefficientSumFloor" },
+  "--coefficient-sum-fallback-below": { kind: "number", target: "options.coefficientSumFallbackBelow" },
   "--norm-by-std": { kind: "boolean-value", target: "options.normByStd" },
   "--batch-norm": { kind: "string", target: "options.batchNorm" },
   "--batch-epsilon": { kind: "number", target: "options.batchEpsilon" },

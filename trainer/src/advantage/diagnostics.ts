@@ -131,6 +131,7 @@ export function computeGroupDiagnostics(
     components: names,
     degenerate: (f & GroupFlags.degenerate) !== 0,
     kept: (f & GroupFlags.dropped) === 0,
+    corrFallback: (f & GroupFlags.corrFallback) !== 0,
     weights,
     constantComponents,
     centeredTotal,

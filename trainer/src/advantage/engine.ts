@@ -236,6 +236,7 @@ export function computeAdvantages(
       advantages: Array.from(run.advantages.subarray(row0, row1)),
       degenerate: (f & GroupFlags.degenerate) !== 0,
       kept: (f & GroupFlags.dropped) === 0,
+      corrFallback: (f & GroupFlags.corrFallback) !== 0,
       ...(diagnostics === undefined ? {} : { diagnostics }),
     });
   }

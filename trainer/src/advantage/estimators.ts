@@ -61,6 +61,7 @@ const BASE_PARAMS: EstimatorParams = {
   singleton: "zero",
   epsilonPlacement: "inside",
   coefficientSumFloor: 0,
+  coefficientSumFallbackBelow: 0.01,
   normByStd: true,
   batchNorm: "sequence",
   batchEpsilon: 1e-6,
@@ -105,7 +106,9 @@ const runCorrGrpo: EstimatorRunFn = (batch, params, ws, out, flags) => {
       continue;
     }
     const row0 = groupOffsets[g]!;
-    corrGrpoGroup(values, row0, groupOffsets[g + 1]! - row0, K, weights, params, ws, out, g);
+    if (corrGrpoGroup(values, row0, groupOffsets[g + 1]! - row0, K, weights, params, ws, out, g)) {
+      flags[g] = flags[g]! | GroupFlags.corrFallback;
+    }
   }
 };
 
@@ -157,10 +160,13 @@ const runGdpoCovariance: EstimatorRunFn = (batch, params, ws, out, flags) => {
     normalizedSumGroup(values, row0, groupOffsets[g + 1]! - row0, K, weights, params, out, ws.batchZ);
   }
   markActiveRows(batch, flags, ws, true);
-  const d = gdpoCovarianceBatchStage(batch, params, ws, out);
+  const { denominator: d, fellBack } = gdpoCovarianceBatchStage(batch, params, ws, out);
   for (let g = 0; g < batch.groupCount; g++) {
     if ((flags[g]! & GroupFlags.dropped) !== 0) zeroDropped(batch, g, ws, out);
-    else ws.denominators[g] = d;
+    else {
+      ws.denominators[g] = d;
+      if (fellBack) flags[g] = flags[g]! | GroupFlags.corrFallback;
+    }
   }
 };
 
@@ -187,7 +193,13 @@ const DEFINITIONS: readonly AdvantageEstimatorDefinition[] = [
     name: "grpo_covariance_coefficient",
     summary: "CorrGRPO: centred weighted total / sqrt(Σ_kl ρ_kl + ε)",
     paper: "Hu et al., CorrGRPO, arXiv 2609.36820",
-    optionKeys: ["epsilon", "epsilonPlacement", "coefficientSumFloor", "normByStd"],
+    optionKeys: [
+      "epsilon",
+      "epsilonPlacement",
+      "coefficientSumFloor",
+      "coefficientSumFallbackBelow",
+      "normByStd",
+    ],
     defaults: BASE_PARAMS,
     needsBatchZ: false,
     run: runCorrGrpo,
@@ -205,7 +217,13 @@ const DEFINITIONS: readonly AdvantageEstimatorDefinition[] = [
     name: "gdpo_covariance_coefficient",
     summary: "GDPO with CorrGRPO's batch correlation denominator",
     paper: "Hu et al., CorrGRPO, arXiv 2609.36820 (released code, GDPO variant)",
-    optionKeys: ["stdMode", "epsilon", "epsilonPlacement", "coefficientSumFloor"],
+    optionKeys: [
+      "stdMode",
+      "epsilon",
+      "epsilonPlacement",
+      "coefficientSumFloor",
+      "coefficientSumFallbackBelow",
+    ],
     defaults: BASE_PARAMS,
     needsBatchZ: true,
     run: runGdpoCovariance,
@@ -339,6 +357,10 @@ export function resolveEstimatorParams(
       o["coefficientSumFloor"] === undefined
         ? d.coefficientSumFloor
         : nonNegative("options.coefficientSumFloor", o["coefficientSumFloor"]),
+    coefficientSumFallbackBelow:
+      o["coefficientSumFallbackBelow"] === undefined
+        ? d.coefficientSumFallbackBelow
+        : nonNegative("options.coefficientSumFallbackBelow", o["coefficientSumFallbackBelow"]),
     normByStd,
     batchNorm,
     batchEpsilon:
@@ -350,10 +372,16 @@ export function resolveEstimatorParams(
   };
   const usesCorrelation =
     def.name === "grpo_covariance_coefficient" || def.name === "gdpo_covariance_coefficient";
-  if (usesCorrelation && params.normByStd && params.epsilon === 0 && params.coefficientSumFloor === 0) {
+  if (
+    usesCorrelation &&
+    params.normByStd &&
+    params.epsilon === 0 &&
+    params.coefficientSumFloor === 0 &&
+    params.coefficientSumFallbackBelow === 0
+  ) {
     throw new AdvantageOptionsError(
       "options.epsilon",
-      `'options.epsilon' must be > 0 unless 'options.coefficientSumFloor' > 0 (the coefficient sum can be 0 while the total varies)`,
+      `'options.epsilon' must be > 0 unless 'options.coefficientSumFloor' or 'options.coefficientSumFallbackBelow' > 0 (the coefficient sum can be 0 while the total varies)`,
     );
   }
   return params;

@@ -25,6 +25,11 @@ export interface EstimatorParams {
   readonly singleton: SingletonPolicy;
   readonly epsilonPlacement: EpsilonPlacement;
   readonly coefficientSumFloor: number;
+  /**
+   * CorrGRPO's degenerate-group guard: when `max(S, floor)` is below this while the weighted total
+   * varies, the divisor is the weighted total's sample std (GRPO's) instead of `sqrt(S)`; 0 = off.
+   */
+  readonly coefficientSumFallbackBelow: number;
   readonly normByStd: boolean;
   readonly batchNorm: GdpoBatchNorm;
   readonly batchEpsilon: number;
@@ -207,6 +212,11 @@ export function grpoGroup(
  * `X = w·R`; `C = X − column means` (exactly-constant columns → 0); `n_i = Σ_k C_ik`;
  * `S = Σ_kl ρ_kl` over non-constant columns; `d = sqrt(max(S, floor) + ε)` (or `sqrt(·) + ε`);
  * `A_i = n_i / d` (0 when the weighted total is exactly constant).
+ *
+ * Degenerate-group guard: when `max(S, floor) < fallbackBelow` although the weighted total varies
+ * (standardised components that cancel, e.g. two perfectly anti-correlated rewards), `sqrt(S)` would
+ * amplify the centred total without bound; the divisor is then GRPO's, the total's sample std, with ε
+ * placed the same way. Returns true when the guard replaced the divisor.
  */
 export function corrGrpoGroup(
   values: Float64Array,
@@ -218,7 +228,7 @@ export function corrGrpoGroup(
   ws: Workspace,
   out: Float64Array,
   g: number,
-): void {
+): boolean {
   const C = ws.centred;
   const tot = ws.totals;
   const num = ws.numer;
@@ -295,17 +305,35 @@ export function corrGrpoGroup(
     }
   }
   let d = 1;
+  let fellBack = false;
   if (p.normByStd) {
-    const floor = p.coefficientSumFloor;
-    const Se = Math.max(S, floor);
+    let Se = Math.max(S, p.coefficientSumFloor);
+    if (Se < p.coefficientSumFallbackBelow && totalConstant === 0 && G > 1) {
+      Se = sampleVariance(tot, G);
+      fellBack = true;
+    }
     d = p.epsilonPlacement === "inside" ? Math.sqrt(Se + p.epsilon) : Math.sqrt(Se) + p.epsilon;
   }
   ws.denominators[g] = G > 1 ? d : Number.NaN;
   if (totalConstant === 1 || G === 1) {
     for (let i = 0; i < G; i++) out[row0 + i] = 0;
-    return;
+    return false;
   }
   for (let i = 0; i < G; i++) out[row0 + i] = num[i]! / d;
+  return fellBack;
+}
+
+/** Sample variance (÷ (n − 1)) of `x[0..n)`, two-pass. */
+function sampleVariance(x: Float64Array, n: number): number {
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += x[i]!;
+  const mean = sum / n;
+  let dot = 0;
+  for (let i = 0; i < n; i++) {
+    const c = x[i]! - mean;
+    dot += c * c;
+  }
+  return dot / (n - 1);
 }
 
 /**
@@ -484,14 +512,16 @@ export function gdpoBatchStage(
  * `S_i`) with the per-component terms in `ws.batchZ`: Pearson correlation of the `Z` columns over
  * the active rows (exactly-constant columns → zero row/column), `d = sqrt(max(ΣP, floor) + ε)`,
  * `A_i = (S_i − length-weighted mean S) / d`. Inactive rows get 0. Returns `d` (NaN when fewer
- * than two rows are active or every `S_i` is exactly equal, in which case all advantages are 0).
+ * than two rows are active or every `S_i` is exactly equal, in which case all advantages are 0) and
+ * whether the degenerate guard replaced `sqrt(S)` by the sample std of the `S_i` (see
+ * {@link corrGrpoGroup}).
  */
 export function gdpoCovarianceBatchStage(
   batch: PackedBatch,
   p: EstimatorParams,
   ws: Workspace,
   out: Float64Array,
-): number {
+): { readonly denominator: number; readonly fellBack: boolean } {
   const N = batch.rolloutCount;
   const K = batch.components;
   const active = ws.rowActive;
@@ -533,7 +563,7 @@ export function gdpoCovarianceBatchStage(
   }
   if (n < 2 || sConstant === 1) {
     for (let r = 0; r < N; r++) out[r] = 0;
-    return Number.NaN;
+    return { denominator: Number.NaN, fellBack: false };
   }
   for (let k = 0; k < K; k++) mean[k] = mean[k]! / n;
   const dof = n - 1;
@@ -571,13 +601,27 @@ export function gdpoCovarianceBatchStage(
       S += 2 * ((dot / dof) * sk * sl);
     }
   }
-  const floor = p.coefficientSumFloor;
-  const Se = Math.max(S, floor);
+  let Se = Math.max(S, p.coefficientSumFloor);
+  let fellBack = false;
+  if (Se < p.coefficientSumFallbackBelow) {
+    // Degenerate batch (the standardised columns cancel): divide by the summed values' sample std.
+    let sm = 0;
+    for (let r = 0; r < N; r++) if (active[r] !== 0) sm += out[r]!;
+    sm /= n;
+    let dot = 0;
+    for (let r = 0; r < N; r++) {
+      if (active[r] === 0) continue;
+      const c = out[r]! - sm;
+      dot += c * c;
+    }
+    Se = dot / dof;
+    fellBack = true;
+  }
   const d = p.epsilonPlacement === "inside" ? Math.sqrt(Se + p.epsilon) : Math.sqrt(Se) + p.epsilon;
   const sMean = ssum / wsum;
   for (let r = 0; r < N; r++) {
     if (active[r] === 0) continue;
     out[r] = (out[r]! - sMean) / d;
   }
-  return d;
+  return { denominator: d, fellBack };
 }

@@ -77,10 +77,16 @@ describe("CorrGRPO's denominator is invariant to positive weight scaling", () =>
       const R = randomRewards(rand, G, K);
       const w = randomWeights(rand, K);
       const scaled = w.map((x) => x * (0.01 + rand() * 50));
+      // The paper's denominator: the degenerate-group guard (GRPO's scale, which moves with the
+      // weights by design) is off here.
       const run = (weights: number[], estimator: "corr_grpo" | "grpo") =>
-        computeAdvantages({ groups: [{ rewards: R }], weights }, { estimator } as AdvantageConfig, {
-          diagnostics: true,
-        }).groups[0]!.diagnostics!;
+        computeAdvantages(
+          { groups: [{ rewards: R }], weights },
+          (estimator === "grpo"
+            ? { estimator }
+            : { estimator, options: { coefficientSumFallbackBelow: 0 } }) as AdvantageConfig,
+          { diagnostics: true },
+        ).groups[0]!.diagnostics!;
       const a = run(w, "corr_grpo");
       const b = run(scaled, "corr_grpo");
       assertClose(b.coefficientSum, a.coefficientSum, `trial ${t} coefficientSum`);
@@ -210,13 +216,14 @@ describe("Figure 2 reconstruction (CorrGRPO project page)", () => {
 
 describe("anti-correlation blow-up and coefficientSumFloor", () => {
   const c6 = loadVectors().c6_perfect_anticorrelation_G4;
-  it("c6: perfectly anti-correlated components give S = 0 and A = 1000 × the centred total", () => {
+  it("c6: perfectly anti-correlated components give S = 0 and, in the paper's form, A = 1000 × the centred total", () => {
     const r = computeAdvantages(
       { groups: [{ rewards: c6.rewards }], weights: c6.weights },
-      { estimator: "corr_grpo" },
+      { estimator: "corr_grpo", options: { coefficientSumFallbackBelow: 0 } },
       { diagnostics: true },
     ).groups[0]!;
     assert.equal(r.diagnostics!.coefficientSum, 0);
+    assert.equal(r.corrFallback, false);
     assertClose(r.advantages, [250, -250, 250, -250], "blow-up");
     assertClose(
       advantages(c6.rewards, c6.weights, { estimator: "grpo" }),
@@ -224,7 +231,17 @@ describe("anti-correlation blow-up and coefficientSumFloor", () => {
       "GRPO stays ±0.866",
     );
   });
-  it("c6: floor 1 caps it at the Dr. GRPO scale", () => {
+  it("c6: the default guard divides by the total's std instead: GRPO's ±0.866, flagged", () => {
+    const r = computeAdvantages(
+      { groups: [{ rewards: c6.rewards }], weights: c6.weights },
+      { estimator: "corr_grpo" },
+      { diagnostics: true },
+    ).groups[0]!;
+    assert.equal(r.corrFallback, true);
+    assert.equal(r.diagnostics!.corrFallback, true);
+    assertClose(r.advantages, c6.expected.grpo_verl, "GRPO scale", 1e-5);
+  });
+  it("c6: an explicit floor takes precedence over the guard (floor 1 caps it at the Dr. GRPO scale)", () => {
     const tamed = advantages(c6.rewards, c6.weights, {
       estimator: "corr_grpo",
       options: { coefficientSumFloor: 1 },
@@ -238,14 +255,25 @@ describe("anti-correlation blow-up and coefficientSumFloor", () => {
   it("G = 2: every pair has ρ = ±1, so blow-ups are routine; the floor bounds |A| by |centred total|/sqrt(floor)", () => {
     const rand = mulberry32(2);
     let blowUps = 0;
+    let guardFired = 0;
     for (let t = 0; t < TRIALS; t++) {
       const G = t % 2 === 0 ? 2 : randInt(rand, 3, 8);
       const K = randInt(rand, 2, 5);
       const R = randomRewards(rand, G, K);
       const w = randomWeights(rand, K);
       const dr = advantages(R, w, { estimator: "dr_grpo" });
-      const raw = advantages(R, w, { estimator: "corr_grpo" });
+      const raw = advantages(R, w, { estimator: "corr_grpo", options: { coefficientSumFallbackBelow: 0 } });
       if (raw.some((x, i) => Math.abs(x) > 30 * Math.abs(dr[i]!) && Math.abs(dr[i]!) > 1e-12)) blowUps++;
+      // The default: |A| ≤ 10·|centred total| (S ≥ 0.01), or the guard's GRPO scale (|A| < sqrt(G − 1)).
+      const guarded = computeAdvantages({ groups: [{ rewards: R }], weights: w }, { estimator: "corr_grpo" })
+        .groups[0]!;
+      guarded.advantages.forEach((x, i) => {
+        const bound = guarded.corrFallback
+          ? Math.sqrt(G - 1)
+          : (Math.abs(dr[i]!) / Math.sqrt(0.01)) * (1 + 1e-9);
+        assert.ok(Math.abs(x) <= bound + 1e-12, `trial ${t}: default |A| ${Math.abs(x)} > ${bound}`);
+      });
+      if (guarded.corrFallback) guardFired++;
       for (const floor of [0.25, 1, 4]) {
         const a = advantages(R, w, { estimator: "corr_grpo", options: { coefficientSumFloor: floor } });
         a.forEach((x, i) => {
@@ -257,5 +285,6 @@ describe("anti-correlation blow-up and coefficientSumFloor", () => {
       }
     }
     assert.ok(blowUps > 10, `expected some ≥30× blow-ups without a floor, saw ${blowUps}`);
+    assert.ok(guardFired > 10, `expected the default guard to fire on G = 2 groups, saw ${guardFired}`);
   });
 });

@@ -22,6 +22,7 @@ export interface ReferenceConfig {
   readonly singleton?: "zero" | "verl";
   readonly epsilonPlacement?: EpsilonPlacement;
   readonly coefficientSumFloor?: number;
+  readonly coefficientSumFallbackBelow?: number;
   readonly normByStd?: boolean;
   readonly batchNorm?: GdpoBatchNorm;
   readonly batchEpsilon?: number;
@@ -73,8 +74,14 @@ export function referenceCoefficientSum(m: readonly number[][]): number {
   return S;
 }
 
-function correlationDenominator(S: number, c: ReferenceConfig): number {
-  const Se = Math.max(S, c.coefficientSumFloor ?? 0);
+/**
+ * CorrGRPO's divisor: `sqrt(max(S, floor) + ε)`, or, when `max(S, floor)` is below the degenerate
+ * guard's threshold, the same expression over the sample variance of `values` (the weighted totals,
+ * or the batch's summed terms) instead of S.
+ */
+function correlationDenominator(S: number, values: readonly number[], c: ReferenceConfig): number {
+  let Se = Math.max(S, c.coefficientSumFloor ?? 0);
+  if (Se < (c.coefficientSumFallbackBelow ?? 0.01)) Se = std(values, "sample") ** 2;
   const eps = c.epsilon ?? 1e-6;
   return (c.epsilonPlacement ?? "inside") === "inside" ? Math.sqrt(Se + eps) : Math.sqrt(Se) + eps;
 }
@@ -141,7 +148,7 @@ export function referenceAdvantages(
       const C = Array.from({ length: K }, (_, k) => centre(column(X, k)));
       const numerator = rows.map((_, i) => sum(C.map((col) => col[i]!)));
       if (allEqual(totals[g]!)) return rows.map(() => 0);
-      const d = c.normByStd === false ? 1 : correlationDenominator(referenceCoefficientSum(X), c);
+      const d = c.normByStd === false ? 1 : correlationDenominator(referenceCoefficientSum(X), totals[g]!, c);
       return numerator.map((n) => n / d);
     });
   } else {
@@ -179,7 +186,7 @@ export function referenceAdvantages(
       const ws = L.flatMap((l, g) => l.filter((_, i) => rowActive[g]![i]));
       const degenerate = xs.length < 2 || allEqual(xs);
       const mu = sum(xs.map((x, j) => ws[j]! * x)) / sum(ws);
-      const d = correlationDenominator(referenceCoefficientSum(Zrows), c);
+      const d = degenerate ? 1 : correlationDenominator(referenceCoefficientSum(Zrows), xs, c);
       A = S.map((s, g) => s.map((x, i) => (!rowActive[g]![i] || degenerate ? 0 : (x - mu) / d)));
     }
   }

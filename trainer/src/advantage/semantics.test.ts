@@ -393,7 +393,14 @@ describe("registry and options", () => {
         /'options\.scale' must be one of group \| batch \| none/,
       ],
       [{ estimator: "mo_grpo", options: { epsilon: -1 } }, /'options\.epsilon' must be a finite number ≥ 0/],
-      [{ estimator: "corr_grpo", options: { epsilon: 0 } }, /'options\.epsilon' must be > 0 unless/],
+      [
+        { estimator: "corr_grpo", options: { epsilon: 0, coefficientSumFallbackBelow: 0 } },
+        /'options\.epsilon' must be > 0 unless/,
+      ],
+      [
+        { estimator: "corr_grpo", options: { coefficientSumFallbackBelow: -0.5 } },
+        /'options\.coefficientSumFallbackBelow' must be a finite number ≥ 0, got -0\.5/,
+      ],
       [{ estimator: "corr_grpo", options: { normByStd: "yes" } }, /'options\.normByStd' must be a boolean/],
       [{ estimator: "grpo", sgrpo: { p: 0.5 } }, /'sgrpo\.p' must be a number in \[0, 0\.5\)/],
       [

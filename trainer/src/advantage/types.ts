@@ -78,6 +78,15 @@ export interface CorrGrpoOptions {
    * anti-correlated components drive `S` towards 0.
    */
   readonly coefficientSumFloor?: number;
+  /**
+   * Degenerate-group guard: when `max(S, floor)` is below this while the group's weighted total
+   * varies, the group is divided by the total's sample std (GRPO's denominator, ε placed as above)
+   * and flagged `corrFallback`. Without it, perfectly anti-correlated components (S = 0, routine at
+   * G = 2 and with binary rewards) multiply the centred total by up to `1/sqrt(ε)` = 1000.
+   * @default 0.01 — only groups whose standardised components cancel to within 1 % of one
+   * component's variance; `0` is the paper's and the released code's behaviour.
+   */
+  readonly coefficientSumFallbackBelow?: number;
   /** `false` skips the denominator (verl `norm_adv_by_std_in_grpo=False`). @default true */
   readonly normByStd?: boolean;
 }
@@ -107,6 +116,8 @@ export interface GdpoCovarianceCoefficientOptions {
   readonly epsilonPlacement?: EpsilonPlacement;
   /** Floor on the batch coefficient sum. @default 0 */
   readonly coefficientSumFloor?: number;
+  /** The degenerate guard of {@link CorrGrpoOptions.coefficientSumFallbackBelow}, on the batch sum. @default 0.01 */
+  readonly coefficientSumFallbackBelow?: number;
 }
 
 /** Options of `mo_grpo` (per-component normalise-then-sum, no batch stage). */
@@ -226,6 +237,13 @@ export const GroupFlags = {
   sgrpoGated: 4,
   /** Some component is NOT_APPLICABLE for some rollout of the group (see diagnostics). */
   notApplicable: 8,
+  /**
+   * CorrGRPO's degenerate-group guard fired: the coefficient sum `S` was below
+   * `coefficientSumFallbackBelow` while the weighted total varied, so the group was divided by the
+   * total's sample std (GRPO's denominator) instead of `sqrt(S)`, which would have amplified it
+   * without bound.
+   */
+  corrFallback: 16,
 } as const;
 
 /** Share of a normaliser (sum of all entries of a K×K matrix) attributed to each component. */
@@ -273,6 +291,8 @@ export interface GroupDiagnostics {
   readonly degenerate: boolean;
   /** False when DAPO dynamic sampling dropped the group. */
   readonly kept: boolean;
+  /** CorrGRPO's degenerate-group guard replaced `sqrt(S)` (see {@link GroupFlags.corrFallback}). */
+  readonly corrFallback: boolean;
   /** Effective weights in this group (0 for dropped NOT_APPLICABLE components). */
   readonly weights: number[];
   /** Per component: exactly constant within the group after weighting. */
@@ -308,6 +328,8 @@ export interface AdvantageGroupResult {
   readonly degenerate: boolean;
   /** False when DAPO dynamic sampling dropped the group (always true when the step is off). */
   readonly kept: boolean;
+  /** CorrGRPO's degenerate-group guard replaced `sqrt(S)` (see {@link GroupFlags.corrFallback}). */
+  readonly corrFallback: boolean;
   /** Present only when diagnostics were requested. */
   readonly diagnostics?: GroupDiagnostics;
 }

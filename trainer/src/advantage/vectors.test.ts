@@ -22,8 +22,12 @@ const GROUP_CONFIGS: Record<string, AdvantageConfig> = {
   grpo_recommended: { estimator: "grpo" },
   grpo_verl_semantics: { estimator: "grpo", options: { singleton: "verl" } },
   dr_grpo: { estimator: "dr_grpo" },
-  corr_grpo: { estimator: "grpo_covariance_coefficient" },
-  corr_grpo_paper_eps: { estimator: "corr_grpo", options: { epsilonPlacement: "outside" } },
+  // The vectors are the paper's (released code's) semantics: the degenerate-group guard off.
+  corr_grpo: { estimator: "grpo_covariance_coefficient", options: { coefficientSumFallbackBelow: 0 } },
+  corr_grpo_paper_eps: {
+    estimator: "corr_grpo",
+    options: { epsilonPlacement: "outside", coefficientSumFallbackBelow: 0 },
+  },
   mo_grpo: { estimator: "mo_grpo" },
   gdpo_trl_single_group: { estimator: "gdpo", options: { epsilon: 1e-4 } },
 };
@@ -48,9 +52,15 @@ const BATCH_CONFIGS: Record<string, AdvantageConfig> = {
   gdpo_no_batch_norm: { estimator: "gdpo", options: { batchNorm: "none", epsilon: 1e-4 } },
   grpo_trl_scale_batch: { estimator: "grpo", options: { scale: "batch", epsilon: 1e-4 } },
   grpo_trl_scale_group: { estimator: "grpo", options: { epsilon: 1e-4 } },
-  corr_grpo: { estimator: "corrgrpo" },
-  gdpo_covariance_coefficient: { estimator: "gdpo_covariance_coefficient" },
+  corr_grpo: { estimator: "corrgrpo", options: { coefficientSumFallbackBelow: 0 } },
+  gdpo_covariance_coefficient: {
+    estimator: "gdpo_covariance_coefficient",
+    options: { coefficientSumFallbackBelow: 0 },
+  },
 };
+
+/** CorrGRPO as the paper and its released code compute it (the degenerate-group guard off). */
+const PAPER_CORR: AdvantageConfig = { estimator: "corr_grpo", options: { coefficientSumFallbackBelow: 0 } };
 
 const SKIPPED_VECTORS = new Set(["j_ppo_clip_higher_token_loss", "j_cispo_token_loss", "k_loss_aggregation"]);
 const SPECIAL_VECTORS = new Set([
@@ -135,7 +145,7 @@ describe("reference vectors: CorrGRPO detail and shares (diagnostics)", () => {
     const detail = v.expected.corr_grpo_detail;
     if (detail === undefined) continue;
     it(`${id} corr_grpo_detail`, () => {
-      const d = diagnose(v.rewards, v.weights, { estimator: "corr_grpo" });
+      const d = diagnose(v.rewards, v.weights, PAPER_CORR);
       assertClose(d.covariance, detail.covariance, `${id}.covariance`);
       assertClose(d.correlation, detail.correlation, `${id}.correlation`);
       assertClose(d.coefficientSum, detail.coefficientSum, `${id}.coefficientSum`);
@@ -149,7 +159,7 @@ describe("reference vectors: CorrGRPO detail and shares (diagnostics)", () => {
     const e = v.expected;
     if (e.grpo_covariance_shares === undefined) continue;
     it(`${id} shares and multipliers`, () => {
-      const d = diagnose(v.rewards, v.weights, { estimator: "corr_grpo" });
+      const d = diagnose(v.rewards, v.weights, PAPER_CORR);
       for (const [got, want, label] of [
         [d.grpoShares, e.grpo_covariance_shares, "grpo"],
         [d.corrGrpoShares, e.corr_grpo_correlation_shares, "corr"],
@@ -277,6 +287,46 @@ describe("reference vectors: S-GRPO (e, e2, e3)", () => {
       assertClose(s.weight, expected.weight, "e3.weight");
       assert.equal(s.gated, expected.weight === 0);
       assertClose(r.groups[0]!.advantages, expected.advantage_code, "e3.code");
+    });
+  }
+});
+
+describe("reference vectors: CorrGRPO's default degenerate-group guard", () => {
+  // The default config differs from the paper only where S < 0.01 while the total varies (c6, c7):
+  // there the divisor is the total's sample std with ε inside the root, i.e. GRPO's scale.
+  for (const id of singleGroupIds) {
+    const v = V[id];
+    const detail = v.expected.corr_grpo_detail;
+    if (detail === undefined) continue;
+    it(`${id}: default corr_grpo`, () => {
+      const r = computeAdvantages(
+        { groups: [{ rewards: v.rewards }], weights: v.weights },
+        { estimator: "corr_grpo" },
+        { diagnostics: true },
+      ).groups[0]!;
+      const centred: number[] = detail.centeredTotal;
+      const degenerate = detail.coefficientSum < 0.01 && centred.some((c) => c !== 0);
+      assert.equal(r.corrFallback, degenerate, `${id}: corrFallback`);
+      assert.equal(r.diagnostics!.corrFallback, degenerate, `${id}: diagnostics.corrFallback`);
+      if (!degenerate) {
+        assertClose(r.advantages, v.expected.corr_grpo, `${id}: paper value`);
+        return;
+      }
+      const variance = centred.reduce((t, c) => t + c * c, 0) / (centred.length - 1);
+      const d = Math.sqrt(variance + 1e-6);
+      assertClose(r.diagnostics!.denominator, d, `${id}: GRPO-scale denominator`);
+      assertClose(
+        r.advantages,
+        centred.map((c) => c / d),
+        `${id}: guarded advantages`,
+      );
+      // GRPO's own advantages (σ + ε) agree to ~1e-6: the guard lands on GRPO's scale.
+      for (const [i, a] of r.advantages.entries()) {
+        assert.ok(
+          Math.abs(a - v.expected.grpo_verl[i]) < 1e-5,
+          `${id}[${i}]: ${a} vs GRPO ${v.expected.grpo_verl[i]}`,
+        );
+      }
     });
   }
 });

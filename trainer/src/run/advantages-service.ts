@@ -35,6 +35,7 @@ const SNAKE_KEYS: Readonly<Record<string, string>> = {
   stdMode: "std_mode",
   epsilonPlacement: "epsilon_placement",
   coefficientSumFloor: "coefficient_sum_floor",
+  coefficientSumFallbackBelow: "coefficient_sum_fallback_below",
   normByStd: "norm_by_std",
   batchNorm: "batch_norm",
   batchEpsilon: "batch_epsilon",
@@ -56,7 +57,7 @@ export function protoFieldPath(text: string): string {
     .replace(/groups\[(\d+)\]\.lengths\[(\d+)\]/g, "groups[$1].rollouts[$2].length")
     .replace(/groups\[(\d+)\]\.lengths/g, "groups[$1].rollouts[*].length")
     .replace(
-      /\b(stdMode|epsilonPlacement|coefficientSumFloor|normByStd|batchNorm|batchEpsilon|successThreshold|dynamicSampling)\b/g,
+      /\b(stdMode|epsilonPlacement|coefficientSumFloor|coefficientSumFallbackBelow|normByStd|batchNorm|batchEpsilon|successThreshold|dynamicSampling)\b/g,
       (k) => SNAKE_KEYS[k] ?? k,
     );
 }
@@ -163,6 +164,7 @@ export function advantageConfigOf(req: ComputeAdvantagesRequest): UntypedAdvanta
       singleton: o.singleton,
       epsilonPlacement: o.epsilonPlacement,
       coefficientSumFloor: o.coefficientSumFloor,
+      coefficientSumFallbackBelow: o.coefficientSumFallbackBelow,
       normByStd: o.normByStd,
       batchNorm: o.batchNorm,
       batchEpsilon: o.batchEpsilon,
@@ -213,6 +215,7 @@ function diagnosticsMessage(d: GroupDiagnostics): AdvantageGroupDiagnostics {
     notApplicableDroppedComponents: [...d.notApplicable.droppedComponents],
     notApplicablePartialCounts: [...d.notApplicable.partialCounts],
     unscorableRollouts: [...d.notApplicable.unscorableRollouts],
+    corrFallback: d.corrFallback,
   });
 }
 
@@ -293,6 +296,7 @@ export function computeAdvantagesMessage(req: ComputeAdvantagesRequest): Compute
       advantages: g.advantages,
       degenerate: g.degenerate,
       kept: g.kept,
+      corrFallback: g.corrFallback,
       ...(g.diagnostics ? { diagnostics: diagnosticsMessage(g.diagnostics) } : {}),
     })),
   });

@@ -233,6 +233,8 @@ export function rewardMetrics(
       dynamicSamplingDropped: result.groups.filter((g) => !g.kept).length,
       degenerate: result.groups.filter((g) => g.degenerate).length,
       imputed: prepared.filter((g) => g.imputed).length,
+      // CorrGRPO's degenerate-group guard: groups divided by GRPO's scale instead of sqrt(S) ≈ 0.
+      corrFallback: result.groups.filter((g) => g.corrFallback).length,
     },
   };
 }

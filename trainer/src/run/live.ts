@@ -17,7 +17,9 @@ import { existsSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
+  corrFallbackSummary,
   correlationHeatmap,
+  esc,
   lineChart,
   type MetricsLine,
   readMetrics,
@@ -68,7 +70,9 @@ export function liveCharts(lines: readonly MetricsLine[]): string {
     l.weightedReward === null || l.weightedRewardStd == null
       ? null
       : l.weightedReward + sign * l.weightedRewardStd;
+  const fallback = corrFallbackSummary(lines);
   const parts = [
+    fallback === null ? "" : `<p class="warn" role="status">${esc(fallback)}</p>`,
     `<h2>Reward</h2>`,
     lineChart("Weighted reward (mean ± std over rollouts)", [
       {
@@ -236,7 +240,7 @@ const CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-
 figure{display:inline-block;margin:8px 12px 8px 0;vertical-align:top}figcaption{font-weight:600;margin-bottom:4px}
 svg text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.legend span{margin-right:12px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f6f6f6}td.l{text-align:left}
-.empty{color:#888}.num{font-variant-numeric:tabular-nums}.dropped{color:#999}.wide{overflow-x:auto}`;
+.empty{color:#888}.num{font-variant-numeric:tabular-nums}.dropped{color:#999}.warn{border-left:4px solid #ff7f0e;background:#fff7ee;padding:8px 14px}.wide{overflow-x:auto}`;
 
 /** The page's script: follows `/events`, renders the status, the last steps and groups, swaps the charts. */
 const SCRIPT = `"use strict";
@@ -272,7 +276,7 @@ function render() {
     : "waiting for the first step…";
   const comps = Object.keys(ordered.find((l) => l.components)?.components ?? {});
   const t = $("steps");
-  t.replaceChildren(row(["step", "weighted reward", ...comps, "loss", "kl", "dropped groups", "ms"], "th"));
+  t.replaceChildren(row(["step", "weighted reward", ...comps, "loss", "kl", "dropped groups", "CorrGRPO fallback", "ms"], "th"));
   for (const l of ordered.slice(-10).reverse()) {
     const tr = row([
       String(l.step),
@@ -281,6 +285,7 @@ function render() {
       fmt(l.loss),
       fmt(l.kl),
       String(l.droppedGroups ?? 0),
+      String(l.groups?.corrFallback ?? 0),
       fmt(l.timingsMs?.total, 0),
     ]);
     tr.dataset.step = String(l.step);
@@ -291,7 +296,7 @@ function render() {
   g.replaceChildren(row(["step", "group", "task", "domain", "used", "weighted reward per rollout", "advantage per rollout"], "th"));
   for (const s of [...groups.keys()].sort((a, b) => b - a)) {
     for (const x of groups.get(s)) {
-      const used = x.degenerate ? "degenerate" : x.kept ? (x.imputed ? "yes (imputed)" : "yes") : "dropped (no variance)";
+      const used = x.degenerate ? "degenerate" : x.kept ? (x.imputed ? "yes (imputed)" : "yes") + (x.corrFallback ? ", CorrGRPO fallback (GRPO scale)" : "") : "dropped (no variance)";
       const tr = row([String(s), x.groupId, x.taskId, x.domain, used, x.weightedRewards.map((v) => fmt(v, 2)).join(" "), x.advantages.map((v) => fmt(v, 2)).join(" ")]);
       for (const i of [1, 2, 3, 5, 6]) tr.children[i].className = "l";
       if (!x.kept) tr.classList.add("dropped");

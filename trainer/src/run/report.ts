@@ -33,7 +33,7 @@ export interface MetricsLine {
   readonly missingResults?: Record<string, number>;
   /** `groups.deadlineMs` of the run. */
   readonly deadlineMs?: number;
-  readonly groups?: { used: number; imputed?: number };
+  readonly groups?: { used: number; imputed?: number; corrFallback?: number };
   readonly samples?: number;
   /** The assembler's counters (cumulative over the process). */
   readonly assembler?: {
@@ -118,7 +118,8 @@ export function componentStyles(names: readonly string[]): Map<string, SeriesSty
   return new Map([...new Set(names)].map((n, i) => [n, seriesStyle(i)]));
 }
 
-const esc = (s: string) =>
+/** Escapes text for HTML content and attribute values. */
+export const esc = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 /** A value with full precision (the shortest text that reads back as the same double). */
 const exact = (v: number | null | undefined) =>
@@ -285,7 +286,7 @@ export function correlationHeatmap(lines: readonly MetricsLine[]): string {
 export const CHART_CSS = `body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1250px}h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 figure{display:inline-block;margin:8px 12px 8px 0;vertical-align:top}figcaption{font-weight:600;margin-bottom:4px}
 svg text{font-size:11px;fill:#444}.grid{stroke:#e5e5e5}.legend span{margin-right:12px;font-size:12px;white-space:nowrap}.legend i{display:inline-block;width:18px;height:0;margin-right:4px;vertical-align:middle}
-.pts circle{fill-opacity:0}.pts circle:hover{fill-opacity:1}.notice{border-left:4px solid #d62728;background:#fdf3f3;padding:8px 14px;margin:12px 0}.notice ul{margin:4px 0}
+.pts circle{fill-opacity:0}.pts circle:hover{fill-opacity:1}.notice{border-left:4px solid #d62728;background:#fdf3f3;padding:8px 14px;margin:12px 0}.notice.warn{border-left-color:#ff7f0e;background:#fff7ee}.notice ul{margin:4px 0}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f6f6f6}.empty{color:#888}`;
 
 function page(title: string, body: string): string {
@@ -430,6 +431,31 @@ export function runNotice(lines: readonly MetricsLine[]): string {
   return `<div class="notice" role="alert"><p><b>${esc(head)}</b></p>${rest.length ? `<ul>${rest.map((r) => `<li>${esc(r)}</li>`).join("")}</ul>` : ""}</div>`;
 }
 
+/**
+ * Where CorrGRPO's degenerate-group guard fired (`groups.corrFallback`), as one sentence; null when it
+ * never did. Those groups' standardised components cancelled (S below `coefficientSumFallbackBelow`)
+ * while the weighted total varied, so they were divided by GRPO's std instead of `sqrt(S)`.
+ */
+export function corrFallbackSummary(lines: readonly MetricsLine[]): string | null {
+  const hit = lines.filter((l) => (l.groups?.corrFallback ?? 0) > 0);
+  if (hit.length === 0) return null;
+  const groups = hit.reduce((a, l) => a + l.groups!.corrFallback!, 0);
+  const used = hit.reduce((a, l) => a + l.groups!.used, 0);
+  return (
+    `CorrGRPO's degenerate-group guard fired for ${plural(groups, "group")} (of ${used} in those steps) in ` +
+    `${plural(hit.length, "step")} of ${lines.length} (${hit.length === 1 ? "step" : "steps"} ${stepList(hit.map((l) => l.step))}): ` +
+    "their components' correlation sum S was near 0 (anti-correlated rewards cancelling) while the weighted " +
+    "total varied, so they were divided by the total's std (GRPO's scale) instead of sqrt(S), which would " +
+    "have amplified their advantages up to 1000×. The trainer's log has one warning per such step."
+  );
+}
+
+/** {@link corrFallbackSummary} as a warning box; "" when the guard never fired. */
+function corrFallbackNotice(lines: readonly MetricsLine[]): string {
+  const text = corrFallbackSummary(lines);
+  return text === null ? "" : `<div class="notice warn" role="status"><p>${esc(text)}</p></div>`;
+}
+
 /** The HTML report of one run. */
 export function renderRunReport(runId: string, lines: readonly MetricsLine[], note = ""): string {
   const comps = Object.keys(lines.find((l) => l.components)?.components ?? {});
@@ -461,6 +487,7 @@ export function renderRunReport(runId: string, lines: readonly MetricsLine[], no
   const trained = lines.filter((l) => !trainedNothing(l)).length;
   const body = [
     notice,
+    corrFallbackNotice(lines),
     `<p>${lines.length} steps${trained < lines.length ? ` (${trained} trained)` : ""}, estimator <b>${esc(lines[0]?.estimator ?? "?")}</b>. ${esc(note)}</p>`,
     `<table><tr><th></th><th>first ${first.length} steps</th><th>last ${last.length} steps</th></tr>${rows}</table>`,
     rejectedTable(lines),

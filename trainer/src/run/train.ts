@@ -23,6 +23,7 @@ import {
   silentLogger,
 } from "@reward-mesh/sdk";
 import { computeAdvantages } from "../advantage/engine.js";
+import type { CompiledAdvantageConfig } from "../advantage/engine.js";
 import type { AdvantageBatchResult } from "../advantage/types.js";
 import {
   type Completion,
@@ -92,6 +93,8 @@ export interface StepGroup {
   readonly kept: boolean;
   readonly degenerate: boolean;
   readonly imputed: boolean;
+  /** CorrGRPO's degenerate-group guard divided this group by GRPO's std instead of sqrt(S). */
+  readonly corrFallback: boolean;
   /** Per rollout, in index order. */
   readonly weightedRewards: readonly number[];
   readonly advantages: readonly number[];
@@ -399,6 +402,8 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
 
       // 2. Publish rollouts and wait for every service's results.
       const domainByGroup = new Map<string, string>();
+      // The response each service scores, per group (explain.jsonl stores it).
+      const responsesByGroup = new Map<string, string[]>();
       const expected: ExpectedGroup[] = [];
       const publishes: Promise<unknown>[] = [];
       for (const g of pending.groups) {
@@ -408,6 +413,14 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
         domainByGroup.set(g.groupId, domain);
         const ids = g.completions.map((_, i) => rolloutId(config.runId, g.groupId, i));
         expected.push({ groupId: g.groupId, step, rolloutIds: ids, services: servicesFor(config, domain) });
+        const responses = g.completions.map((c) =>
+          c.episode
+            ? c.episode.response
+            : policy === "text"
+              ? c.text
+              : task.render!(c.tokenIds.map((id) => task.vocabulary![id]!)),
+        );
+        responsesByGroup.set(g.groupId, responses);
         g.completions.forEach((c, i) => {
           const rollout = create(RolloutSchema, {
             id: ids[i]!,
@@ -417,11 +430,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             index: i,
             groupSize: g.completions.length,
             task: task.task as MessageInitShape<typeof RolloutSchema>["task"],
-            response: c.episode
-              ? c.episode.response
-              : policy === "text"
-                ? c.text
-                : task.render!(c.tokenIds.map((id) => task.vocabulary![id]!)),
+            response: responses[i]!,
             policyVersion: c.policyVersion,
             // A fragment policy's tokens are task fragments, not tokenizer tokens: leave the count unset
             // so length-based rewards measure the text the services see.
@@ -472,6 +481,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
           )
         : { estimator: compiled.definition.name, groups: [] };
       const tAdv = performance.now();
+      warnCorrFallback(logger, step, prepared, result, compiled);
       stepTrace.advantages(prepared.map((g, gi) => ({ source: g.source, result: result.groups[gi]! })));
 
       // 4. Policy update (idempotent per step).
@@ -565,7 +575,10 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
       // Before the checkpoint: a checkpointed step always has its record (resume drops later ones).
       appendExplainRecord(
         explainPath(config.outputDir, config.runId),
-        explainStepRecord(config, step, result, stepTrace, prepared, assembled, pending!, domainByGroup),
+        explainStepRecord(config, step, result, stepTrace, prepared, assembled, pending!, {
+          domainByGroup,
+          responsesByGroup,
+        }),
       );
       if (step % config.checkpointEvery === 0 || step === config.steps) {
         await learner.saveCheckpoint(
@@ -602,6 +615,7 @@ export async function runTraining(o: TrainingOptions): Promise<TrainingResult> {
             kept: r.kept,
             degenerate: r.degenerate,
             imputed: g.imputed,
+            corrFallback: r.corrFallback,
             weightedRewards: g.rewards.map((row) => weightedTotal(row, config.components)),
             advantages: [...r.advantages],
           };
@@ -672,6 +686,47 @@ async function playStepEpisodes(
   }
 }
 
+/**
+ * One warning line per step in which CorrGRPO's degenerate-group guard fired: which groups, their
+ * coefficient sums, and how large their advantages would have been with `sqrt(S)` as the divisor.
+ */
+function warnCorrFallback(
+  logger: Logger,
+  step: number,
+  prepared: readonly PreparedGroup[],
+  result: AdvantageBatchResult,
+  compiled: CompiledAdvantageConfig,
+): void {
+  const hit = result.groups.flatMap((g, gi) =>
+    g.corrFallback ? [{ g, id: prepared[gi]!.source.group.groupId }] : [],
+  );
+  if (hit.length === 0) return;
+  const p = compiled.params;
+  const unguarded = (S: number) => {
+    const Se = Math.max(S, p.coefficientSumFloor);
+    return p.epsilonPlacement === "inside" ? Math.sqrt(Se + p.epsilon) : Math.sqrt(Se) + p.epsilon;
+  };
+  const groups = hit.map(({ g, id }) => {
+    const d = g.diagnostics;
+    const S = d?.coefficientSum ?? Number.NaN;
+    const maxCentred = Math.max(...(d?.centeredTotal ?? [Number.NaN]).map(Math.abs));
+    return {
+      groupId: id,
+      coefficientSum: S,
+      maxAdvantage: Math.max(...g.advantages.map(Math.abs)),
+      maxAdvantageWithoutGuard: maxCentred / unguarded(S),
+    };
+  });
+  const worst = Math.max(...groups.map((x) => x.maxAdvantageWithoutGuard));
+  logger.warn(
+    { step, corrFallback: groups, threshold: p.coefficientSumFallbackBelow },
+    `${compiled.definition.name}: ${hit.length} of ${result.groups.length} groups had a correlation sum S below ` +
+      `${p.coefficientSumFallbackBelow} while their weighted total varied (anti-correlated components cancel); ` +
+      `they were divided by the total's std (GRPO's scale) instead of sqrt(S), which would have made |advantage| ` +
+      `up to ${worst.toPrecision(4)}. Set options.coefficientSumFallbackBelow: 0 for the paper's behaviour.`,
+  );
+}
+
 async function skippedUpdate(learner: Learner, logger: Logger, step: number): Promise<TrainStepResult> {
   logger.warn({ step }, "no complete group this step: policy update skipped");
   const { policyVersion } = await learner.info();
@@ -702,7 +757,10 @@ function explainStepRecord(
   prepared: readonly PreparedGroup[],
   assembled: readonly AssembledGroup[],
   pending: PendingStep,
-  domainByGroup: ReadonlyMap<string, string>,
+  byGroup: {
+    readonly domainByGroup: ReadonlyMap<string, string>;
+    readonly responsesByGroup: ReadonlyMap<string, readonly string[]>;
+  },
 ): ExplainStepRecord {
   return {
     v: EXPLAIN_RECORD_VERSION,
@@ -720,10 +778,11 @@ function explainStepRecord(
         g,
         config,
         pg.taskId,
-        domainByGroup.get(pg.groupId)!,
+        byGroup.domainByGroup.get(pg.groupId)!,
         pendingLengths(pending, g),
         result.groups[gi]!.advantages,
         g.source.group.rolloutIds.map((id) => stepTrace.rolloutTraceId(id)),
+        byGroup.responsesByGroup.get(pg.groupId),
       );
     }),
     dropped: assembled
@@ -760,6 +819,7 @@ async function publishAdvantages(
         kept: r.kept,
         degenerate: r.degenerate,
         imputed: g.imputed,
+        corrFallback: r.corrFallback,
         sgrpoWeight: r.diagnostics?.sgrpo?.weight ?? 1,
         denominator: r.diagnostics?.denominator ?? 0,
         rollouts: g.source.group.rolloutIds.map((id, i) => ({

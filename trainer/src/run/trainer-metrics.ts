@@ -21,6 +21,7 @@ interface StepLine {
     readonly used: number;
     readonly dynamicSamplingDropped: number;
     readonly imputed: number;
+    readonly corrFallback?: number;
   };
   readonly droppedGroups?: number;
   readonly rejectedResults?: Readonly<Record<string, Readonly<Record<string, number>>>>;
@@ -62,7 +63,8 @@ function createInstruments() {
       description: "Time of each phase of a step (generate, score, advantages, train, total)",
     }),
     groups: meter.createCounter("reward_mesh_trainer_groups", {
-      description: "Groups per outcome: used, dropped (incomplete at the deadline), imputed, filtered (DAPO)",
+      description:
+        "Groups per outcome: used, dropped (incomplete at the deadline), imputed, filtered (DAPO), corr_fallback (CorrGRPO's degenerate-group guard divided by GRPO's scale)",
     }),
     rejected: meter.createCounter("reward_mesh_trainer_rejected_results", {
       description: "Reward results that failed validation, per service and reason",
@@ -96,6 +98,7 @@ export function recordStepMetrics(line: StepLine): void {
     m.groups.add(g.used, { run, outcome: "used" });
     m.groups.add(g.imputed, { run, outcome: "imputed" });
     m.groups.add(g.dynamicSamplingDropped, { run, outcome: "filtered" });
+    m.groups.add(g.corrFallback ?? 0, { run, outcome: "corr_fallback" });
   }
   m.groups.add(line.droppedGroups ?? 0, { run, outcome: "dropped" });
   for (const [service, reasons] of Object.entries(line.rejectedResults ?? {}))
