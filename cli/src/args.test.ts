@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { closestName, editDistance } from "@reward-mesh/sdk";
 import { type CommandSpec, formatHelp, parseCommand, parseOptions, usageLine, wantsHelp } from "./args.js";
+import { UsageError } from "./io.js";
 
 describe("parseOptions", () => {
   const spec = { addr: { type: "string" }, verbose: { type: "boolean" }, seeds: { type: "string" } } as const;
@@ -113,5 +114,32 @@ describe("formatHelp", () => {
     assert.deepEqual(parseCommand(SPEC, ["round", "--colour", "red"]).values, { colour: "red", count: "2" });
     assert.equal(wantsHelp(SPEC, ["--colr", "--help"]), true, "a typo next to --help still gets the help");
     assert.equal(wantsHelp(SPEC, ["--colour", "--help"]), false, "'--help' is --colour's value here");
+  });
+
+  it("a misspelt bare-word positional is a usage error suggesting it; other words are the command's to judge", () => {
+    const spec: CommandSpec = {
+      name: "new",
+      summary: "make things",
+      positionals: [
+        { name: "service", description: "what" },
+        { name: "<name>", description: "its name" },
+      ],
+      options: {},
+      examples: ["reward-mesh new service x"],
+    };
+    assert.deepEqual(parseCommand(spec, ["service", "servce"]).positionals, ["service", "servce"]);
+    for (const typo of ["servce", "sevrice", "serivce", "servic"])
+      assert.throws(
+        () => parseCommand(spec, [typo, "x"]),
+        (e: Error) =>
+          e instanceof UsageError && e.message === `unknown argument '${typo}' (did you mean 'service'?)`,
+        typo,
+      );
+    assert.deepEqual(parseCommand(spec, ["widget", "x"]).positionals, ["widget", "x"]);
+    assert.deepEqual(
+      parseCommand(SPEC, ["rnd", "--colour", "red"]).positionals,
+      ["rnd"],
+      "<kind> is any word",
+    );
   });
 });

@@ -15,7 +15,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { didYouMean } from "@reward-mesh/sdk";
+import { closestName, didYouMean } from "@reward-mesh/sdk";
 import { UsageError } from "./io.js";
 
 /** One `--option` of a command. */
@@ -42,7 +42,10 @@ export interface CommandSpec {
   readonly summary: string;
   /** What the command does, printed under its usage (defaults to the summary). */
   readonly description?: string;
-  /** Positional arguments: `<service>` and what it is. */
+  /**
+   * Positional arguments: `<service>` and what it is. A name written as a bare word (`service` in
+   * `new service <name>`) is a word typed as it is: a misspelling of it is a usage error suggesting it.
+   */
   readonly positionals?: ReadonlyArray<{ readonly name: string; readonly description: string }>;
   /** Text after the usage line, e.g. `< rollouts.jsonl`. */
   readonly usageTail?: string;
@@ -121,7 +124,25 @@ export function parseOptions(
 
 /** Parses `args` (the words after the command's name) against the command's table. */
 export function parseCommand(spec: CommandSpec, args: readonly string[]): ParsedCommand {
-  return parseOptions(args, spec.options);
+  const parsed = parseOptions(args, spec.options);
+  checkWords(spec, parsed.positionals);
+  return parsed;
+}
+
+/** A positional written as a bare word in a table (`service`, `agentdojo`), not `<name>` or `[name]`. */
+const isWord = (name: string) => /^[a-z][a-z0-9-]*$/.test(name);
+
+/**
+ * A positional given where the table has a bare word (`reward-mesh new servce`) that is a likely typo
+ * of it is a usage error suggesting the word; anything else is left to the command's own message.
+ */
+function checkWords(spec: CommandSpec, given: readonly string[]): void {
+  (spec.positionals ?? []).forEach((p, i) => {
+    const typed = given[i];
+    if (typed === undefined || typed === p.name || !isWord(p.name)) return;
+    if (closestName(typed, [p.name]) === p.name)
+      throw new UsageError(`unknown argument '${typed}' (did you mean '${p.name}'?)`);
+  });
 }
 
 /** Whether `args` ask for help (`--help`/`-h` as an option, not as another option's value). */

@@ -61,6 +61,7 @@ export const HELP = `reward-mesh — a reward-service mesh for multi-objective G
 
 usage: reward-mesh <command> [options]
        reward-mesh <command> --help      that command's options, their defaults and an example
+       reward-mesh --version (-V)        the version of this reward-mesh
 
 commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(12)} ${firstLine(c.summary)}`).join("\n")}

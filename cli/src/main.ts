@@ -23,6 +23,7 @@ import { runTasks, TASKS_COMMAND } from "./commands/tasks.js";
 import { runReport, runTrain } from "./commands/train.js";
 import { runUp } from "./commands/up.js";
 import { loadCliConfig } from "./config.js";
+import { cliVersion } from "./version.js";
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...args] = argv;
@@ -35,6 +36,10 @@ async function main(argv: readonly string[]): Promise<number> {
     case "-h":
       if (args[0] === "tasks") return runTasks(["help", ...args.slice(1)], process.stdout, process.stderr);
       process.stdout.write(args[0] === undefined ? HELP : helpOf(commandNamed(args[0])));
+      return 0;
+    case "--version":
+    case "-V":
+      process.stdout.write(`reward-mesh ${cliVersion()}\n`);
       return 0;
   }
   const spec = commandNamed(command);

@@ -6,6 +6,7 @@
  */
 import {
   type DiscoveredService,
+  didYouMean,
   discoverServices,
   loadDiscoveredService,
   type RewardServiceDefinition,
@@ -55,12 +56,15 @@ export class UnknownServiceError extends Error {
   override readonly name = "UnknownServiceError";
 }
 
-/** The entry named `name`. */
+/** The entry named `name`; an unknown name is an error suggesting the nearest service and listing all. */
 export function serviceEntry(name: string): ServiceEntry {
   const e = SERVICES.find((s) => s.name === name);
   if (!e)
     throw new UnknownServiceError(
-      `unknown service '${name}'; available: ${SERVICES.map((s) => s.name).join(", ")} (a service is a workspace package with a 'rewardMesh.service' manifest; see docs/reward-services.md)`,
+      `unknown service '${name}'${didYouMean(
+        name,
+        SERVICES.map((s) => s.name),
+      )}; available: ${SERVICES.map((s) => s.name).join(", ")} (a service is a workspace package with a 'rewardMesh.service' manifest; see docs/reward-services.md)`,
     );
   return e;
 }

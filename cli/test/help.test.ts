@@ -1,6 +1,7 @@
 /** `--help` everywhere, and the nearest command or option suggested for a typo, as a user runs them. */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { ADVANTAGES_FLAGS, ADVANTAGES_USAGE } from "@reward-mesh/trainer";
@@ -127,6 +128,18 @@ describe("reward-mesh --help", () => {
   });
 });
 
+describe("reward-mesh --version", () => {
+  it("--version and -V print the CLI package's version (exit 0, stdout only)", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
+    const [long, short] = await Promise.all([runBin(["--version"]), runBin(["-V"])]);
+    assert.deepEqual(long, { code: 0, stdout: `reward-mesh ${version}\n`, stderr: "" });
+    assert.deepEqual(short, long);
+    assert.match(HELP, /reward-mesh --version \(-V\)/);
+  });
+});
+
 describe("reward-mesh typos", () => {
   it("a misspelt command suggests the nearest one (one line, exit 2); an unrelated word points at help", async () => {
     const [scroe, trian, helpTypo, nothing] = await Promise.all([
@@ -166,6 +179,12 @@ describe("reward-mesh typos", () => {
         "unknown option '--formt' (did you mean '--format'?)",
       ],
       [["advantages", "--epsilonn", "1"], "unknown flag '--epsilonn' (did you mean '--epsilon'?)"],
+      // A misspelt word of a command (a transposition, a dropped letter) and a misspelt service name.
+      [["serve", "lenght"], "unknown service 'lenght' (did you mean 'length'?); available: agentdojo, ast,"],
+      [["score", "lenght"], "unknown service 'lenght' (did you mean 'length'?); available:"],
+      [["new", "servce", "word-count"], "unknown argument 'servce' (did you mean 'service'?)"],
+      [["new", "sevrice", "word-count"], "unknown argument 'sevrice' (did you mean 'service'?)"],
+      [["eval", "agentdjoo"], "unknown argument 'agentdjoo' (did you mean 'agentdojo'?)"],
     ];
     const results = await Promise.all(cases.map(([args]) => runBin(args)));
     cases.forEach(([args, message], i) => {

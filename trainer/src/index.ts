@@ -177,10 +177,12 @@ export {
 export type { LivePage, LivePageOptions } from "./run/live.js";
 export { liveCharts, livePageHtml, startLivePage } from "./run/live.js";
 export type {
+  ExplainedRollout,
   ExplainGroupRecord,
   ExplainStepRecord,
   ExplainTarget,
   GroupExplanation,
+  RenderOptions,
 } from "./run/explain.js";
 export {
   ExplainNotFoundError,
@@ -194,6 +196,7 @@ export {
   rolloutIdsOf,
   readExplainRecords,
   renderExplanation,
+  rolloutParts,
 } from "./run/explain.js";
 export type { RunningTrainerServer, TrainerServiceOptions } from "./run/explain-service.js";
 export { createTrainerServiceImpl, explanationMessage, serveTrainer } from "./run/explain-service.js";

@@ -362,6 +362,9 @@ describe("one trace per rollout, explain and metrics", () => {
     ]);
     assert.equal(e.rollouts[1]!.rolloutId, rolloutId);
     assert.equal(e.rollouts[1]!.statuses.length, 4);
+    // The run stored what the services scored: every response, and code-exec's details of a failing test.
+    for (const r of e.rollouts) assert.equal(typeof r.response, "string", r.rolloutId);
+    assert.equal(e.rollouts[1]!.details.length, 4);
     const text = renderExplanation(e);
     assert.match(text, new RegExp(`advantage of ${rolloutId}: `));
     assert.match(text, /identical to the applied advantages/);

@@ -17,17 +17,23 @@ export const EXPLAIN_COMMAND: CommandSpec = {
   name: "explain",
   summary: "why a rollout got its advantage: components, weights, correlation, shares, S-GRPO, DAPO, trace",
   description:
-    "Explain one rollout (--rollout) or one group (--step and --group) of a run from runs/<id>/: each\n" +
-    "service's components and statuses for every rollout of the group, the weights, the weighted totals,\n" +
-    "the correlation matrix, each component's share of the denominator under GRPO and CorrGRPO, the S-GRPO\n" +
-    "weight and gate, the DAPO decision and the final advantage, recomputed with the trainer's engine.",
+    "Explain one rollout (--rollout) or one group (--step and --group) of a run from runs/<id>/: for every\n" +
+    "rollout of the group each component's raw value and status, the weighted total and the group mean,\n" +
+    "each component's part and share of the rollout's distance from that mean, the response and the\n" +
+    "components' details; the weights, the correlation matrix, each component's share of the denominator\n" +
+    "under GRPO and CorrGRPO, the S-GRPO weight and gate, the DAPO decision and the final advantage,\n" +
+    "recomputed with the trainer's engine.",
   options: {
     run: { type: "string", value: "ID", description: "the run id (required unless --serve)" },
     rollout: { type: "string", value: "ID", description: "a rollout id (e.g. demo-1-s3-p0-5)" },
     step: { type: "string", value: "N", description: "a step (with --group)" },
     group: { type: "string", value: "ID", description: "a group of that step (e.g. s3-p0)" },
     "runs-dir": { type: "string", value: "DIR", description: "where runs are stored", default: "runs" },
-    json: { type: "boolean", description: "print the explanation as one JSON object" },
+    json: { type: "boolean", description: "print the explanation as one JSON object (responses whole)" },
+    "full-text": {
+      type: "boolean",
+      description: "print each response whole, as stored (default: its first 100 characters on one line)",
+    },
     waterfall: {
       type: "boolean",
       description: "also print the rollout's trace (per hop: where, how long) from --spans",
@@ -46,12 +52,21 @@ export const EXPLAIN_COMMAND: CommandSpec = {
     },
   },
   notes: [
+    "A rollout's part of (total − group mean) for component k is weight_k·value_k minus that product's group\n" +
+      "mean (a value that did not apply counted 0); the parts sum to total − mean. Its share is\n" +
+      "|part| / Σ|parts|: what fraction of the rollout's distance from the mean the component accounts for\n" +
+      "(shares sum to 1 over components; ↑/↓ say whether it raised or lowered the total; — at the mean).\n" +
+      "The share of the denominator is another thing: row k of the covariance (GRPO) or correlation\n" +
+      "(CorrGRPO) matrix over the whole matrix; it sums to 1 too, but is below 0 for a component\n" +
+      "anti-correlated with the others (and then above 1 for another).",
+    "Responses are stored in explain.jsonl up to 16,384 characters each (a longer one is cut, and says so).",
     "REWARD_MESH_TRACE_URL: a link template for the trace, {traceId} replaced, e.g.\n" +
       "http://localhost:16686/trace/{traceId} (Jaeger) or a Grafana Tempo explore URL.",
   ],
   examples: [
     "reward-mesh explain --run demo-1 --rollout demo-1-s3-p0-5",
     "reward-mesh explain --run demo-1 --step 3 --group s3-p0 --json",
+    "reward-mesh explain --run demo-1 --rollout demo-1-s3-p0-5 --full-text",
   ],
 };
 
@@ -106,7 +121,7 @@ export async function runExplain(args: readonly string[], cli: CliConfig, stdout
     stdout.write(`${JSON.stringify(spans ? { ...e, spans } : e)}\n`);
     return 0;
   }
-  stdout.write(renderExplanation(e));
+  stdout.write(renderExplanation(e, { fullText: flags["full-text"] === true }));
   if (spans) {
     stdout.write("\n");
     stdout.write(

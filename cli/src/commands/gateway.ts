@@ -1,5 +1,5 @@
 /**
- * `reward-mesh gateway`: an OpenRLHF-compatible remote reward endpoint (`--remote_rm_url`) in front of the
+ * `reward-mesh gateway`: an OpenRLHF-compatible remote reward endpoint (`--reward.remote_url`) in front of the
  * mesh's reward services (see `../gateway/openrlhf.ts` for the protocol). The components and weights come from
  * a run config (`--config`) or `--components`; the services' addresses from `--services` (default: each
  * service's default port on 127.0.0.1). Every service is asked `Describe` at start, so that a component no
@@ -26,7 +26,7 @@ import { SERVICES } from "../services.js";
 /** The gateway command (parsing and `--help` come from this table). */
 export const GATEWAY_COMMAND: CommandSpec = {
   name: "gateway",
-  summary: "an OpenRLHF remote reward endpoint (--remote_rm_url) over the mesh's services",
+  summary: "an OpenRLHF remote reward endpoint (--reward.remote_url) over the mesh's services",
   description:
     "Serves POST /get_reward with OpenRLHF's request {query, prompts, labels} and answers {rewards, scores,\n" +
     "extra_logs}: the weighted total of the configured components per query, and each component's value in\n" +
@@ -124,7 +124,7 @@ export const GATEWAY_COMMAND: CommandSpec = {
   ],
   examples: [
     "reward-mesh gateway --components math/correct=1,math/format=0.1 --services math=127.0.0.1:50067",
-    "reward-mesh gateway --config run.yaml --port 5000   # then: --remote_rm_url http://127.0.0.1:5000/get_reward",
+    "reward-mesh gateway --config run.yaml --port 5000   # then: --reward.remote_url http://127.0.0.1:5000/get_reward",
   ],
 };
 

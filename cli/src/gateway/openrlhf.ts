@@ -1,7 +1,7 @@
 /**
  * The OpenRLHF-compatible remote reward endpoint behind `reward-mesh gateway`.
  *
- * OpenRLHF (`--remote_rm_url http://host:port/get_reward`) POSTs `{"query": [...], "prompts": [...],
+ * OpenRLHF (`--reward.remote_url http://host:port/get_reward`) POSTs `{"query": [...], "prompts": [...],
  * "labels": [...]}` — `query[i]` is the decoded prompt + response, `prompts[i]` the prompt, `labels[i]` the
  * dataset's label — and reads `rewards` (advantages), `scores` (dynamic filtering) and `extra_logs` (logged
  * per key) from the JSON answer, one entry per query. Older releases send `query` alone.
@@ -70,9 +70,9 @@ export interface OpenRlhfGatewayOptions {
   /** Run id put on the rollouts. @default "openrlhf" */
   readonly runId?: string;
   /**
-   * What `scores` holds (OpenRLHF's dynamic filtering keeps groups whose mean score lies in
-   * `--dynamic_filtering_reward_range`, default (0, 1)): `"<service>/<component>"` (its raw value, 0 where it
-   * does not apply) or `"total"` (the weighted total, as `rewards`). @default the first component
+   * What `scores` holds (OpenRLHF's dynamic filtering, `--algo.dynamic_filtering_enable`, keeps groups whose
+   * mean score lies in `--algo.dynamic_filtering_range`, default (0, 1)): `"<service>/<component>"` (its raw
+   * value, 0 where it does not apply) or `"total"` (the weighted total, as `rewards`). @default the first component
    */
   readonly scoreComponent?: string;
   /** Pad tokens stripped from the ends of a query before the response is cut. @default DEFAULT_PAD_TOKENS */
@@ -151,7 +151,7 @@ export function responseOf(query: string, prompt: string, padTokens: readonly st
 
 /** A running gateway. */
 export interface RunningGateway {
-  /** `http://host:port` — OpenRLHF's `--remote_rm_url` is `<url>/get_reward`. */
+  /** `http://host:port` — OpenRLHF's `--reward.remote_url` is `<url>/get_reward`. */
   readonly url: string;
   readonly port: number;
   /** Requests being scored now. */
@@ -548,7 +548,7 @@ export async function startOpenRlhfGateway(o: OpenRlhfGatewayOptions): Promise<R
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/healthz") return send(res, 200, { status: "SERVING" });
     if (path !== "/get_reward" && path !== "/")
-      return send(res, 404, { error: `no route ${path}: POST /get_reward (OpenRLHF --remote_rm_url)` });
+      return send(res, 404, { error: `no route ${path}: POST /get_reward (OpenRLHF --reward.remote_url)` });
     if (req.method !== "POST") return send(res, 405, { error: `${req.method} ${path}: use POST` });
     if (scoring.size >= maxConcurrent) {
       res.setHeader("retry-after", "1");

@@ -1,9 +1,9 @@
-"""OpenRLHF adapter: the remote reward model's request and response (`--remote_rm_url`), a client of the
+"""OpenRLHF adapter: the remote reward model's request and response (`--reward.remote_url`), a client of the
 mesh's endpoint that answers them (`reward-mesh gateway`), and `reward_func` for OpenRLHF's other
-remote-RM form, a Python file (`--remote_rm_url reward.py` with `reward_func(queries, prompts, labels)`).
+remote-RM form, a Python file (`--reward.remote_url reward.py` with `reward_func(queries, prompts, labels)`).
 
 OpenRLHF POSTs `{"query": [prompt + response, ...], "prompts": [...], "labels": [...]}` (labels from
-`--label_key`) and reads `rewards` (one float per query), plus `scores` and `extra_logs` when present.
+`--data.label_key`) and reads `rewards` (one float per query), plus `scores` and `extra_logs` when present.
 """
 
 import json
@@ -161,7 +161,7 @@ def score_component_of(names, score_component=None):
     """What `scores` holds, as the gateway's `--score-component`: a component `<service>/<component>` (its
     value, 0.0 where it does not apply) or `"total"` (the weighted total, as `rewards`); default the first
     component. OpenRLHF's dynamic filtering keeps groups whose mean score lies in
-    `--dynamic_filtering_reward_range` (default (0, 1))."""
+    `--algo.dynamic_filtering_range` (default (0, 1), with `--algo.dynamic_filtering_enable`)."""
     key = score_component if score_component is not None else (names[0] if names else "total")
     if key != "total" and key not in names:
         raise InvalidInputError(f"score component '{key}' is not one of the components ({', '.join(names)}) or 'total'")
@@ -169,7 +169,7 @@ def score_component_of(names, score_component=None):
 
 
 def reward_func(queries, prompts, labels, score_component=None, **kwargs):
-    """OpenRLHF's custom remote reward function (`--remote_rm_url path/to/this_or_a_wrapper.py`): scores
+    """OpenRLHF's custom remote reward function (`--reward.remote_url path/to/this_or_a_wrapper.py`): scores
     over the mesh configured for `reward_mesh.verl` (REWARD_MESH_SERVICES, REWARD_MESH_RUN_CONFIG, or
     `configure`) and returns what `reward-mesh gateway` answers for the same request, as torch tensors
     when torch is there (float32, as OpenRLHF makes them of the gateway's answer), else lists of floats:

@@ -1,5 +1,5 @@
 """The OpenRLHF adapter: the remote-RM request/response as OpenRLHF sends and reads them, `reward_func`
-called as OpenRLHF calls a `--remote_rm_url` Python file (`reward_func(queries, prompts, labels)`), and
+called as OpenRLHF calls a `--reward.remote_url` Python file (`reward_func(queries, prompts, labels)`), and
 the mesh's HTTP endpoint (`reward-mesh gateway`) answering a request in OpenRLHF's shape."""
 
 import json

@@ -16,6 +16,7 @@ import {
   readExplainRecords,
   reconcileExplain,
   renderExplanation,
+  rolloutParts,
 } from "./explain.js";
 
 const root = mkdtempSync(join(tmpdir(), "rm-explain-"));
@@ -45,9 +46,14 @@ const REWARDS = [
 ];
 
 /** A step record as the trainer writes it: the real engine's advantages under `config`. */
-function record(config: RunConfig, step: number, traceId?: string): ExplainStepRecord {
+function record(
+  config: RunConfig,
+  step: number,
+  traceId?: string,
+  rewards: number[][] = REWARDS,
+): ExplainStepRecord {
   const batch = {
-    groups: [{ rewards: REWARDS.map((r) => [...r]), lengths: [1, 2, 3, 4] }],
+    groups: [{ rewards: rewards.map((r) => [...r]), lengths: [1, 2, 3, 4] }],
     weights: config.components.map((c) => c.weight),
     components: config.components.map((c) => `${c.service}/${c.component}`),
   };
@@ -65,8 +71,8 @@ function record(config: RunConfig, step: number, traceId?: string): ExplainStepR
         groupId: `s${step}-p0`,
         taskId: "t",
         domain: "code",
-        rewards: REWARDS,
-        statuses: REWARDS.map(() => [1, 1]),
+        rewards,
+        statuses: rewards.map(() => [1, 1]),
         lengths: [1, 2, 3, 4],
         imputed: false,
         advantages: result.groups[0]!.advantages,
@@ -199,5 +205,147 @@ describe("explain.jsonl", () => {
     const group = explainRollout(root, "own", { step: 1, groupId: "s1-p0" }, t);
     assert.equal(group.rolloutTraceId, null);
     assert.doesNotMatch(renderExplanation(group), /rollout trace/);
+  });
+});
+
+describe("explain and CorrGRPO's degenerate-group guard", () => {
+  it("says when the group was divided by GRPO's scale instead of sqrt(S), and reproduces it", () => {
+    const config = runConfig("fallback", "corr_grpo", [1, 0.5]);
+    const f = setUp("fallback", config);
+    // Perfectly anti-correlated components with unequal weights: S = 0 while the total varies.
+    const anti = [
+      [1, 0],
+      [0, 1],
+      [1, 0],
+      [0, 1],
+    ];
+    writeFileSync(f, `${JSON.stringify(record(config, 1, undefined, anti))}\n`);
+    const e = explainRollout(root, "fallback", { step: 1, groupId: "s1-p0" });
+    assert.equal(e.corrFallback, true);
+    assert.equal(e.coefficientSum, 0);
+    assert.equal(e.reproduced, true);
+    assert.match(renderExplanation(e), /CorrGRPO fallback: S is near 0 .* the weighted total's std \(GRPO's scale\)/);
+    // A group whose components do not cancel: no such line.
+    writeFileSync(f, `${JSON.stringify(record(config, 2))}\n`, { flag: "a" });
+    const normal = explainRollout(root, "fallback", { step: 2, groupId: "s2-p0" });
+    assert.equal(normal.corrFallback, false);
+    assert.doesNotMatch(renderExplanation(normal), /CorrGRPO fallback/);
+  });
+});
+
+describe("reward-mesh explain's text and JSON", () => {
+  /** A step whose group stored responses and details (as the trainer now writes them). */
+  function withText(runId: string): void {
+    const config = runConfig(runId, "grpo", [1, 1]);
+    const f = setUp(runId, config);
+    const base = record(config, 1);
+    const long = `def f(x):\n    return x + 1\n${"# padding ".repeat(40)}`;
+    const group = {
+      ...base.groups[0]!,
+      responses: [long, "short", "", "x"],
+      details: [
+        ["", "2/3 tests passed; first failure: f(2) == 4"],
+        ["", ""],
+        ["", ""],
+        ["", "ok"],
+      ],
+    };
+    writeFileSync(f, `${JSON.stringify({ ...base, groups: [group] })}\n`);
+  }
+
+  it("has column headers, the group mean, each rollout's response (cut unless full) and the components' details", () => {
+    withText("text");
+    const e = explainRollout(root, "text", { rolloutId: "text-s1-p0-1" });
+    // REWARDS' weighted totals (weights 1, 1): 1, 1.5, 0.5, 1.25.
+    assert.equal(e.groupMean, (1 + 1.5 + 0.5 + 1.25) / 4);
+    assert.deepEqual(e.componentMeans, [(0 + 1 + 0.5 + 0.25) / 4, (1 + 0.5 + 0 + 1) / 4]);
+    assert.equal(e.rollouts[0]!.response?.startsWith("def f(x):\n"), true);
+    assert.deepEqual(e.rollouts[0]!.details, ["", "2/3 tests passed; first failure: f(2) == 4"]);
+    const text = renderExplanation(e);
+    assert.match(text, /^ {2}\[1\] {2}length\/overlong +1\.0000 → +1\.0000$/m);
+    assert.match(text, /^ {2}rollout +\[1\] value status +\[2\] value status +total +- mean +advantage$/m);
+    assert.match(text, /^▶ text-s1-p0-1 +1\.0000 OK +0\.5000 OK +1\.5000 +\+0\.4375 +\d\.\d{4}$/m);
+    assert.match(text, /^ {2}group mean +0\.4375 +0\.6250 +1\.0625$/m);
+    assert.match(
+      text,
+      /^ {2}text-s1-p0-0 {2}"def f\(x\):\\n {4}return x \+ 1\\n# padding .*"… \(427 characters\)$/m,
+    );
+    assert.match(text, /^▶ text-s1-p0-1 {2}"short"$/m);
+    assert.match(text, /--full-text prints them whole/);
+    assert.match(
+      text,
+      /^ {2}text-s1-p0-0 {2}\[2\] code-exec\/pass_rate: "2\/3 tests passed; first failure: f\(2\) == 4"$/m,
+    );
+    const full = renderExplanation(e, { fullText: true });
+    assert.ok(
+      full.includes(`\n      def f(x):\n          return x + 1\n      ${"# padding ".repeat(40)}`),
+      full,
+    );
+    assert.doesNotMatch(full, /characters\)/);
+    // --json (what the CLI prints) holds the same, whole, and keeps the earlier fields.
+    const json = JSON.parse(JSON.stringify(e));
+    assert.equal(json.rollouts[0].response.length, 427);
+    for (const k of ["values", "statuses", "weightedTotal", "advantage"]) assert.ok(k in json.rollouts[0], k);
+    assert.ok(Array.isArray(json.denominatorShares.grpo));
+  });
+
+  it("each component's share of the rollout's distance from the group mean sums to 1; its part has the sign", () => {
+    withText("shares");
+    const e = explainRollout(root, "shares", { step: 1, groupId: "s1-p0" });
+    for (const r of e.rollouts) {
+      const parts = r.parts.reduce((s, p) => s + p, 0);
+      assert.ok(
+        Math.abs(parts - (r.weightedTotal - e.groupMean)) < 1e-12,
+        `${r.rolloutId}: Σ parts = total − mean`,
+      );
+      const shares = r.shares as number[];
+      assert.ok(Math.abs(shares.reduce((s, x) => s + x, 0) - 1) < 1e-12, `${r.rolloutId}: Σ shares = 1`);
+      assert.ok(shares.every((s) => s >= 0 && s <= 1));
+    }
+    // Rollout 0 (values 0, 1): overlong 0.4375 below its mean, pass_rate 0.375 above: 54 % ↓, 46 % ↑.
+    assert.deepEqual(e.rollouts[0]!.parts, [-0.4375, 0.375]);
+    assert.deepEqual(e.rollouts[0]!.shares, [0.4375 / 0.8125, 0.375 / 0.8125]);
+    const text = renderExplanation(e);
+    assert.match(text, /share = \|part\| \/ Σ\|parts\| over components \(sums to 1/);
+    assert.match(text, /^ {2}shares-s1-p0-0 +-0\.4375 +54% ↓ +\+0\.3750 +46% ↑$/m);
+    // The denominator's shares are labelled for what they are (row sums of the matrix; below 0 possible).
+    assert.match(text, /share of the denominator: row k of M over all of M, Σ_l M_kl \/ Σ_kl M_kl/);
+    assert.match(text, /below 0 for a component anti-correlated with the others/);
+  });
+
+  it("shares: none for a rollout at the group mean; a value that did not apply counts 0, as in the total", () => {
+    assert.deepEqual(
+      rolloutParts(
+        [
+          [1, 0.5],
+          [1, 0.5],
+        ],
+        [1, 2],
+      ),
+      [
+        { parts: [0, 0], shares: [null, null] },
+        { parts: [0, 0], shares: [null, null] },
+      ],
+    );
+    const [a, b] = rolloutParts(
+      [
+        [null, 1],
+        [1, 1],
+      ],
+      [2, 1],
+    );
+    assert.deepEqual(a, { parts: [-1, 0], shares: [1, 0] });
+    assert.deepEqual(b, { parts: [1, 0], shares: [1, 0] });
+  });
+
+  it("a record written before responses were stored says so instead of inventing them", () => {
+    const config = runConfig("old", "grpo", [1, 1]);
+    writeFileSync(setUp("old", config), `${JSON.stringify(record(config, 1))}\n`);
+    const e = explainRollout(root, "old", { rolloutId: "old-s1-p0-1" });
+    assert.equal(e.rollouts[1]!.response, null);
+    assert.deepEqual(e.rollouts[1]!.details, ["", ""]);
+    const text = renderExplanation(e);
+    assert.match(text, /responses: not in this run's explain\.jsonl/);
+    assert.match(text, /component details: none reported/);
   });
 });

@@ -40,6 +40,29 @@ export interface ExplainGroupRecord {
    * when none of the group's rollouts was (tracing off).
    */
   readonly traceIds?: readonly (string | null)[];
+  /**
+   * Per rollout, the response text the services scored (past {@link EXPLAIN_RESPONSE_MAX_CHARS} characters,
+   * cut there and ending in a note saying how many were not stored); absent in records of older trainers.
+   */
+  readonly responses?: readonly string[];
+  /**
+   * `G×K`: each component's `details` as its service reported them ("" for none; past
+   * {@link EXPLAIN_DETAILS_MAX_CHARS} characters, cut as responses are); absent when no component had any.
+   */
+  readonly details?: readonly (readonly string[])[];
+}
+
+/** Characters of a response stored per rollout in `explain.jsonl` (a longer one is cut, and says so). */
+export const EXPLAIN_RESPONSE_MAX_CHARS = 16_384;
+/** Characters of a component's `details` stored in `explain.jsonl` (a longer one is cut, and says so). */
+export const EXPLAIN_DETAILS_MAX_CHARS = 2_048;
+
+/** `text`, or its first `max` characters (code points) and a note of how many more there were. */
+export function capText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const chars = Array.from(text);
+  if (chars.length <= max) return text;
+  return `${chars.slice(0, max).join("")}… [${chars.length - max} more characters not stored]`;
 }
 
 /**
@@ -112,6 +135,7 @@ export function explainGroupRecord(
   lengths: readonly number[],
   advantages: readonly number[],
   traceIds: readonly (string | undefined)[] = [],
+  responses?: readonly string[],
 ): ExplainGroupRecord {
   const statuses = g.source.results.map((byService) =>
     config.components.map((c) => {
@@ -120,6 +144,14 @@ export function explainGroupRecord(
       const comp = r.components.find((x) => x.name === c.component);
       return comp ? comp.status : ABSENT;
     }),
+  );
+  const details = g.source.results.map((byService) =>
+    config.components.map((c) =>
+      capText(
+        byService.get(c.service)?.components.find((x) => x.name === c.component)?.details ?? "",
+        EXPLAIN_DETAILS_MAX_CHARS,
+      ),
+    ),
   );
   const { groupId, rolloutIds } = g.source.group;
   const derivable = rolloutIds.every((id, i) => id === `${config.runId}-${groupId}-${i}`);
@@ -134,6 +166,8 @@ export function explainGroupRecord(
     imputed: g.imputed,
     advantages,
     ...(traceIds.some((t) => t !== undefined) ? { traceIds: traceIds.map((t) => t ?? null) } : {}),
+    ...(responses ? { responses: responses.map((r) => capText(r, EXPLAIN_RESPONSE_MAX_CHARS)) } : {}),
+    ...(details.some((row) => row.some((d) => d !== "")) ? { details } : {}),
   };
 }
 
@@ -173,15 +207,22 @@ export interface GroupExplanation {
   /** Configured weights, and the effective ones in this group (0 for a component N/A for the whole group). */
   readonly weights: readonly number[];
   readonly effectiveWeights: readonly number[];
-  readonly rollouts: ReadonlyArray<{
-    readonly rolloutId: string;
-    readonly values: readonly (number | null)[];
-    readonly statuses: readonly string[];
-    readonly weightedTotal: number;
-    readonly advantage: number;
-  }>;
+  readonly rollouts: readonly ExplainedRollout[];
+  /** The group mean of the rollouts' weighted totals (what each total is compared with). */
+  readonly groupMean: number;
+  /**
+   * Per component, the group mean of its raw values, a value that did not apply counted 0 (as in the
+   * weighted total, so that `Σ_k weight_k · componentMeans[k]` is `groupMean`).
+   */
+  readonly componentMeans: readonly number[];
   readonly correlation: readonly (readonly number[])[];
-  /** Per component: row share of the denominator under GRPO (`Σ Cov`) and under CorrGRPO (`Σ ρ`). */
+  /**
+   * Per component `k`, its row's share of the estimator's normaliser: `Σ_l M_kl / Σ_kl M_kl` with `M` the
+   * covariance matrix of the weighted components (GRPO: `Σ_kl Cov_kl` is the total's variance) or their
+   * correlation matrix (CorrGRPO: `Σ_kl ρ_kl` is the coefficient sum). The shares sum to 1 over components
+   * (all 0 when the sum is 0); a component anti-correlated with the others has a share below 0, and the
+   * others then above their part (e.g. 2 and −1).
+   */
   readonly denominatorShares: { readonly grpo: readonly number[]; readonly corrGrpo: readonly number[] };
   readonly coefficientSum: number;
   readonly denominator: number | null;
@@ -189,6 +230,8 @@ export interface GroupExplanation {
   /** DAPO dynamic sampling: null when off. */
   readonly dynamicSampling: { readonly kept: boolean } | null;
   readonly degenerate: boolean;
+  /** CorrGRPO's degenerate-group guard divided the group by the weighted total's std instead of sqrt(S). */
+  readonly corrFallback: boolean;
   readonly imputed: boolean;
   /** True when the re-run engine gives the advantages the trainer applied (to 1e-12). */
   readonly reproduced: boolean;
@@ -200,6 +243,52 @@ export interface GroupExplanation {
   readonly rolloutTraceId: string | null;
   /** That trace's link from the URL template, when one was given. */
   readonly rolloutTraceUrl: string | null;
+}
+
+/** One rollout of a {@link GroupExplanation}. */
+export interface ExplainedRollout {
+  readonly rolloutId: string;
+  /** Per component: its raw value, `null` where it did not apply (NOT_APPLICABLE). */
+  readonly values: readonly (number | null)[];
+  readonly statuses: readonly string[];
+  /** `Σ_k weight_k · value_k` with the configured weights, a value that did not apply counted 0. */
+  readonly weightedTotal: number;
+  readonly advantage: number;
+  /** The response text the services scored; `null` when the record does not hold it (an older trainer). */
+  readonly response: string | null;
+  /** Per component: the `details` its service reported ("" for none, or when the record holds none). */
+  readonly details: readonly string[];
+  /**
+   * Per component `k`: its part of `weightedTotal − groupMean`, `weight_k · value_k` minus that product's
+   * group mean (a value that did not apply counted 0, as in the total); the parts sum to the difference.
+   */
+  readonly parts: readonly number[];
+  /**
+   * Per component: `|parts[k]| / Σ_l |parts[l]|`, how much of the rollout's distance from the group mean
+   * the component accounts for (sums to 1 over components; the sign of `parts[k]` says whether it raised or
+   * lowered the total). All `null` when the rollout's total is the group mean in every component (no part).
+   */
+  readonly shares: readonly (number | null)[];
+}
+
+/**
+ * Each rollout's per-component parts of its distance from the group mean of the weighted total, and their
+ * shares (see {@link ExplainedRollout.parts}, {@link ExplainedRollout.shares}).
+ */
+export function rolloutParts(
+  rewards: readonly (readonly (number | null)[])[],
+  weights: readonly number[],
+): Array<{ parts: number[]; shares: (number | null)[] }> {
+  const G = rewards.length;
+  const weighted = rewards.map((row) => weights.map((w, k) => (row[k] == null ? 0 : w * row[k]!)));
+  const means = weights.map((_, k) => weighted.reduce((s, row) => s + row[k]!, 0) / Math.max(1, G));
+  // Below this, a part is rounding noise of a component equal to its mean (a share of it would be noise too).
+  const scale = Math.max(1, ...weighted.flat().map(Math.abs));
+  return weighted.map((row) => {
+    const parts = row.map((x, k) => (Math.abs(x - means[k]!) <= 1e-12 * scale ? 0 : x - means[k]!));
+    const sum = parts.reduce((s, p) => s + Math.abs(p), 0);
+    return { parts, shares: parts.map((p) => (sum === 0 ? null : Math.abs(p) / sum)) };
+  });
 }
 
 /** Raised when `explain.jsonl` holds a line that is not a record this trainer reads: names file and line. */
@@ -479,6 +568,23 @@ function explainFound(
   const traced = !/^0*$/.test(traceId);
   const rolloutTraceId = rolloutIndex === null ? null : (g.traceIds?.[rolloutIndex] ?? null);
   const link = (id: string) => options.traceUrlTemplate!.replaceAll("{traceId}", id);
+  const parts = rolloutParts(g.rewards, record.weights);
+  const rollouts = rolloutIdsOf(runId, g).map(
+    (id, i): ExplainedRollout => ({
+      rolloutId: id,
+      values: g.rewards[i]!,
+      statuses: g.statuses[i]!.map(statusName),
+      weightedTotal: g.rewards[i]!.reduce<number>(
+        (s, v, k) => (v === null ? s : s + record.weights[k]! * v),
+        0,
+      ),
+      advantage: r.advantages[i]!,
+      response: g.responses?.[i] ?? null,
+      details: g.details?.[i] ?? record.components.map(() => ""),
+      parts: parts[i]!.parts,
+      shares: parts[i]!.shares,
+    }),
+  );
   return {
     runId,
     step: record.step,
@@ -490,16 +596,11 @@ function explainFound(
     components: record.components,
     weights: record.weights,
     effectiveWeights: d.weights,
-    rollouts: rolloutIdsOf(runId, g).map((id, i) => ({
-      rolloutId: id,
-      values: g.rewards[i]!,
-      statuses: g.statuses[i]!.map(statusName),
-      weightedTotal: g.rewards[i]!.reduce<number>(
-        (s, v, k) => (v === null ? s : s + record.weights[k]! * v),
-        0,
-      ),
-      advantage: r.advantages[i]!,
-    })),
+    rollouts,
+    groupMean: rollouts.reduce((s, x) => s + x.weightedTotal, 0) / Math.max(1, rollouts.length),
+    componentMeans: record.components.map(
+      (_, k) => g.rewards.reduce((s, row) => s + (row[k] ?? 0), 0) / Math.max(1, g.rewards.length),
+    ),
     correlation: d.correlation,
     denominatorShares: { grpo: d.grpoShares.rowShare, corrGrpo: d.corrGrpoShares.rowShare },
     coefficientSum: d.coefficientSum,
@@ -507,6 +608,7 @@ function explainFound(
     sgrpo: d.sgrpo ? { weight: d.sgrpo.weight, successes: d.sgrpo.successes, gated: d.sgrpo.gated } : null,
     dynamicSampling: settings.dynamicSampling ? { kept: r.kept } : null,
     degenerate: r.degenerate,
+    corrFallback: r.corrFallback,
     imputed: g.imputed,
     reproduced,
     traceId,
@@ -516,66 +618,4 @@ function explainFound(
   };
 }
 
-const num = (v: number | null, w = 8) => (v === null ? "n/a".padStart(w) : v.toFixed(4).padStart(w));
-
-/** The explanation as text (what `reward-mesh explain` prints). */
-export function renderExplanation(e: GroupExplanation): string {
-  const L: string[] = [];
-  L.push(`run ${e.runId}  step ${e.step}  group ${e.groupId}  task ${e.taskId} (${e.domain})`);
-  L.push(
-    `estimator ${e.estimator}${e.imputed ? "  (imputed results)" : ""}${e.degenerate ? "  (degenerate)" : ""}`,
-  );
-  L.push("");
-  L.push("components and weights (configured → in this group):");
-  e.components.forEach((c, k) => {
-    L.push(`  ${c.padEnd(28)} ${num(e.weights[k]!)} → ${num(e.effectiveWeights[k]!)}`);
-  });
-  L.push("");
-  L.push("rollouts (value/status per component, weighted total, advantage):");
-  e.rollouts.forEach((r, i) => {
-    const mark = i === e.rolloutIndex ? "▶" : " ";
-    const cells = r.values.map((v, k) => `${num(v, 7)} ${r.statuses[k]!.slice(0, 6).padEnd(6)}`).join(" ");
-    L.push(
-      `${mark} ${r.rolloutId.padEnd(24)} ${cells}  total ${num(r.weightedTotal)}  adv ${num(r.advantage, 9)}`,
-    );
-  });
-  L.push("");
-  L.push("correlation matrix:");
-  e.correlation.forEach((row, k) => {
-    L.push(`  ${e.components[k]!.padEnd(28)} ${row.map((v) => num(v)).join(" ")}`);
-  });
-  L.push("");
-  L.push("share of the denominator (row sums):        GRPO   CorrGRPO");
-  e.components.forEach((c, k) => {
-    L.push(`  ${c.padEnd(36)} ${num(e.denominatorShares.grpo[k]!)} ${num(e.denominatorShares.corrGrpo[k]!)}`);
-  });
-  L.push(`coefficient sum S ${num(e.coefficientSum)}   denominator ${num(e.denominator)}`);
-  L.push(
-    e.sgrpo
-      ? `S-GRPO: weight ${num(e.sgrpo.weight)} (${e.sgrpo.successes} successes)${e.sgrpo.gated ? "  GATED: advantages silenced" : ""}`
-      : "S-GRPO: off",
-  );
-  L.push(
-    e.dynamicSampling
-      ? `DAPO dynamic sampling: ${e.dynamicSampling.kept ? "kept" : "dropped (no signal: advantages 0)"}`
-      : "DAPO dynamic sampling: off",
-  );
-  if (e.rolloutIndex !== null) {
-    const r = e.rollouts[e.rolloutIndex]!;
-    L.push("");
-    L.push(`advantage of ${r.rolloutId}: ${r.advantage}`);
-  }
-  L.push(
-    e.reproduced
-      ? "recomputed with the trainer's engine: identical to the applied advantages"
-      : "WARNING: the engine now gives other advantages than the trainer applied",
-  );
-  if (e.rolloutIndex !== null)
-    L.push(
-      `rollout trace ${e.rolloutTraceId ?? "(not traced: telemetry off or the rollout not sampled)"}${e.rolloutTraceUrl ? `  ${e.rolloutTraceUrl}` : ""}`,
-    );
-  L.push(
-    `step trace ${/^0*$/.test(e.traceId) ? "(not traced: telemetry was off)" : e.traceId}${e.traceUrl ? `  ${e.traceUrl}` : ""}`,
-  );
-  return `${L.join("\n")}\n`;
-}
+export { type RenderOptions, renderExplanation } from "./explain-render.js";
