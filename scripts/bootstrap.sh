@@ -88,9 +88,9 @@ fi
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "bootstrap: installing npm packages (npm ci)" >&2
-  # onnxruntime-node's install script must not fetch its CUDA libraries from nuget.org (unreachable in CI).
-  # .npmrc says so too, but npm warns that it does not know that key and will stop passing it on; the
-  # variable is what the install script reads first.
+  # onnxruntime-node's install script must not fetch its CUDA libraries from NuGet (unreachable in CI).
+  # npm >= 11 does not run it (package.json's allowScripts denies it); an older npm ignores that field
+  # and runs every install script, and this variable, the first thing the script reads, makes it skip.
   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund >&2
 fi
 

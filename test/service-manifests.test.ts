@@ -13,6 +13,8 @@ import { parse } from "yaml";
 import {
   DOCKERFILE_PATH,
   dockerfileWithWorkspaces,
+  MANIFESTS_TPL_PATH,
+  manifestsTemplate,
   VALUES_PATH,
   valuesWithServices,
   // @ts-expect-error a plain-JS script without declarations
@@ -59,7 +61,8 @@ describe("service manifests", () => {
       );
       assert.equal(block.port, s.manifest.defaultPort);
       assert.deepEqual(block.domains, s.manifest.domains);
-      assert.equal(block.enabled, s.manifest.defaultEnabled ?? true);
+      // A service that runs untrusted code is off in the chart until the user chooses its sandbox mode.
+      assert.equal(block.enabled, (s.manifest.defaultEnabled ?? true) && block.sandbox?.enabled !== true);
     });
   }
 
@@ -85,6 +88,19 @@ describe("service manifests", () => {
     const off = parse(gen(text, [...services, { manifest: { ...extra.manifest, defaultEnabled: false } }]));
     assert.equal(off.services["word-count"].enabled, false, "defaultEnabled: false → enabled: false");
     assert.throws(() => gen(text, services.slice(1)), /services\.\S+ is no discovered service/);
+    const flipped = text.replace(/^( {2}code-exec:\n {4}enabled: )false$/m, "$1true");
+    assert.notEqual(flipped, text);
+    assert.equal(gen(flipped, services), text, "a sandboxed block is set back to enabled: false");
+  });
+
+  it("the chart's templates/_manifests.tpl (what each service consumes) is what scripts/gen-service-lists.mjs writes", () => {
+    const gen = manifestsTemplate as (s?: unknown[]) => string;
+    assert.equal(gen(services), readFileSync(MANIFESTS_TPL_PATH as string, "utf8"));
+    const extra = { manifest: { name: "word-count", domains: ["custom"], domainsEnv: "WORD_COUNT_DOMAINS" } };
+    assert.match(
+      gen([...services, extra]),
+      /\n {2}"word-count": \{"domains":\["custom"\],"domainsEnv":"WORD_COUNT_DOMAINS"\}\n/,
+    );
   });
 
   it("the mesh image copies every workspace's package.json (scripts/gen-service-lists.mjs); a new one gets a line", () => {

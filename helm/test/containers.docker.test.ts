@@ -135,6 +135,7 @@ describe("the chart's containers, run with Docker as rendered", {
         services: {
           agentdojo: { enabled: false },
           ast: { enabled: false },
+          "code-exec": { enabled: true }, // off by default: it runs untrusted code (bwrap mode here)
           efficiency: { enabled: false },
         },
       },

@@ -28,6 +28,7 @@ import {
   type K8sObject,
   natsConf,
   natsUsers,
+  parseManifests,
   podSpec,
   renderChart,
   repoRoot,
@@ -37,8 +38,15 @@ import {
 import { validateAll, validateObject } from "./validate.js";
 
 const FULL = "rm-reward-mesh";
-/** The services the chart deploys by default (reward-model's manifest says `defaultEnabled: false`). */
-const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "code-exec", "ast", "efficiency", "math"];
+/**
+ * The services the chart deploys by default: reward-model's manifest says `defaultEnabled: false`, and
+ * code-exec and efficiency run untrusted code, so they wait for the user to choose their sandbox mode.
+ */
+const SERVICE_NAMES = ["length", "tool-call", "agentdojo", "ast", "math"];
+/** The services whose block has `sandbox.enabled: true` (off by default in the chart). */
+const SANDBOXED = ["code-exec", "efficiency"];
+/** Values that turn the sandboxed services on (bwrap mode; the test renders for Kubernetes 1.33). */
+const SANDBOXED_ON = { services: Object.fromEntries(SANDBOXED.map((n) => [n, { enabled: true }])) };
 
 /** nats-accounts.ts's permissions in nats-server's form (as writeMeshAuth writes them). */
 function asServerPermissions(p: NatsPermissions): unknown {
@@ -51,7 +59,7 @@ function asServerPermissions(p: NatsPermissions): unknown {
 
 /** Asserts every pod and container of `objs` is hardened (the sandboxed services may only loosen seccomp). */
 function assertHardened(objs: readonly K8sObject[]): void {
-  const sandboxed = new Set([`${FULL}-code-exec`, `${FULL}-efficiency`]);
+  const sandboxed = new Set(SANDBOXED.map((n) => `${FULL}-${n}`));
   for (const w of workloads(objs)) {
     const spec = podSpec(w);
     const where = `${w.kind}/${w.metadata.name}`;
@@ -110,11 +118,20 @@ describe("helm lint", () => {
 
 describe("defaults", async () => {
   const objs = await renderChart();
-  /** Every discovered service deployed, those off by default (`defaultEnabled: false`) too. */
+  /** Every discovered service deployed, those off by default (`defaultEnabled: false`, sandboxed) too. */
   const every = await renderChart({
-    services: Object.fromEntries(
-      SERVICES.filter((s) => !s.defaultEnabled).map((s) => [s.name, { enabled: true }]),
-    ),
+    services: Object.fromEntries(SERVICES.map((s) => [s.name, { enabled: true }])),
+  });
+  const sandboxedOn = await renderChart(SANDBOXED_ON);
+
+  it("render with helm's own defaults: no values, no --kube-version (no pod user namespaces assumed)", async () => {
+    const r = await helm(["template", "rm", chartDir]);
+    assert.equal(r.code, 0, r.stderr);
+    const plain = parseManifests(r.stdout);
+    validateAll(plain);
+    for (const w of workloads(plain)) assert.equal(podSpec(w).hostUsers, undefined, w.metadata.name);
+    for (const name of SANDBOXED)
+      assert.ok(!plain.some((o) => o.metadata.name === `${FULL}-${name}`), `${name} is off by default`);
   });
 
   it("render objects that validate against the Kubernetes OpenAPI schemas", () => {
@@ -195,7 +212,11 @@ describe("defaults", async () => {
       const def = await entry.load();
       await (def as { close?: () => Promise<void> }).close?.();
       assert.equal(v.port, entry.defaultPort, `${entry.name}.port`);
-      assert.equal(v.enabled, entry.defaultEnabled, `${entry.name}.enabled`);
+      assert.equal(
+        v.enabled,
+        entry.defaultEnabled && !SANDBOXED.includes(entry.name),
+        `${entry.name}.enabled`,
+      );
       assert.deepEqual(v.domains, [...def.domains], `${entry.name}.domains`);
       const c = container(find(every, "Deployment", `${FULL}-${entry.name}`), "service");
       assert.ok(envVar(c, `${entry.envPrefix}_GRPC_PORT`), `${entry.name}: prefix ${entry.envPrefix}`);
@@ -224,9 +245,10 @@ describe("defaults", async () => {
     assertHardened(objs);
   });
 
-  it("stay hardened with every optional part on (learner, KEDA, 3 NATS servers, mTLS, OTel, trainer Deployment)", async () => {
+  it("stay hardened with every optional part on (sandboxed services, learner, KEDA, 3 NATS servers, mTLS, OTel, trainer Deployment)", async () => {
     assertHardened(
       await renderChart({
+        ...SANDBOXED_ON,
         learner: { enabled: true, persistence: { enabled: true } },
         keda: { enabled: true },
         nats: { replicas: 3 },
@@ -298,8 +320,9 @@ describe("defaults", async () => {
   });
 
   it("the sandbox pods (bwrap mode) get exactly what rootless bubblewrap needs", () => {
-    for (const name of ["code-exec", "efficiency"]) {
-      const d = find(objs, "Deployment", `${FULL}-${name}`);
+    assertHardened(sandboxedOn);
+    for (const name of SANDBOXED) {
+      const d = find(sandboxedOn, "Deployment", `${FULL}-${name}`);
       const spec = d["spec"].template.spec;
       const c = container(d, "service");
       assert.equal(spec.hostUsers, false, `${name}: a pod user namespace`);
@@ -310,7 +333,7 @@ describe("defaults", async () => {
       assert.equal(c.securityContext.allowPrivilegeEscalation, false, name);
       assert.equal(envVar(c, "SANDBOX_BWRAP_MODE")?.value, "rootless", name);
     }
-    const length = find(objs, "Deployment", `${FULL}-length`)["spec"].template.spec;
+    const length = find(sandboxedOn, "Deployment", `${FULL}-length`)["spec"].template.spec;
     assert.equal(length.hostUsers, undefined, "other services are unchanged");
   });
 

@@ -4,17 +4,21 @@
  * OpenTelemetry, the sandbox modes, the trainer kind, and values the schema must reject.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { consumerName, discoverServices, servicePermissions, serviceUser } from "@reward-mesh/sdk";
 import { parse as parseYaml } from "yaml";
 import {
   type Any,
+  chartDir,
   container,
   envVar,
   find,
   type K8sObject,
   natsConf,
   natsUsers,
+  parseManifests,
   podSpec,
   renderChart,
   renderChartRaw,
@@ -239,7 +243,10 @@ describe("existing NATS", async () => {
         assert.equal(envVar(c, "MESH_STREAM_REPLICAS")?.value, "3");
         assert.ok(podSpec(w).volumes.some((v: Any) => v.secret?.secretName === "mesh-nats-ca"));
       }
-    const byDefault = discoverServices().filter((s) => s.manifest.defaultEnabled !== false).length;
+    const values = parseYaml(readFileSync(join(chartDir, "values.yaml"), "utf8"));
+    const byDefault = Object.values(values.services as Record<string, { enabled: boolean }>).filter(
+      (s) => s.enabled,
+    ).length;
     assert.equal(n, byDefault + 2, `${byDefault} services enabled by default, the trainer, provisioning`);
   });
 
@@ -373,40 +380,46 @@ describe("OpenTelemetry", async () => {
   });
 });
 
+/** Values that turn the services that run untrusted code on (off by default), in `mode`. */
+function sandboxedOn(mode?: "bwrap" | "runtimeClass", extra: Record<string, unknown> = {}): Any {
+  const sandbox = mode === undefined ? {} : { sandbox: { mode } };
+  return {
+    services: {
+      "code-exec": { enabled: true, ...sandbox, ...extra },
+      efficiency: { enabled: true, ...sandbox },
+    },
+  };
+}
+
 describe("sandbox modes need pod user namespaces for bwrap", async () => {
-  it("Kubernetes < 1.33 without podUserNamespaces: refused, naming the way out", async () => {
-    const r = await renderChartRaw({}, { kubeVersion: "1.30.0" });
+  it("the defaults run no untrusted code, so they render on Kubernetes 1.30 without user namespaces", async () => {
+    const objs = await renderChart({}, { kubeVersion: "1.30.0" });
+    validateAll(objs);
+    assert.ok(!has(objs, "Deployment", `${FULL}-code-exec`));
+    assert.ok(!has(objs, "Deployment", `${FULL}-efficiency`));
+    assert.ok(!workloads(objs).some((w) => podSpec(w).hostUsers === false));
+  });
+  it("turning code-exec on in bwrap mode on Kubernetes < 1.33 without podUserNamespaces: refused, naming what to set", async () => {
+    const r = await renderChartRaw(sandboxedOn(), { kubeVersion: "1.30.0" });
     assert.notEqual(r.code, 0);
     assert.match(
       r.stderr,
-      /sandbox\.mode=bwrap needs pod user namespaces .*podUserNamespaces=true.*runtimeClass/,
+      /services\.code-exec\.sandbox\.mode=bwrap needs pod user namespaces .*podUserNamespaces=true.*services\.code-exec\.sandbox\.mode=runtimeClass.*services\.code-exec\.sandbox\.runtimeClassName.*services\.code-exec\.enabled=false/,
     );
   });
   it("with podUserNamespaces, or in runtimeClass mode, 1.30 renders", async () => {
-    validateAll(await renderChart({ podUserNamespaces: true }, { kubeVersion: "1.30.0" }));
-    const gv = await renderChart(
-      {
-        services: {
-          "code-exec": { sandbox: { mode: "runtimeClass" } },
-          efficiency: { sandbox: { mode: "runtimeClass" } },
-        },
-      },
-      { kubeVersion: "1.30.0" },
-    );
+    validateAll(await renderChart({ ...sandboxedOn(), podUserNamespaces: true }, { kubeVersion: "1.30.0" }));
+    const gv = await renderChart(sandboxedOn("runtimeClass"), { kubeVersion: "1.30.0" });
+    assert.ok(has(gv, "Deployment", `${FULL}-code-exec`));
     assert.ok(!gv.some((o) => o["spec"]?.template?.spec?.hostUsers === false));
   });
 });
 
 describe("sandbox modes", async () => {
-  const bwrap = await renderChart({
-    services: { "code-exec": { sandbox: { seccompLocalhostProfile: "profiles/bwrap.json" } } },
-  });
-  const gvisor = await renderChart({
-    services: {
-      "code-exec": { sandbox: { mode: "runtimeClass" } },
-      efficiency: { sandbox: { mode: "runtimeClass" } },
-    },
-  });
+  const bwrap = await renderChart(
+    sandboxedOn(undefined, { sandbox: { seccompLocalhostProfile: "profiles/bwrap.json" } }),
+  );
+  const gvisor = await renderChart(sandboxedOn("runtimeClass"));
 
   it("bwrap: the default needs seccomp Unconfined + AppArmor unconfined, and nothing else", () => {
     const d = find(bwrap, "Deployment", `${FULL}-efficiency`);
@@ -432,7 +445,10 @@ describe("sandbox modes", async () => {
   it("services.<name>.env overrides the sandbox backend (e.g. docker) without a duplicate variable", async () => {
     const objs = await renderChart({
       services: {
-        "code-exec": { env: { SANDBOX_BACKEND: "docker", SANDBOX_DOCKER_HOST: "tcp://dind:2376" } },
+        "code-exec": {
+          enabled: true,
+          env: { SANDBOX_BACKEND: "docker", SANDBOX_DOCKER_HOST: "tcp://dind:2376" },
+        },
       },
     });
     const c = container(find(objs, "Deployment", `${FULL}-code-exec`), "service");
@@ -485,6 +501,86 @@ describe("NATS passwords from an existing Secret", async () => {
   });
 });
 
+describe("a service's domains are what it consumes", () => {
+  const services = discoverServices();
+
+  it("a known service's domains must be its manifest's (in any order); others are refused, naming both", async () => {
+    const r = await renderChartRaw({ services: { length: { domains: ["code"] } } });
+    assert.notEqual(r.code, 0);
+    assert.match(
+      r.stderr,
+      /services\.length\.domains \(code\) differ from what length consumes \(code, tool_call, agent, custom, its manifest's domains.*Leave services\.length\.domains at the default \[code, tool_call, agent, custom\]/,
+    );
+    validateAll(
+      await renderChart({ services: { length: { domains: ["custom", "agent", "tool_call", "code"] } } }),
+    );
+  });
+
+  it("every discovered service is held to its manifest (templates/_manifests.tpl knows them all)", async () => {
+    for (const s of services) {
+      const domainsEnv = s.manifest.domainsEnv;
+      const r = await renderChartRaw({
+        services: { [s.manifest.name]: { enabled: true, domains: ["not_consumed"] } },
+        podUserNamespaces: true,
+      });
+      if (domainsEnv === undefined) {
+        assert.notEqual(r.code, 0, `${s.manifest.name} rendered with a domain it does not consume`);
+        assert.match(r.stderr, new RegExp(`services\\.${s.manifest.name}\\.domains \\(not_consumed\\) differ`));
+      } else {
+        // A domains variable: the service consumes what the chart passes in it.
+        assert.equal(r.code, 0, r.stderr);
+        const c = container(find(parseManifests(r.stdout), "Deployment", `${FULL}-${s.manifest.name}`), "service");
+        assert.equal(envVar(c, domainsEnv)?.value, "not_consumed", `${s.manifest.name}: ${domainsEnv}`);
+      }
+    }
+  });
+
+  it("reward-model (REWARD_MODEL_DOMAINS): the chart passes its domains; an env entry that differs is refused", async () => {
+    const on = { enabled: true, domains: ["math", "custom"] };
+    const objs = await renderChart({ services: { "reward-model": on } });
+    validateAll(objs);
+    const c = container(find(objs, "Deployment", `${FULL}-reward-model`), "service");
+    assert.deepEqual(
+      c.env.filter((e: Any) => e.name === "REWARD_MODEL_DOMAINS").map((e: Any) => e.value),
+      ["math,custom"],
+    );
+    const user = natsUsers(natsConf(objs)).get(serviceUser("reward-model"));
+    assert.deepEqual(
+      user?.permissions,
+      (() => {
+        const p = servicePermissions({ name: "reward-model", domains: ["math", "custom"] });
+        return { publish: { allow: p.publish }, subscribe: { allow: p.subscribe }, allow_responses: true };
+      })(),
+    );
+    const same = await renderChart({
+      services: { "reward-model": { ...on, env: { REWARD_MODEL_DOMAINS: "custom, math" } } },
+    });
+    const sc = container(find(same, "Deployment", `${FULL}-reward-model`), "service");
+    assert.deepEqual(
+      sc.env.filter((e: Any) => e.name === "REWARD_MODEL_DOMAINS").map((e: Any) => e.value),
+      ["custom, math"],
+      "an equal env entry is kept, not doubled",
+    );
+    const r = await renderChartRaw({
+      services: { "reward-model": { enabled: true, env: { REWARD_MODEL_DOMAINS: "math" } } },
+    });
+    assert.notEqual(r.code, 0);
+    assert.match(
+      r.stderr,
+      /services\.reward-model\.env\.REWARD_MODEL_DOMAINS \(math\) and services\.reward-model\.domains \(custom, code, tool_call, agent\) differ.*Set only services\.reward-model\.domains/,
+    );
+  });
+
+  it("a service the chart does not know (its own image) is taken at its word", async () => {
+    const objs = await renderChart({
+      services: {
+        "my-judge": { enabled: true, port: 50090, healthPort: 50091, domains: ["anything"] },
+      },
+    });
+    assert.ok(natsUsers(natsConf(objs)).has(serviceUser("my-judge")));
+  });
+});
+
 describe("guards", () => {
   it("a health port equal to the gRPC port is refused", async () => {
     const r = await renderChartRaw({ services: { length: { healthPort: 50061 } } });
@@ -524,6 +620,27 @@ describe("the schema rejects", () => {
       /services/,
     ],
     ["a port out of range", { services: { length: { port: 70000 } } }, /services\.length\.port/],
+    // trainer.config is checked against the trainer's run-config schema (embedded as definitions.runConfig).
+    [
+      "a run-config key the trainer does not know",
+      { trainer: { config: { stepz: 3 } } },
+      /trainer\.config: Additional property stepz is not allowed/,
+    ],
+    [
+      "a run-config value of the wrong type",
+      { trainer: { config: { groupSize: "eight" } } },
+      /trainer\.config\.groupSize: Invalid type\. Expected: integer, given: string/,
+    ],
+    [
+      "an unknown component preset",
+      { trainer: { config: { components: ["corrgrpo"] } } },
+      /trainer\.config\.components\.0: trainer\.config\.components\.0 must be one of the following: "corrgrpo-code"/,
+    ],
+    [
+      "a typo in a nested run-config block",
+      { trainer: { config: { run: { outputdir: "/x" } } } },
+      /trainer\.config\.run: Additional property outputdir is not allowed/,
+    ],
   ];
   for (const [what, values, message] of cases)
     it(what, async () => {

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shared by images/build.sh and sandbox-images/python/build.sh: a minimal Debian base image built
-# without any registry: `debootstrap --variant=minbase` from the Debian mirror apt already uses,
+# without any registry: `debootstrap --variant=minbase` from the Debian mirror apt already uses (or
+# DEBIAN_MIRROR),
 # docs / man pages / locales / apt lists stripped, then `tar | docker import`.
 #
 #   . images/lib/debian-base.sh
@@ -16,17 +17,45 @@ debian_suite() {
   echo "${DEBIAN_SUITE:-${s:-bookworm}}"
 }
 
-# The first Debian mirror apt already uses (deb822 or one-line format); DEBIAN_MIRROR overrides.
+# The mirror to debootstrap <suite> from: DEBIAN_MIRROR when set, else the first URI this machine's apt
+# sources (deb822 `*.sources` stanzas and one-line `deb [options] URI suite components` entries) use for
+# exactly that suite — so neither a `<suite>-security`/`-updates` entry nor a third-party repository (its
+# own suite name) is taken. There is no built-in default: a machine without such a source must name its
+# mirror in DEBIAN_MIRROR (see images/README.md). DEBIAN_BASE_APT_DIR (default /etc/apt) is for tests.
 debian_mirror() {
-  local m=${DEBIAN_MIRROR:-}
+  local suite=$1 m=${DEBIAN_MIRROR:-} apt=${DEBIAN_BASE_APT_DIR:-/etc/apt}
   if [ -z "$m" ]; then
     m=$(
-      { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2}'
-        cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '/^deb / {print $2}'; } |
-        grep -v -e security -e nodesource -e google | head -n1 || true
+      {
+        for f in "$apt"/sources.list.d/*.sources; do
+          [ -f "$f" ] || continue
+          # A stanza ends at a blank line; print its first URI when its Types has deb and Suites has $suite.
+          awk -v suite="$suite" '
+            function flush() { if (deb && hit && !off && uri != "") print uri; deb = 0; hit = 0; off = 0; uri = "" }
+            /^[[:space:]]*$/ { flush(); next }
+            /^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+            /^URIs:/ { uri = $2 }
+            /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) hit = 1 }
+            /^Enabled:[[:space:]]*no/ { off = 1 }
+            END { flush() }' "$f"
+        done
+        for f in "$apt"/sources.list "$apt"/sources.list.d/*.list; do
+          [ -f "$f" ] || continue
+          awk -v suite="$suite" '
+            $1 == "deb" {
+              i = 2
+              if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+              if ($(i + 1) == suite) print $i
+            }' "$f"
+        done
+      } | head -n1
     )
   fi
-  echo "${m:-http://deb.debian.org/debian}"
+  if [ -z "$m" ]; then
+    echo "debian-base: no Debian mirror for suite '$suite': this machine's apt sources ($apt/sources.list, $apt/sources.list.d/) have no 'deb' entry for it; set DEBIAN_MIRROR to your Debian mirror's URL (the one whose dists/$suite/ holds the suite)" >&2
+    return 1
+  fi
+  echo "$m"
 }
 
 debian_base_import() {
@@ -36,7 +65,7 @@ debian_base_import() {
   [ "$(id -u)" = 0 ] || { echo "debian-base: debootstrap needs root" >&2; return 1; }
   local suite mirror work t0=$SECONDS
   suite=$(debian_suite)
-  mirror=$(debian_mirror)
+  mirror=$(debian_mirror "$suite") || return 1
   work=$(mktemp -d)
   echo "debian-base: debootstrap $suite (minbase + $include) from $mirror for $tag" >&2
   if ! debootstrap --variant=minbase --include="$include" "$suite" "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1; then

@@ -464,3 +464,39 @@ prometheus.io/path: /metrics
   {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* The manifest's `domainsEnv` of a known service (templates/_manifests.tpl), or "". */}}
+{{- define "rm.domainsEnv" -}}
+{{- $m := get (include "rm.manifests" . | fromJson) . -}}
+{{- if $m }}{{ get $m "domainsEnv" | default "" }}{{ end -}}
+{{- end -}}
+
+{{/*
+Fails unless `services.<name>.domains` are what the service consumes: the chart derives its NATS user's
+permissions (consumers `<name>--<domain>`) and KEDA triggers from them, so a difference is a service that
+cannot create its consumers, or triggers on consumers that do not exist. A known service (in
+templates/_manifests.tpl) consumes its manifest's domains; one with a `domainsEnv` variable consumes that
+variable's list, which the chart sets from `domains` (an explicit `env` entry must then equal them). A
+service the chart does not know (a block of your own, your image) is taken at its word.
+(dict "root" $ "name" <name> "service" <rm.service>)
+*/}}
+{{- define "rm.checkDomains" -}}
+{{- $name := .name -}}
+{{- $s := .service -}}
+{{- $m := get (include "rm.manifests" .root | fromJson) $name -}}
+{{- $have := $s.domains | uniq | sortAlpha -}}
+{{- if $m }}
+{{- $key := get $m "domainsEnv" | default "" -}}
+{{- if $key }}
+{{- if hasKey $s.env $key }}
+{{- $env := list -}}
+{{- range splitList "," (toString (get $s.env $key)) }}{{ $d := trim . }}{{ if $d }}{{ $env = append $env $d }}{{ end }}{{ end -}}
+{{- if ne (join "," ($env | uniq | sortAlpha)) (join "," $have) }}
+{{- fail (printf "services.%s.env.%s (%s) and services.%s.domains (%s) differ: the service consumes the first, its NATS permissions and KEDA triggers follow the second. Set only services.%s.domains (the chart passes it as %s)" $name $key (toString (get $s.env $key)) $name (join ", " $s.domains) $name $key) }}
+{{- end }}
+{{- end }}
+{{- else if ne (join "," $have) (join "," ($m.domains | uniq | sortAlpha)) }}
+{{- fail (printf "services.%s.domains (%s) differ from what %s consumes (%s, its manifest's domains; it has no variable that changes them): its NATS permissions and KEDA triggers would not match its consumers. Leave services.%s.domains at the default [%s]" $name (join ", " $s.domains) $name (join ", " $m.domains) $name (join ", " $m.domains)) }}
+{{- end }}
+{{- end }}
+{{- end -}}
