@@ -8,25 +8,13 @@
  * script runs in a process group of its own that is killed as a whole when it ends or times out.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  symlinkSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join, relative } from "node:path";
 import { it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@reward-mesh/sdk";
 import { runInGroup } from "./process-group.js";
+import { scratchCopy } from "./scratch-copy.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 // Test files the walkthrough runs must report to their own runner, not to this one.
@@ -35,42 +23,6 @@ const { NODE_TEST_CONTEXT: _, ...inherited } = process.env;
 /** The ```sh walkthrough blocks of `md`, joined in order. */
 export function walkthrough(md: string): string {
   return [...md.matchAll(/^```sh walkthrough\n([\s\S]*?)^```\s*$/gm)].map((m) => m[1]!).join("\n");
-}
-
-/** A scratch copy of this checkout, linked like an installed one. */
-function scratchCopy(): string {
-  const dir = mkdtempSync(join(tmpdir(), "rm-walkthrough-"));
-  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
-    cwd: root,
-    encoding: "utf8",
-  })
-    .split("\0")
-    .filter(Boolean);
-  for (const f of files) {
-    if (!existsSync(join(root, f))) continue; // deleted in the work tree
-    mkdirSync(dirname(join(dir, f)), { recursive: true });
-    copyFileSync(join(root, f), join(dir, f));
-  }
-  const nm = join(dir, "node_modules");
-  mkdirSync(join(nm, "@reward-mesh"), { recursive: true });
-  mkdirSync(join(nm, ".bin"));
-  for (const e of readdirSync(join(root, "node_modules"))) {
-    if (e === "@reward-mesh" || e === ".bin") continue;
-    symlinkSync(join(root, "node_modules", e), join(nm, e));
-  }
-  // Workspace links into the copy (relative, as npm writes them); .bin links keep their relative targets.
-  for (const e of readdirSync(join(root, "node_modules", "@reward-mesh"))) {
-    const target = readlinkSync(join(root, "node_modules", "@reward-mesh", e));
-    symlinkSync(target, join(nm, "@reward-mesh", e));
-  }
-  for (const e of readdirSync(join(root, "node_modules", ".bin"))) {
-    const p = join(root, "node_modules", ".bin", e);
-    if (lstatSync(p).isSymbolicLink()) symlinkSync(readlinkSync(p), join(nm, ".bin", e));
-  }
-  // A checkout is a git work tree (check-boundaries lists files with git).
-  execFileSync("git", ["init", "-q"], { cwd: dir });
-  execFileSync("git", ["add", "-A"], { cwd: dir });
-  return dir;
 }
 
 const docsDir = join(root, "docs");

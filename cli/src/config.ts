@@ -90,6 +90,14 @@ export interface CliConfig {
    * @default "127.0.0.1:50066" (agentdojo's default port)
    */
   readonly agentEnvironmentAddress: string;
+  /**
+   * With `NATS_URL` unset, how long `train`, `serve --remote` and `check` wait for `reward-mesh up` to
+   * record its mesh (`<natsAuthDir>/mesh.json`) when none is recorded yet (a `reward-mesh up &` started just
+   * before), in milliseconds; a starting `up` is then waited for while it lives. Not an environment
+   * variable: a {@link CliDefaults} entry.
+   * @default 15000
+   */
+  readonly meshAppearMs: number;
   /** The environment handed to service processes. */
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -101,6 +109,8 @@ export interface CliDefaults {
    * @default "nats://127.0.0.1:4222" (the SDK's default, where Debian's nats-server service listens)
    */
   readonly natsUrl?: string;
+  /** {@link CliConfig.meshAppearMs}. @default 15000 */
+  readonly meshAppearMs?: number;
 }
 
 /** Reads the CLI configuration. */
@@ -123,6 +133,7 @@ export function loadCliConfig(env = processEnv(), defaults: CliDefaults = {}): C
     startWaitSeconds: envInt(env, "REWARD_MESH_START_WAIT_SECONDS", 0, 0, 86400),
     traceUrlTemplate: envString(env, "REWARD_MESH_TRACE_URL", ""),
     agentEnvironmentAddress: envString(env, "REWARD_MESH_AGENT_ENV_ADDR", "127.0.0.1:50066"),
+    meshAppearMs: defaults.meshAppearMs ?? 15_000,
     env,
   };
 }

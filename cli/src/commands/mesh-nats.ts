@@ -7,7 +7,7 @@
  *
  * - it accepts anonymous clients: never used with authentication on, as anyone could forge rewards.
  *   `NATS_URL` set → refused, unless `REWARD_MESH_NATS_AUTH=off` (the explicit development opt-out: no users,
- *   no permissions); `NATS_URL` unset (a default address such as the service Debian's `nats-server` package
+ *   no permissions; it needs `NATS_URL`, so the default address is never used without authentication); `NATS_URL` unset (a default address such as the service Debian's `nats-server` package
  *   starts on 127.0.0.1:4222) → our own server on a free port, as below, said in one line.
  * - it requires credentials: with `NATS_*` credentials (yours, e.g. a production cluster) it is used when it
  *   accepts them, every process gets them, and that server's configuration decides what they may do;
@@ -60,6 +60,10 @@ export interface MeshNats {
   readonly trainerAuth: NatsAuthOptions | undefined;
   /** Where the generated users are (undefined when none were generated). */
   readonly credentialsDir: string | undefined;
+  /** Whose users the NATS has (see `mesh-record.ts`'s `MeshUsers`). */
+  readonly users: "generated" | "yours" | "none";
+  /** Each service's generated credentials, by name (empty unless `users` is `generated`). */
+  readonly serviceAuth: Readonly<Record<string, NatsAuthOptions>>;
   /**
    * One line for people when the mesh's NATS is not at the `NATS_URL` address (or not in the shared
    * directories): what was found, and the URL used instead.
@@ -129,7 +133,7 @@ const PROBE_MS = 10_000;
 const BLANK_CREDENTIALS = Object.fromEntries(Object.values(NatsAuthEnv).map((k) => [k, ""]));
 
 /** True while process `pid` exists (EPERM: it exists, and belongs to someone else). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -270,14 +274,32 @@ const external = (url: string): LocalNats => ({ url, started: false, stop: async
 
 const CREDENTIAL_VARIABLES = "NATS_NKEY_SEED_FILE, NATS_CREDS_FILE, NATS_USER/NATS_PASSWORD or NATS_TOKEN";
 
-/** Finds or starts the mesh's NATS as described in the module comment. */
-export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
+/**
+ * Finds or starts the mesh's NATS as described in the module comment; `remotes` are services served
+ * elsewhere (`up --remote`) that get a generated user too.
+ */
+export async function startMeshNats(
+  config: CliConfig,
+  remotes: readonly ServiceIdentity[] = [],
+): Promise<MeshNats> {
   const url = config.bus.natsUrl;
   const storeDir = resolve(config.natsStoreDir);
   const authDir = resolve(config.natsAuthDir);
   const userAuth = config.bus.auth;
-  const inherit = { trainerAuth: userAuth, credentialsDir: undefined, notice: undefined, envFor: () => ({}) };
+  const inherit = {
+    trainerAuth: userAuth,
+    credentialsDir: undefined,
+    notice: undefined,
+    users: hasCredentials(userAuth) ? ("yours" as const) : ("none" as const),
+    serviceAuth: {},
+    envFor: () => ({}),
+  };
   if (config.natsAuth === "off") {
+    // An anonymous server only where the user points: never the default address (Debian's nats-server).
+    if (!config.natsUrlExplicit)
+      throw new Error(
+        `REWARD_MESH_NATS_AUTH=off runs the mesh on a NATS without users, which needs NATS_URL naming that server (e.g. NATS_URL=nats://127.0.0.1:<port>: one there is used, or started when nothing listens); NATS_URL is not set, and the default ${url} is never used without authentication`,
+      );
     return { ...inherit, nats: await ensureNats(url, { storeDir, ...(userAuth ? { auth: userAuth } : {}) }) };
   }
   removeOrphanDirs(authDir, storeDir);
@@ -360,7 +382,7 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
   let auth: Awaited<ReturnType<typeof writeMeshAuth>>;
   try {
     dirs = shared ? { auth: authDir, store: storeDir } : instanceDirs(authDir, storeDir);
-    auth = await writeMeshAuth(dirs.auth, await serviceIdentities());
+    auth = await writeMeshAuth(dirs.auth, [...(await serviceIdentities()), ...remotes]);
     started = await startNatsServer({
       host: at.host,
       port,
@@ -396,6 +418,8 @@ export async function startMeshNats(config: CliConfig): Promise<MeshNats> {
     nats,
     trainerAuth: auth.trainer,
     credentialsDir: dirs.auth,
+    users: "generated",
+    serviceAuth: auth.services,
     notice:
       elsewhere === undefined
         ? undefined

@@ -25,6 +25,7 @@ import {
   parseServiceManifest,
   workspaceFolders,
 } from "@reward-mesh/sdk";
+import { BUILTIN_SET_NAMES } from "@reward-mesh/trainer";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { serviceFiles, serviceNames } from "../scaffold/templates.js";
@@ -183,17 +184,41 @@ function runGenerators(root: string): void {
   }
 }
 
-/** What `new service` prints after creating `rel`. */
+/**
+ * The run config of step 3 (one line of flow YAML): the service's example component on a built-in task
+ * set of one of its domains, or (none is built in) a task file of its first domain to write.
+ */
+function runConfigLine(name: string, domains: readonly string[]): { line: string; note: string } {
+  const set = domains.find((d) => d !== "agent" && BUILTIN_SET_NAMES.includes(d));
+  const tasks = set ? `{sets: [${set}]}` : `{files: [${domains[0]}-tasks.jsonl]}`;
+  return {
+    line: `echo '{run: {id: ${name}-1, seed: 1}, tasks: ${tasks}, groupSize: 4, promptsPerStep: 2, steps: 3, components: [{service: ${name}, component: brevity, weight: 1}]}' > run.yaml`,
+    note: set
+      ? ""
+      : `     (no built-in tasks of domain ${domains[0]}: write ${domains[0]}-tasks.jsonl first, see 'reward-mesh tasks check')\n`,
+  };
+}
+
+/**
+ * What `new service` prints after creating `rel`. The commands of each step are the lines indented by 7
+ * spaces, meant to run as printed (step 3's are run by cli/test/walkthrough.test.ts).
+ */
 function nextSteps(rel: string, name: string, port: number, domains: readonly string[]): string {
+  const run = runConfigLine(name, domains);
   return `created ${rel}/ (service '${name}', port ${port}, domains ${domains.join(", ")}); linked as @reward-mesh/${name}
 
 next steps:
   1. write your scoring in ${rel}/src/service.ts (components and their ranges; keep the domains equal to
      rewardMesh.service.domains in ${rel}/package.json), and run its tests:
        node scripts/run-tests.mjs services/${name}/
-  2. record it in the lockfile and check it:  npm install && npm run check
-  3. train with it: add its components to a run config, start the mesh, train:
-       components: [{service: ${name}, component: brevity, weight: 1}]
-       reward-mesh up &   reward-mesh train run.yaml
+  2. record it in the lockfile and check it:
+       npm install && npm run check
+  3. train with it: a run config naming its components, the mesh in the background (up records its NATS
+     and credentials in .nats/auth/mesh.json; train finds the mesh there, waiting for it to start), a run,
+     then the mesh stopped:
+${run.note}       ${run.line}
+       reward-mesh up --services ${name} &
+       reward-mesh train --config run.yaml
+       kill %1; wait
 `;
 }

@@ -71,6 +71,11 @@ export async function provisionWithRetry(
   o: ProvisionRetryOptions,
 ): Promise<ProvisionedStream[]> {
   const url = cli.bus.natsUrl;
+  // Never the default address: an anonymous NATS nobody named (Debian's service) would get the streams.
+  if (!cli.natsUrlExplicit)
+    throw new UsageError(
+      `'reward-mesh provision' creates the streams on the NATS that NATS_URL names, as its admin user (NATS_*); NATS_URL is not set (reward-mesh up provisions the NATS it starts itself)`,
+    );
   const deadline = Date.now() + o.timeoutMs;
   let delayMs = 100;
   let attempts = 0;

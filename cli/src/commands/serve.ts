@@ -8,8 +8,10 @@
 import { pathToFileURL } from "node:url";
 import type { GrpcClientSecurity } from "@reward-mesh/sdk";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
+import { type CliConfig, loadCliConfig } from "../config.js";
 import { UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
+import { meshBusOptions } from "./mesh-record.js";
 
 /** The serve command's arguments (parsing and `--help` come from this table). */
 export const SERVE_COMMAND: CommandSpec = {
@@ -37,7 +39,8 @@ export const SERVE_COMMAND: CommandSpec = {
       "<SERVICE>_GRPC_TLS_* / _TOKEN / _INSECURE, <SERVICE>_HEALTH_PORT (a plaintext health-only port for\n" +
       "Kubernetes gRPC probes), <SERVICE>_HTTP_PORT (HTTP/JSON, Connect protocol), LOG_LEVEL, OTEL_* (see the service's README). With --remote, <SERVICE> is the\n" +
       "remote's name in UPPER_SNAKE case, its gRPC front defaults to an ephemeral port, and REWARD_MESH_GRPC_*\n" +
-      "secure the connection to the remote.",
+      "secure the connection to the remote. With --remote and NATS_URL unset it joins the mesh reward-mesh up\n" +
+      "recorded, as the NATS user up generated for it (reward-mesh up --remote <name>=host:port).",
   ],
   examples: ["LENGTH_GRPC_PORT=50061 reward-mesh serve length", "reward-mesh serve --remote 127.0.0.1:50100"],
 };
@@ -45,8 +48,15 @@ export const SERVE_COMMAND: CommandSpec = {
 /** Usage of the serve command. */
 export const SERVE_USAGE = `${usageLine(SERVE_COMMAND)}   (options come from <PREFIX>_* environment variables)`;
 
-/** Imports the service's entrypoint (or starts the sidecar), which runs until SIGTERM/SIGINT. */
-export async function runServe(args: readonly string[], security: GrpcClientSecurity = {}): Promise<void> {
+/**
+ * Imports the service's entrypoint (or starts the sidecar), which runs until SIGTERM/SIGINT. The sidecar
+ * connects to the mesh at `NATS_URL`, or (unset) to the one `reward-mesh up` recorded, as its service's user.
+ */
+export async function runServe(
+  args: readonly string[],
+  security: GrpcClientSecurity = {},
+  cli: CliConfig = loadCliConfig(),
+): Promise<void> {
   const { values, positionals } = parseCommand(SERVE_COMMAND, args);
   const remote = values["remote"];
   if (typeof remote === "string") {
@@ -58,7 +68,11 @@ export async function runServe(args: readonly string[], security: GrpcClientSecu
     if (!Number.isFinite(wait) || wait <= 0)
       throw new UsageError("'--wait-seconds' must be a positive number");
     const { runSidecar } = await import("../sidecar/main.js");
-    await runSidecar(remote, { waitMs: wait * 1000, security });
+    await runSidecar(remote, {
+      waitMs: wait * 1000,
+      security,
+      bus: (name) => meshBusOptions(cli, { kind: "service", name }),
+    });
     return;
   }
   if (positionals.length !== 1) throw new UsageError(SERVE_USAGE);

@@ -1,8 +1,8 @@
 /**
  * `reward-mesh train --config run.yaml [--with-mesh]` and `reward-mesh report <run dir>`.
  *
- * `train` connects to NATS at `NATS_URL` and expects the services of the run's components to be running
- * (`reward-mesh up`); `--with-mesh` starts NATS (if needed) and exactly those services for the run's
+ * `train` connects to NATS at `NATS_URL` (unset: the mesh `reward-mesh up` recorded, see `mesh-record.ts`)
+ * and expects the services of the run's components to be running (`reward-mesh up`); `--with-mesh` starts NATS (if needed) and exactly those services for the run's
  * duration. A second Ctrl-C is not needed: SIGINT / SIGTERM stops at every phase — during start-up (what
  * was started is stopped), between steps, or while a step waits for its rewards (the step stays
  * journalled) — and running the same command again resumes.
@@ -46,6 +46,7 @@ import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { UsageError } from "../io.js";
 import { openLivePage, stepSinks, takeUiFlag, UI_OPTION } from "../live-ui.js";
 import { SERVICES } from "../services.js";
+import { meshBusOptions } from "./mesh-record.js";
 import { meshAgentEnvironmentAddress, type RunningMesh, startMesh } from "./up.js";
 
 /** The train command's options (parsing and `--help` come from this table; add a flag here). */
@@ -64,7 +65,8 @@ export const TRAIN_COMMAND: CommandSpec = {
   summary: "a training run (the same command again resumes it from its checkpoint)",
   description:
     "A training run from a run configuration; the same command again resumes the run from its checkpoint.\n" +
-    "Expects NATS and the run's services (reward-mesh up) unless --with-mesh.",
+    "Expects NATS and the run's services (reward-mesh up) unless --with-mesh: the mesh at NATS_URL, or with\n" +
+    "NATS_URL unset the one reward-mesh up recorded in <auth dir>/mesh.json (as its trainer user).",
   options: {
     config: {
       type: "string",
@@ -75,7 +77,7 @@ export const TRAIN_COMMAND: CommandSpec = {
     "with-mesh": {
       type: "boolean",
       description: "start NATS (if nothing answers) and exactly the run's services for the run",
-      defaultText: "off: use the mesh at NATS_URL",
+      defaultText: "off: the mesh at NATS_URL, else the one reward-mesh up runs",
     },
     steps: {
       type: "string",
@@ -148,7 +150,10 @@ export function progressPrinter(out: Writable & { isTTY?: boolean }): (r: StepRe
     const bar = `${"█".repeat(done)}${"░".repeat(width - done)}`;
     const secs = (performance.now() - t0) / 1000;
     const fmt = (v: unknown, d = 3) => (typeof v === "number" && Number.isFinite(v) ? v.toFixed(d) : "–");
-    const line = `step ${String(r.step).padStart(String(r.steps).length)}/${r.steps} ${bar} reward ${fmt(w)} (${w !== null && first !== null ? (w - first >= 0 ? "+" : "") + (w - first).toFixed(3) : "–"}) loss ${fmt(r.metrics["loss"], 4)} kl ${fmt(r.metrics["kl"], 4)} entropy ${fmt(r.metrics["entropy"], 2)} ${secs.toFixed(0)} s`;
+    // CorrGRPO's degenerate-group guard fired this step (the log has the warning with the details).
+    const fallback = (r.metrics["groups"] as { corrFallback?: number } | undefined)?.corrFallback ?? 0;
+    const warn = fallback > 0 ? ` ⚠ ${fallback} CorrGRPO fallback${fallback === 1 ? "" : "s"}` : "";
+    const line = `step ${String(r.step).padStart(String(r.steps).length)}/${r.steps} ${bar} reward ${fmt(w)} (${w !== null && first !== null ? (w - first >= 0 ? "+" : "") + (w - first).toFixed(3) : "–"}) loss ${fmt(r.metrics["loss"], 4)} kl ${fmt(r.metrics["kl"], 4)} entropy ${fmt(r.metrics["entropy"], 2)} ${secs.toFixed(0)} s${warn}`;
     if (out.isTTY) out.write(`\r${line}${r.step === r.steps ? "\n" : ""}`);
     else out.write(`${line}\n`);
   };
@@ -281,11 +286,12 @@ async function trainInDirectory(
     const tasks = o.tasks ?? (await resolveRunTasks(o.config, environment));
     // Episodes without an environment of their own are played where the agent set is listed.
     const config = withEpisodeEnvironment(o.config, environment.address);
-    // With a mesh of ours, the trainer connects as the mesh's trainer user.
+    // With a mesh of ours, the trainer connects as the mesh's trainer user; otherwise to the mesh at
+    // NATS_URL, or (unset) to the one `reward-mesh up` recorded, as its trainer user.
     const bus = await openBus(
       mesh
         ? { ...o.cli.bus, natsUrl: mesh.natsUrl, ...(mesh.trainerAuth ? { auth: mesh.trainerAuth } : {}) }
-        : o.cli.bus,
+        : await meshBusOptions(o.cli, { kind: "trainer" }),
       `trainer-${o.config.runId}`,
     );
     try {

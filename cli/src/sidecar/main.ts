@@ -8,6 +8,7 @@
  */
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import {
+  type BusOptions,
   applyTelemetryDefaults,
   connectRemoteService,
   createLogger,
@@ -24,6 +25,11 @@ export interface SidecarOptions {
   readonly waitMs: number;
   /** TLS / token towards the remote (the CLI's `REWARD_MESH_GRPC_*`). */
   readonly security: GrpcClientSecurity;
+  /**
+   * The mesh's bus for the service named by the remote's Describe (its NATS URL and that service's
+   * credentials). @default the `NATS_*` environment
+   */
+  readonly bus?: (name: string) => Promise<BusOptions>;
 }
 
 /** The environment prefix of a remote service's sidecar options. */
@@ -47,7 +53,14 @@ export async function runSidecar(address: string, o: SidecarOptions): Promise<Ru
       `the reward service at ${address} is named '${name}' (its Describe), like this build's own '${name}' service: served here it would share that service's durable consumers (${name}--<domain>) and results; give the remote service another name`,
     );
   }
-  const config = loadServiceRuntimeOptions(sidecarPrefix(name), 0);
+  const own = loadServiceRuntimeOptions(sidecarPrefix(name), 0);
+  let config = own;
+  try {
+    if (o.bus) config = { ...own, bus: await o.bus(name) };
+  } catch (err) {
+    remote.close();
+    throw err;
+  }
   const otel = new NodeSDK({ serviceName: `reward-mesh-${name}` });
   otel.start();
   const logger = createLogger({ service: name, level: config.logLevel });

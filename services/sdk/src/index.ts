@@ -147,10 +147,14 @@ export {
   writeMeshAuth,
 } from "./nats-accounts.js";
 export {
+  explainPermissionViolation,
   isAuthorizationError,
   isPermissionViolation,
+  NatsPermissionError,
   natsAuthEnv,
   natsConnectionOptions,
+  natsRoleOf,
+  permissionViolationOf,
 } from "./nats-auth.js";
 export { freePort } from "./net.js";
 export type { LogRecord, WaitForLogRecordOptions } from "./process-log.js";

@@ -5,6 +5,7 @@
  * @module
  */
 import { readFileSync } from "node:fs";
+import { basename } from "node:path";
 import { fromSeed } from "@nats-io/nkeys";
 import {
   AuthorizationError,
@@ -17,7 +18,7 @@ import {
   usernamePasswordAuthenticator,
 } from "@nats-io/transport-node";
 import { NatsAuthEnv, type NatsAuthOptions } from "./config.js";
-import { ConfigError } from "./errors.js";
+import { ConfigError, MeshError } from "./errors.js";
 
 function readKeyFile(key: string, path: string): Uint8Array {
   try {
@@ -114,5 +115,74 @@ export function isPermissionViolation(err: unknown): boolean {
     err instanceof PermissionViolationError ||
     (err instanceof RequestError && err.cause instanceof PermissionViolationError) ||
     (err instanceof Error && /permissions violation/i.test(err.message))
+  );
+}
+
+/**
+ * The NATS user (role) `auth` connects as, for messages: the user of a generated inbox prefix
+ * (`_INBOX_<user>`: `trainer`, `service-<name>`, `admin`), else `NATS_USER`, the seed or `.creds` file's
+ * name, `token`, or `anonymous` without credentials.
+ */
+export function natsRoleOf(auth: NatsAuthOptions | undefined): string {
+  const inbox = /^_INBOX_(.+)$/.exec(auth?.inboxPrefix ?? "")?.[1];
+  if (inbox) return inbox;
+  if (auth?.user !== undefined) return auth.user;
+  if (auth?.nkeySeedFile !== undefined) return `the user of ${basename(auth.nkeySeedFile)}`;
+  if (auth?.credsFile !== undefined) return `the user of ${basename(auth.credsFile)}`;
+  if (auth?.token !== undefined) return "the NATS_TOKEN user";
+  return "anonymous";
+}
+
+/** The operation and subject of the permission violation in `err`'s cause chain, if any. */
+export function permissionViolationOf(
+  err: unknown,
+): { readonly operation: string; readonly subject: string } | undefined {
+  for (let e: unknown = err, i = 0; e !== undefined && e !== null && i < 8; e = (e as Error).cause, i++) {
+    if (e instanceof PermissionViolationError) return { operation: e.operation, subject: e.subject };
+    const m =
+      e instanceof Error
+        ? /permissions violation for (publish|subscription) to "([^"]+)"/i.exec(e.message)
+        : null;
+    if (m)
+      return { operation: m[1]!.toLowerCase() === "publish" ? "publish" : "subscription", subject: m[2]! };
+  }
+  return undefined;
+}
+
+/**
+ * NATS refused this process's user a subject: names the subject, the operation, the role it connected as
+ * and the role it needs.
+ */
+export class NatsPermissionError extends MeshError {
+  override readonly name = "NatsPermissionError";
+  readonly retryable = false;
+  readonly subject: string;
+  readonly role: string;
+  constructor(subject: string, role: string, message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+    this.subject = subject;
+    this.role = role;
+  }
+}
+
+/**
+ * `err` as a {@link NatsPermissionError} when it is a permission violation (else undefined): "NATS refused
+ * <role> <publish to|subscribe to> <subject>", then `need` (what the process needs, and how to get it).
+ */
+export function explainPermissionViolation(
+  err: unknown,
+  auth: NatsAuthOptions | undefined,
+  need: string,
+): NatsPermissionError | undefined {
+  if (!isPermissionViolation(err)) return undefined;
+  const v = permissionViolationOf(err);
+  const role = natsRoleOf(auth);
+  const subject = v?.subject ?? "(a subject the server did not name)";
+  const what = v?.operation === "subscription" ? "subscribe to" : "publish to";
+  return new NatsPermissionError(
+    subject,
+    role,
+    `NATS refused the role '${role}' permission to ${what} '${subject}' (Permissions Violation): ${need}`,
+    { cause: err },
   );
 }

@@ -9,6 +9,8 @@ import type { ServiceRuntimeOptions } from "./config.js";
 import { openBus } from "./bus.js";
 import { type DescribeResponder, startDescribeResponder } from "./describe.js";
 import { HealthStatus } from "./health.js";
+import { serviceUser } from "./nats-accounts.js";
+import { explainPermissionViolation } from "./nats-auth.js";
 import { createLimiter } from "./limiter.js";
 import type { Logger } from "./logger.js";
 import { type HostedService, type RunningGrpcServer, startGrpcServer } from "./server.js";
@@ -74,7 +76,7 @@ export async function startRewardService(
       await worker?.stop(0);
       await grpcServer.close(0);
       await closeBus?.();
-      throw err;
+      throw explainPermissionViolation(err, options.bus.auth, roleNeeded(def)) ?? err;
     }
   }
   return {
@@ -90,6 +92,12 @@ export async function startRewardService(
       await closeBus?.();
     },
   };
+}
+
+/** What a service's NATS user must be allowed, for a permission error (see `nats-accounts.ts`). */
+function roleNeeded(def: RewardServiceDefinition): string {
+  const domains = def.domains.map((d) => `mesh.rollouts.${d}.>`).join(", ");
+  return `service '${def.name}' needs the role '${serviceUser(def.name)}', which consumes ${domains} (durable consumers ${def.name}--<domain>) and publishes mesh.rewards.*.${def.name}.* and mesh.dlq.${def.name}: connect with that role's credentials (NATS_* variables; a service served elsewhere joins 'reward-mesh up' through 'reward-mesh up --remote ${def.name}=<host:port>', whose user 'reward-mesh serve --remote' then finds without NATS_URL)`;
 }
 
 /**
