@@ -67,10 +67,14 @@ commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(12)} ${firstLine(c.summary)}`).join("\n")}
 
 services: ${SERVICES.map((s) => s.name).join(", ")}
-environment: NATS_URL (default nats://127.0.0.1:4222), <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL,
+finding the mesh: NATS_URL names it (with the NATS_* credentials); unset, train, check, serve and
+  serve --remote use the mesh 'reward-mesh up' recorded in <auth dir>/mesh.json, each as its own NATS user,
+  and never a server nobody named (up and demo then start their own NATS on 4222 or a free port)
+environment: NATS_URL, <SERVICE>_GRPC_PORT, <SERVICE>_CONCURRENCY, LOG_LEVEL,
   REWARD_MESH_LOG_FORMAT (human|json, as --log-format), REWARD_MESH_TELEMETRY=on (traces + /metrics), OTEL_*
   NATS credentials: NATS_NKEY_SEED_FILE | NATS_CREDS_FILE | NATS_USER + NATS_PASSWORD | NATS_TOKEN, NATS_TLS_CA_FILE,
-  NATS_TLS_CERT_FILE + NATS_TLS_KEY_FILE, NATS_INBOX_PREFIX; REWARD_MESH_NATS_AUTH=off: up/demo's NATS without users (development)
+  NATS_TLS_CERT_FILE + NATS_TLS_KEY_FILE, NATS_INBOX_PREFIX; REWARD_MESH_NATS_AUTH=off with NATS_URL: an
+  anonymous NATS you name (development)
 gRPC security: REWARD_MESH_GRPC_TLS_CA_FILE, _TLS_CLIENT_CERT_FILE/_KEY_FILE, _TOKEN(_FILE), _INSECURE
   (clients); <SERVICE>_GRPC_TLS_CERT_FILE/_KEY_FILE, _TLS_CLIENT_CA_FILE, _TOKEN(_FILE), _INSECURE (servers)
 waiting at start (seconds, default 0 = fail at once): MESH_STREAMS_WAIT_SECONDS (NATS reachable, JetStream

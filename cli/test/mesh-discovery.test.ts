@@ -1,6 +1,6 @@
 /**
  * Every command finds the mesh the same way (issue 29, items 2 and 3): with `NATS_URL` unset, `train`,
- * `check` and `serve --remote` use only the mesh `reward-mesh up` recorded in `<auth dir>/mesh.json`, each
+ * `check`, `serve <service>` and `serve --remote` use only the mesh `reward-mesh up` recorded in `<auth dir>/mesh.json`, each
  * with its role's credentials, and never a NATS nobody named (a foreign anonymous server at the default
  * address keeps an empty stream list); `REWARD_MESH_NATS_AUTH=off` needs `NATS_URL`. A service served
  * elsewhere joins `up`'s NATS through `up --remote name=host:port` with a least-privilege user of its own,
@@ -136,6 +136,7 @@ describe("NATS_URL unset and no reward-mesh up: nothing connects to a NATS nobod
       );
       await assert.rejects(runCheck([], config, new PassThrough()), noMesh);
       await assert.rejects(runServe(["--remote", remote.grpc.address], {}, config), noMesh);
+      await assert.rejects(runServe(["length"], {}, config), noMesh);
       await assert.rejects(provisionWithRetry(config, { timeoutMs: 1000 }), /NATS_URL is not set/);
       await assert.rejects(
         startMesh(configOf("none", { REWARD_MESH_NATS_AUTH: "off" }, foreign.url), { services: ["length"] }),
@@ -224,6 +225,16 @@ describe("reward-mesh up records its mesh; the others find it, each with its rol
     } finally {
       assert.equal(await sidecar.stop(), 0, sidecar.output());
     }
+  });
+
+  it("a built-in service served without NATS_URL joins as its own user", async () => {
+    const served = cliProcess(["serve", "length"], envOf("rec", { LENGTH_GRPC_PORT: "0" }));
+    try {
+      await served.waitFor(/length ready/);
+    } finally {
+      assert.equal(await served.stop(), 0, served.output());
+    }
+    assert.doesNotMatch(served.output(), /Permissions Violation|Authorization Violation/);
   });
 
   it("a remote up has no user for is refused naming the cure; another role's credentials get a refusal naming the subject and both roles", async () => {

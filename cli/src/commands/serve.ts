@@ -6,7 +6,7 @@
  * @module
  */
 import { pathToFileURL } from "node:url";
-import type { GrpcClientSecurity } from "@reward-mesh/sdk";
+import { type GrpcClientSecurity, natsAuthEnv } from "@reward-mesh/sdk";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
 import { type CliConfig, loadCliConfig } from "../config.js";
 import { UsageError } from "../io.js";
@@ -39,8 +39,8 @@ export const SERVE_COMMAND: CommandSpec = {
       "<SERVICE>_GRPC_TLS_* / _TOKEN / _INSECURE, <SERVICE>_HEALTH_PORT (a plaintext health-only port for\n" +
       "Kubernetes gRPC probes), <SERVICE>_HTTP_PORT (HTTP/JSON, Connect protocol), LOG_LEVEL, OTEL_* (see the service's README). With --remote, <SERVICE> is the\n" +
       "remote's name in UPPER_SNAKE case, its gRPC front defaults to an ephemeral port, and REWARD_MESH_GRPC_*\n" +
-      "secure the connection to the remote. With --remote and NATS_URL unset it joins the mesh reward-mesh up\n" +
-      "recorded, as the NATS user up generated for it (reward-mesh up --remote <name>=host:port).",
+      "secure the connection to the remote. With NATS_URL unset it joins the mesh reward-mesh up recorded, as\n" +
+      "the NATS user up generated for it (a built-in service up runs, or reward-mesh up --remote <name>=host:port).",
   ],
   examples: ["LENGTH_GRPC_PORT=50061 reward-mesh serve length", "reward-mesh serve --remote 127.0.0.1:50100"],
 };
@@ -49,8 +49,8 @@ export const SERVE_COMMAND: CommandSpec = {
 export const SERVE_USAGE = `${usageLine(SERVE_COMMAND)}   (options come from <PREFIX>_* environment variables)`;
 
 /**
- * Imports the service's entrypoint (or starts the sidecar), which runs until SIGTERM/SIGINT. The sidecar
- * connects to the mesh at `NATS_URL`, or (unset) to the one `reward-mesh up` recorded, as its service's user.
+ * Imports the service's entrypoint (or starts the sidecar), which runs until SIGTERM/SIGINT. Both connect
+ * to the mesh at `NATS_URL`, or (unset) to the one `reward-mesh up` recorded, as their service's user.
  */
 export async function runServe(
   args: readonly string[],
@@ -76,5 +76,12 @@ export async function runServe(
     return;
   }
   if (positionals.length !== 1) throw new UsageError(SERVE_USAGE);
-  await import(pathToFileURL(serviceEntry(positionals[0]!).mainPath()).href);
+  const entry = serviceEntry(positionals[0]!);
+  if (!cli.natsUrlExplicit) {
+    // NATS_URL unset: the mesh `reward-mesh up` recorded, as the user it generated for this service — the
+    // entrypoint reads its NATS settings from the environment, as it does in its container.
+    const bus = await meshBusOptions(cli, { kind: "service", name: entry.name });
+    Object.assign(process.env, { NATS_URL: bus.natsUrl, ...(bus.auth ? natsAuthEnv(bus.auth) : {}) });
+  }
+  await import(pathToFileURL(entry.mainPath()).href);
 }
