@@ -137,3 +137,11 @@ export function loadCliConfig(env = processEnv(), defaults: CliDefaults = {}): C
     env,
   };
 }
+
+/**
+ * Sets environment variables of this process, for code that reads its settings from the environment at
+ * import (a service's entrypoint served in process by `reward-mesh serve`, as in its container).
+ */
+export function exportEnvironment(vars: Readonly<Record<string, string>>): void {
+  Object.assign(process.env, vars);
+}

@@ -8,7 +8,7 @@
 import { pathToFileURL } from "node:url";
 import { type GrpcClientSecurity, natsAuthEnv } from "@reward-mesh/sdk";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
-import { type CliConfig, loadCliConfig } from "../config.js";
+import { type CliConfig, exportEnvironment, loadCliConfig } from "../config.js";
 import { UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
 import { meshBusOptions } from "./mesh-record.js";
@@ -81,7 +81,7 @@ export async function runServe(
     // NATS_URL unset: the mesh `reward-mesh up` recorded, as the user it generated for this service — the
     // entrypoint reads its NATS settings from the environment, as it does in its container.
     const bus = await meshBusOptions(cli, { kind: "service", name: entry.name });
-    Object.assign(process.env, { NATS_URL: bus.natsUrl, ...(bus.auth ? natsAuthEnv(bus.auth) : {}) });
+    exportEnvironment({ NATS_URL: bus.natsUrl, ...(bus.auth ? natsAuthEnv(bus.auth) : {}) });
   }
   await import(pathToFileURL(entry.mainPath()).href);
 }
