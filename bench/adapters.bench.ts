@@ -34,10 +34,13 @@ import {
   TaskSchema,
 } from "@reward-mesh/proto";
 import { type ServiceProcess, startServiceProcess } from "@reward-mesh/sdk/testing";
+import { DEFAULT_PYTHON } from "@reward-mesh/trainer";
 import { machineInfo, writeBenchResult } from "./results.js";
 
 const REPEATS = 8;
 const WINDOW_MS = Number(process.env["BENCH_WINDOW_MS"] ?? 2000);
+/** The repository's .venv (bash scripts/bootstrap.sh --with-torch), or `REWARD_MESH_PYTHON`. */
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
 const BATCH = 256;
 const COMPONENTS = ["math/correct", "math/format", "length/length", "length/overlong"];
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -151,7 +154,7 @@ interface Window {
 function pyWindow(specPath: string, windowMs: number): Promise<Window> {
   return new Promise((resolve, reject) => {
     const c = spawn(
-      "/usr/bin/python3",
+      PYTHON,
       [join(root, "bench", "adapters_trl.py"), specPath, String(windowMs / 1000)],
       {
         env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", PYTHONDONTWRITEBYTECODE: "1" },
@@ -231,7 +234,7 @@ try {
       services:
         "length (LENGTH_MAX_LENGTH 64, cache 32) and math (defaults), real entrypoints, one process each, gRPC only",
       batch: `${BATCH} rollouts (32 prompts × 8): 128 math → math, 128 custom → length`,
-      python: `reward_mesh.trl reward functions for ${COMPONENTS.join(", ")}, all called per batch (per-batch cache; one ScoreBatch per service per batch), /usr/bin/python3 + Debian grpcio`,
+      python: `reward_mesh.trl reward functions for ${COMPONENTS.join(", ")}, all called per batch (per-batch cache; one ScoreBatch per service per batch), ${PYTHON}`,
       typescript:
         "grpc-js client (@reward-mesh/proto), one ScoreStream — or one ScoreBatch — per service per batch, services in parallel; the faster median is the baseline",
       symmetry:

@@ -2,7 +2,7 @@
 GRPOTrainer calls them (every component function on each batch; the first scores the batch with one
 ScoreBatch call per service, the others read the per-batch cache), and the client's CPU time.
 
-Usage: /usr/bin/python3 bench/adapters_trl.py SPEC.json WINDOW_S — SPEC: {"services": {name: addr},
+Usage: .venv/bin/python bench/adapters_trl.py SPEC.json WINDOW_S — SPEC: {"services": {name: addr},
 "components": [...], "rows": [{"prompt", "completion", "task"}]}. Prints {"rollouts", "seconds", "cpuSeconds", "batches"}.
 """
 

@@ -2,7 +2,8 @@
 directly (no gRPC), on the batch `bench/learner.bench.ts` wrote, so the two halves time the same work.
 
 Prints one JSON object: per-repeat TrainStep seconds and Generate tokens/s.
-Run by the TypeScript bench with Debian's /usr/bin/python3 and PYTHONPATH=trainer/learner-torch.
+Run by the TypeScript bench with the repository's .venv/bin/python (or REWARD_MESH_PYTHON) and
+PYTHONPATH=trainer/learner-torch.
 """
 import argparse
 import json

@@ -9,9 +9,15 @@
 #     image built offline when its tag is missing (sandbox-images/python/build.sh) — see
 #     sandbox-images/README.md. `npm start` does not need it (the demo's sandbox is bubblewrap).
 #   * with --with-torch (what `npm test` passes; `reward-mesh demo --learner torch` asks for it): the
-#     PyTorch learner's Debian packages python3-torch, python3-grpcio, python3-protobuf, python3-numpy,
-#     libopenblas0-pthread (an optimised BLAS for torch), and
-#     protobuf-compiler + protobuf-compiler-grpc + libprotobuf-dev for its generated stubs (the drift check)
+#     project's Python environment, .venv/ (scripts/python-env.sh: python/requirements.lock — torch CPU,
+#     grpcio, protobuf, transformers, peft, TRL, verl… — cached; the PyTorch learner, the Python client,
+#     its tests and the benches run it; skipped when REWARD_MESH_PYTHON names another interpreter), and
+#     Debian's protobuf-compiler + protobuf-compiler-grpc + libprotobuf-dev for the generated Python stubs
+#     (the drift check), python3-venv where the base python3 lacks it, and for Debian's /usr/bin/python3:
+#     python3-torch for services/reward-model/model/build.py only (the committed ONNX test model's
+#     byte-for-byte drift check needs torch 1.13's TorchScript ONNX exporter), python3-grpcio +
+#     python3-protobuf for the Python reward-service example as docs/reward-services.md runs it; the
+#     learner and the Python client use neither
 #   * with --with-browser (what `npm test` passes): Debian's `chromium`, the headless browser the live
 #     page's test drives through playwright-core (which downloads no browser of its own)
 # Elsewhere (not root, no apt) it prints exactly what to install and stops.
@@ -44,20 +50,26 @@ if [ "$docker_wanted" != 0 ] && [ "$(id -u)" = "0" ]; then
 fi
 
 if [ "$with_torch" = 1 ]; then
-  # Debian's interpreter, not a pyenv shim on PATH: only it sees the python3-* packages.
-  py_has() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
-  py_has torch || missing+=(python3-torch)
-  py_has grpc || missing+=(python3-grpcio)
-  py_has google.protobuf || missing+=(python3-protobuf)
-  py_has numpy || missing+=(python3-numpy)
+  # The reward model's build script (services/reward-model/model/build.py) runs Debian's interpreter with
+  # Debian's torch (1.13): its ONNX export is what the committed model files are compared against.
+  # Found, not imported (importing torch takes seconds).
+  debian_has() {
+    [ -x /usr/bin/python3 ] &&
+      /usr/bin/python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('$1') is None)" >/dev/null 2>&1
+  }
+  debian_has torch || missing+=(python3-torch)
+  # examples/python-reward-service as docs/reward-services.md's remote walkthrough runs it (/usr/bin/python3).
+  debian_has grpc || missing+=(python3-grpcio)
+  debian_has google.protobuf || missing+=(python3-protobuf)
+  # Debian's own python3 creates venvs only with python3-venv (ensurepip).
+  if [ "$(command -v "${REWARD_MESH_BASE_PYTHON:-python3}" 2>/dev/null)" = /usr/bin/python3 ] &&
+    ! /usr/bin/python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+    missing+=(python3-venv)
+  fi
   have protoc || missing+=(protobuf-compiler)
   have grpc_python_plugin || missing+=(protobuf-compiler-grpc)
   # protoc's well-known types (rollout.proto imports google/protobuf/struct.proto) ship in libprotobuf-dev.
   [ -f /usr/include/google/protobuf/struct.proto ] || missing+=(libprotobuf-dev)
-  # Debian's torch calls the system BLAS; without OpenBLAS that is the reference BLAS, about 8-30x
-  # slower on the learner's matrix products.
-  dpkg-query -W -f='${Status}' libopenblas0-pthread 2>/dev/null | grep -q "ok installed" ||
-    missing+=(libopenblas0-pthread)
 fi
 
 if [ "$with_browser" = 1 ]; then
@@ -74,7 +86,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: missing system packages: ${missing[*]}" >&2
     echo "  Debian/Ubuntu:  sudo apt-get install -y ${missing[*]}" >&2
     echo "  other systems:  install nats-server >= 2.9 (https://docs.nats.io) and bubblewrap (bwrap), and put them on PATH;" >&2
-    echo "                  for the PyTorch learner: Python 3 with torch, grpcio, protobuf (point REWARD_MESH_PYTHON at it)" >&2
+    echo "                  for the PyTorch learner: Python >= 3.11 with venv (scripts/python-env.sh builds .venv from" >&2
+    echo "                  python/requirements.lock), or an interpreter with those packages in REWARD_MESH_PYTHON" >&2
     echo "                  for the live page's browser test: Chromium (point REWARD_MESH_CHROMIUM at it)" >&2
     exit 1
   fi
@@ -92,6 +105,15 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   # npm >= 11 does not run it (package.json's allowScripts denies it); an older npm ignores that field
   # and runs every install script, and this variable, the first thing the script reads, makes it skip.
   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund >&2
+fi
+
+# The project's Python environment (.venv/, from python/requirements.lock): instant when up to date.
+if [ "$with_torch" = 1 ]; then
+  if [ -n "${REWARD_MESH_PYTHON:-}" ] && [ "$REWARD_MESH_PYTHON" != "$PWD/.venv/bin/python" ]; then
+    echo "bootstrap: REWARD_MESH_PYTHON=$REWARD_MESH_PYTHON: not building .venv (scripts/python-env.sh)" >&2
+  else
+    bash scripts/python-env.sh
+  fi
 fi
 
 # The Docker sandbox: a daemon (started by hand when none answers) and the image of the current harness.

@@ -15,6 +15,7 @@ import {
   loadGrpcClientSecurity,
   processEnv,
 } from "@reward-mesh/sdk";
+import { DEFAULT_PYTHON } from "@reward-mesh/trainer";
 
 /** Options of the CLI process. */
 export interface CliConfig {
@@ -61,8 +62,8 @@ export interface CliConfig {
    */
   readonly logFormat: LogFormat;
   /**
-   * The interpreter of the PyTorch learner (`REWARD_MESH_PYTHON`): Debian's, which sees python3-torch.
-   * @default "/usr/bin/python3"
+   * The interpreter of the PyTorch learner (`REWARD_MESH_PYTHON`).
+   * @default the repository's `.venv/bin/python` (`bash scripts/bootstrap.sh --with-torch` creates it)
    */
   readonly python: string;
   /**
@@ -128,7 +129,7 @@ export function loadCliConfig(env = processEnv(), defaults: CliDefaults = {}): C
     natsAuthDir: envString(env, "REWARD_MESH_NATS_AUTH_DIR", join(dirname(natsStoreDir), "auth")),
     logDir: envString(env, "REWARD_MESH_LOG_DIR", "runs/logs"),
     logFormat: envEnum(env, "REWARD_MESH_LOG_FORMAT", LOG_FORMATS, "human"),
-    python: envString(env, "REWARD_MESH_PYTHON", "/usr/bin/python3"),
+    python: envString(env, "REWARD_MESH_PYTHON", DEFAULT_PYTHON),
     grpc: loadGrpcClientSecurity(env),
     startWaitSeconds: envInt(env, "REWARD_MESH_START_WAIT_SECONDS", 0, 0, 86400),
     traceUrlTemplate: envString(env, "REWARD_MESH_TRACE_URL", ""),

@@ -13,12 +13,13 @@ import { fileURLToPath } from "node:url";
 import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mesh/length";
 import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
 import { type RunningService, silentLogger, startRewardService } from "@reward-mesh/sdk";
+import { DEFAULT_PYTHON } from "@reward-mesh/trainer";
 import { DEFAULT_PAD_TOKENS, responseOf } from "../src/gateway/openrlhf.js";
 
 const BIN = fileURLToPath(new URL("../bin/reward-mesh.mjs", import.meta.url));
-/** OpenRLHF's remote-RM client code path (copied from OpenRLHF), run by Debian's Python with torch. */
+/** OpenRLHF's remote-RM client code path (copied from OpenRLHF), run by the repository's .venv (torch). */
 const OPENRLHF_CLIENT = fileURLToPath(new URL("./fixtures/openrlhf_remote_rm.py", import.meta.url));
-const PYTHON = "/usr/bin/python3";
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
 
 /** Spawns `reward-mesh gateway ARGS --port 0`; resolves with its /get_reward URL once it listens. */
 async function spawnGateway(
@@ -165,11 +166,11 @@ describe("reward-mesh gateway: OpenRLHF remote reward endpoint over a real mesh"
   });
 
   it("OpenRLHF's own client path (Python json, torch.tensor per sample, batch merge, logged mean) takes every answer", async (t) => {
-    // OpenRLHF's code (commit 3c3be62), copied into the fixture, run by Debian's Python with torch against
+    // OpenRLHF's code (commit 3c3be62), copied into the fixture, run by PYTHON (with torch) against
     // this gateway: one request per sample, as OpenRLHF sends them, including queries where a component
     // does not apply (math on a custom task, length on math tasks).
     if (spawnSync(PYTHON, ["-c", "import torch"]).status !== 0)
-      return t.skip(`${PYTHON} has no torch (bash scripts/bootstrap.sh --with-torch installs python3-torch)`);
+      return t.skip(`${PYTHON} has no torch (bash scripts/bootstrap.sh --with-torch creates .venv)`);
     const prompt = "Q: 6*7? A: ";
     const samples = [
       [`${prompt}\\boxed{42}`, prompt, "42"],

@@ -1,6 +1,6 @@
 /**
  * `reward-mesh serve --remote`: a reward service written in Python (examples/python-reward-service,
- * Debian's python3-grpcio, stubs generated from proto/) joins the mesh through the sidecar process and
+ * the repository's .venv (or REWARD_MESH_PYTHON) with grpcio, stubs generated from proto/) joins the mesh through the sidecar process and
  * takes part in a short training run; the bus semantics are the SDK worker's (a rollout the remote
  * refuses is dead-lettered naming the field; every result carries the remote's components, checked
  * against its Describe). Its ScoreBatch, called directly, follows the contract: per-request errors with
@@ -33,11 +33,12 @@ import {
   builtinTasks,
   createEmbeddedLearner,
   readMetrics,
+  DEFAULT_PYTHON,
   resolveRunConfig,
   runTraining,
 } from "@reward-mesh/trainer";
 
-const PYTHON = "/usr/bin/python3";
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
 const example = fileURLToPath(
   new URL("../../examples/python-reward-service/reward_service.py", import.meta.url),
 );
@@ -115,7 +116,7 @@ describe("`reward-mesh serve --remote` and this build's own services", () => {
 });
 
 describe("a Python reward service through `reward-mesh serve --remote`", {
-  skip: noGrpc && `${PYTHON} has no grpcio/protobuf (apt-get install python3-grpcio python3-protobuf)`,
+  skip: noGrpc && `${PYTHON} has no grpcio/protobuf (bash scripts/bootstrap.sh --with-torch)`,
 }, () => {
   let nats: LocalNats;
   let bus: MeshBus;

@@ -10,7 +10,7 @@ Components (domain `custom`):
   * `brevity`: 1 - min(1, code points / budget); budget 48, or the rollout's metadata `brevity.budget`.
   * `politeness`: 1 when the response contains a greeting or a thank-you, else 0.
 
-Usage: /usr/bin/python3 reward_service.py [--host 127.0.0.1] [--port 0]
+Usage: /usr/bin/python3 (or the repository's .venv/bin/python) reward_service.py [--host 127.0.0.1] [--port 0]
 Prints `listening on <host>:<port>` once it serves.
 """
 

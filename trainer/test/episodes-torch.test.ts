@@ -9,8 +9,8 @@
  * ("e") makes some turn end at a stop string the learner reports (`matched_stop`) and the runner puts
  * back; the learner's own tokenizer then reproduces the turn's sampled tokens from the rebuilt text.
  *
- * Skips, printing why, when `/usr/bin/python3` lacks torch / grpcio / protobuf (CI has them:
- * `scripts/bootstrap.sh --with-torch`).
+ * Skips, printing why, when the repository's `.venv/bin/python` (or `REWARD_MESH_PYTHON`) lacks torch /
+ * grpcio / protobuf (CI has them: `scripts/bootstrap.sh --with-torch`).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -39,6 +39,7 @@ import {
   type Completion,
   checkTorchAvailable,
   createRemoteLearner,
+  DEFAULT_PYTHON,
   type EpisodeResult,
   type EpisodeTask,
   episodeSample,
@@ -55,9 +56,10 @@ import {
   withCompactTools,
 } from "../src/index.js";
 
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
 let skip: string | false = false;
 try {
-  checkTorchAvailable();
+  checkTorchAvailable(PYTHON);
 } catch (err) {
   skip = `the PyTorch learner cannot start here: ${(err as Error).message}`;
   console.log(`# skipped: ${skip}`);
@@ -100,6 +102,7 @@ before(async () => {
   server = await startGrpcServices([agentEnvironmentService(manager)], { logger: silentLogger });
   env = createGrpcClient(AgentEnvironment, server.address);
   proc = await startTorchLearner({
+    python: PYTHON,
     model: "builtin:tiny4k",
     dtype: "float32",
     device: "cpu",

@@ -8,13 +8,15 @@ import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
 import { DEFAULT_PYTHON } from "../src/learner/torch-process.js";
 
-const probe = spawnSync(DEFAULT_PYTHON, ["-c", "import torch; print(torch.cuda.is_available())"], {
+/** The repository's .venv (a CPU torch) unless `REWARD_MESH_PYTHON` names one with CUDA. */
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
+const probe = spawnSync(PYTHON, ["-c", "import torch; print(torch.cuda.is_available())"], {
   encoding: "utf8",
 });
 const cuda = probe.status === 0 && probe.stdout.trim() === "True";
 const skip = cuda
   ? false
-  : `no CUDA device visible to ${DEFAULT_PYTHON} (torch ${probe.status === 0 ? "without CUDA" : "missing"})`;
+  : `no CUDA device visible to ${PYTHON} (torch ${probe.status === 0 ? "without CUDA" : "missing"})`;
 
 describe("GPU learner check", () => {
   it("the learner's bf16 TrainStep is within 1.15× of a plain PyTorch step", {
@@ -23,7 +25,7 @@ describe("GPU learner check", () => {
   }, () => {
     const r = spawnSync("bash", ["scripts/gpu-check.sh"], {
       cwd: new URL("../..", import.meta.url).pathname,
-      env: { ...process.env, REWARD_MESH_PYTHON: DEFAULT_PYTHON },
+      env: { ...process.env, REWARD_MESH_PYTHON: PYTHON },
       encoding: "utf8",
       timeout: 540_000,
     });

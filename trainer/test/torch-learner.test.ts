@@ -20,10 +20,13 @@ import {
   type TorchLearnerProcessOptions,
 } from "../src/learner/torch-process.js";
 
+/** The repository's .venv (scripts/bootstrap.sh --with-torch), or `REWARD_MESH_PYTHON`. */
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
 // `npm test` installs torch (scripts/bootstrap.sh --with-torch): a missing one is a failure, not a skip.
-checkTorchAvailable();
+checkTorchAvailable(PYTHON);
 
 const BASE: TorchLearnerProcessOptions = {
+  python: PYTHON,
   model: "builtin:tiny",
   device: "cpu",
   dtype: "float64",
@@ -57,9 +60,9 @@ export const TEXT_FIXTURES: ConformanceFixtures = {
   restore: (path) => torchLearner({ resume: path }),
 };
 
-describe("the PyTorch learner's Python unit tests (/usr/bin/python3 -m unittest)", () => {
+describe("the PyTorch learner's Python unit tests (.venv/bin/python -m unittest)", () => {
   it("pass", () => {
-    const r = spawnSync(DEFAULT_PYTHON, ["-m", "unittest", "discover", "-s", "tests"], {
+    const r = spawnSync(PYTHON, ["-m", "unittest", "discover", "-s", "tests"], {
       cwd: TORCH_LEARNER_DIR,
       env: { PATH: "/usr/bin:/bin", PYTHONPATH: TORCH_LEARNER_DIR, PYTHONDONTWRITEBYTECODE: "1" },
       encoding: "utf8",
@@ -120,7 +123,7 @@ describe("scripts/gpu-check.sh --smoke (the GPU check's own path, on the CPU)", 
   it("serves a model, times TrainStep over gRPC against a plain PyTorch step, and prints the figures", () => {
     const r = spawnSync("bash", ["scripts/gpu-check.sh", "--smoke"], {
       cwd: new URL("../..", import.meta.url).pathname,
-      env: { PATH: "/usr/bin:/bin", REWARD_MESH_PYTHON: DEFAULT_PYTHON },
+      env: { PATH: "/usr/bin:/bin", REWARD_MESH_PYTHON: PYTHON },
       encoding: "utf8",
       timeout: 300_000,
     });

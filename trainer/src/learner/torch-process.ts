@@ -16,10 +16,17 @@ import { type GrpcClientSecurity, waitForLogRecord, waitServing } from "@reward-
 export const TORCH_LEARNER_DIR = fileURLToPath(new URL("../../learner-torch", import.meta.url));
 
 /**
- * Debian's interpreter: the one that sees `python3-torch` and `python3-grpcio` (a pyenv `python3` on
- * `PATH` does not).
+ * The project's Python environment, `.venv/bin/python` in the repository root (resolved from this file,
+ * not the working directory): `bash scripts/bootstrap.sh --with-torch` creates it from
+ * `python/requirements.lock` (torch, grpcio, protobuf, transformers, peft, …). `REWARD_MESH_PYTHON`
+ * names another interpreter (the CLI's config reads it).
  */
-export const DEFAULT_PYTHON = "/usr/bin/python3";
+export const DEFAULT_PYTHON = fileURLToPath(new URL("../../../.venv/bin/python", import.meta.url));
+
+/** What to do when the interpreter is missing or lacks the learner's packages. */
+const INSTALL_HINT =
+  "run `bash scripts/bootstrap.sh --with-torch` (creates the repository's .venv from python/requirements.lock), " +
+  "or set REWARD_MESH_PYTHON to an interpreter with torch, grpcio and protobuf";
 
 /** Options of {@link startTorchLearner} (the `serve` command line). */
 export interface TorchLearnerProcessOptions {
@@ -88,17 +95,19 @@ export class TorchUnavailableError extends Error {
 }
 
 /**
- * Checks that `python` can import what the learner needs; throws {@link TorchUnavailableError} naming
- * the Debian packages (or `bash scripts/bootstrap.sh --with-torch`) otherwise.
+ * Checks that `python` exists and can import what the learner needs; throws {@link TorchUnavailableError}
+ * saying how to install it (`bash scripts/bootstrap.sh --with-torch`) otherwise.
  */
 export function checkTorchAvailable(python = DEFAULT_PYTHON): void {
+  if (python.includes("/") && !existsSync(python)) {
+    throw new TorchUnavailableError(`no Python interpreter at ${python}: ${INSTALL_HINT}`);
+  }
   try {
     execFileSync(python, ["-c", "import torch, grpc, google.protobuf"], { stdio: "pipe", timeout: 60_000 });
   } catch (err) {
     const why = (err as { stderr?: Buffer }).stderr?.toString().trim().split("\n").at(-1) ?? String(err);
     throw new TorchUnavailableError(
-      `the PyTorch learner needs torch, grpcio and protobuf for ${python} (${why}); install them with ` +
-        "`bash scripts/bootstrap.sh --with-torch` or `apt-get install -y python3-torch python3-grpcio python3-protobuf`",
+      `the PyTorch learner needs torch, grpcio and protobuf for ${python} (${why}): ${INSTALL_HINT}`,
     );
   }
 }
@@ -141,7 +150,7 @@ export function torchServeArgs(o: TorchLearnerProcessOptions, port: number): str
 export async function startTorchLearner(o: TorchLearnerProcessOptions = {}): Promise<TorchLearnerProcess> {
   const python = o.python ?? DEFAULT_PYTHON;
   if (python.includes("/") && !existsSync(python)) {
-    throw new TorchUnavailableError(`no Python interpreter at ${python} (apt-get install -y python3)`);
+    throw new TorchUnavailableError(`no Python interpreter at ${python}: ${INSTALL_HINT}`);
   }
   const started = Date.now();
   let log: WriteStream | undefined;
