@@ -8,8 +8,15 @@
  * machine drift by ±15 %, the wire's own cost is also measured directly: the same batch sent with every
  * sample stale, so the learner encodes, streams, decodes and validates it and then has nothing to train. Writes `bench/results/learner.json`.
  *
- * Run: `npm run bench:learner` (≈ 1–2 min on 2 cores). Knobs: BENCH_REPEATS (5), BENCH_MODEL
- * (builtin:tiny), BENCH_THREADS (2). Goal: gRPC overhead < 10 % of the TrainStep time.
+ * Then the Hugging Face path's CPU ratio (`learner_hf_ratio.py`): a Qwen2 directory built locally by
+ * `scripts/make-tiny-hf-model.py` (hidden 256, 2 layers, 4096-token BPE; ~2.6M parameters), the
+ * learner's TrainStep in process against a plain PyTorch step (same model, batch of 8 × (512 prompt +
+ * 128 completion) tokens, DAPO loss, AdamW), alternating, medians and the ratio, for full fine-tuning
+ * and LoRA (rank 8). Needs transformers + tokenizers (+ peft) in the interpreter.
+ *
+ * Run: `npm run bench:learner` (≈ 2–3 min on 2 cores). Knobs: BENCH_REPEATS (5), BENCH_MODEL
+ * (builtin:tiny), BENCH_THREADS (2), REWARD_MESH_PYTHON (the interpreter; default the learner's).
+ * Goal: gRPC overhead < 10 % of the TrainStep time.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -17,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  buildTinyHfModel,
   checkTorchAvailable,
   createRemoteLearner,
   createRng,
@@ -33,6 +41,7 @@ const TOKENS = 256;
 const REPEATS = Number(process.env["BENCH_REPEATS"] ?? 5);
 const MODEL = process.env["BENCH_MODEL"] ?? "builtin:tiny";
 const THREADS = Number(process.env["BENCH_THREADS"] ?? 2);
+const HF_BATCH = { samples: 8, promptTokens: 512, completionTokens: 128 };
 const GENERATE = {
   prompts: ["Say something: ", "def f(x):", "The answer is", "<tool_call>"],
   n: 8,
@@ -62,9 +71,12 @@ function makeBatch(): Sample[] {
   }));
 }
 
+/** The repository's .venv (bash scripts/bootstrap.sh --with-torch), or `REWARD_MESH_PYTHON`. */
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
+
 function inProcess(batchFile: string, prefix: string) {
   const r = spawnSync(
-    DEFAULT_PYTHON,
+    PYTHON,
     [
       fileURLToPath(new URL("./learner_inprocess.py", import.meta.url)),
       ...["--batch", batchFile, "--model", MODEL, "--threads", String(THREADS)],
@@ -77,7 +89,13 @@ function inProcess(batchFile: string, prefix: string) {
 }
 
 async function overGrpc(samples: Sample[]) {
-  const proc = await startTorchLearner({ model: MODEL, device: "cpu", dtype: "float32", threads: THREADS });
+  const proc = await startTorchLearner({
+    python: PYTHON,
+    model: MODEL,
+    device: "cpu",
+    dtype: "float32",
+    threads: THREADS,
+  });
   const learner = createRemoteLearner(proc.address);
   try {
     const trainStepSeconds: number[] = [];
@@ -121,7 +139,70 @@ async function overGrpc(samples: Sample[]) {
   }
 }
 
-checkTorchAvailable();
+interface HfRatio {
+  readonly model: { architecture: string; parameterCount: number; tokenizer: string; vocabSize: number };
+  readonly learnerSeconds: number[];
+  readonly plainSeconds: number[];
+  readonly learnerMedianSeconds: number;
+  readonly plainMedianSeconds: number;
+  readonly ratio: number;
+}
+
+/** The HF path: learner TrainStep vs a plain PyTorch step, side by side (`learner_hf_ratio.py`). */
+function hfRatio(modelDir: string, loraRank: number): HfRatio {
+  const r = spawnSync(
+    PYTHON,
+    [
+      fileURLToPath(new URL("./learner_hf_ratio.py", import.meta.url)),
+      ...["--model", modelDir, "--threads", String(THREADS), "--repeats", String(REPEATS)],
+      ...["--samples", String(HF_BATCH.samples), "--prompt-tokens", String(HF_BATCH.promptTokens)],
+      ...["--completion-tokens", String(HF_BATCH.completionTokens), "--lora-rank", String(loraRank)],
+    ],
+    {
+      env: { PATH: "/usr/bin:/bin", PYTHONPATH: TORCH_LEARNER_DIR, HF_HUB_OFFLINE: "1" },
+      encoding: "utf8",
+      timeout: 1_200_000,
+    },
+  );
+  if (r.status !== 0) throw new Error(`the HF ratio bench failed:\n${r.stderr}`);
+  return JSON.parse(r.stdout) as HfRatio;
+}
+
+const summary = (x: HfRatio) => ({
+  learnerSeconds: x.learnerSeconds,
+  plainSeconds: x.plainSeconds,
+  learnerMedianSeconds: x.learnerMedianSeconds,
+  plainMedianSeconds: x.plainMedianSeconds,
+  ratio: x.ratio,
+});
+
+/** Builds the model (seconds) and times full fine-tuning and LoRA. */
+async function hfPath(dir: string) {
+  const modelDir = join(dir, "tiny-qwen2");
+  const built = await buildTinyHfModel({
+    python: PYTHON,
+    out: modelDir,
+    arch: "qwen2",
+    hidden: 256,
+    layers: 2,
+  });
+  const full = hfRatio(modelDir, 0);
+  const lora = hfRatio(modelDir, 8);
+  return {
+    model: {
+      ...full.model,
+      built: "scripts/make-tiny-hf-model.py --arch qwen2 --hidden 256 --layers 2",
+      parameters: built.parameters,
+    },
+    batch: { ...HF_BATCH, loss: "dapo" },
+    threads: THREADS,
+    fullFineTuning: summary(full),
+    lora: { rank: 8, ...summary(lora) },
+    what: "learner TrainStep in process / a plain PyTorch step (logits_to_keep forward, token-mean PPO-clip, clip 1, AdamW) on the same model and batch",
+  };
+}
+
+checkTorchAvailable(PYTHON);
 const dir = mkdtempSync(join(tmpdir(), "bench-learner-"));
 try {
   const samples = makeBatch();
@@ -130,6 +211,7 @@ try {
   const a = inProcess(batchFile, "a");
   const g = await overGrpc(samples);
   const b = inProcess(batchFile, "b");
+  const hf = await hfPath(dir);
   const inproc = [...a.trainStepSeconds, ...b.trainStepSeconds];
   const inprocMedian = median(inproc);
   const grpcMedian = median(g.trainStepSeconds);
@@ -159,6 +241,7 @@ try {
       inProcessTokensPerSecondMedian: median([...a.generateTokensPerSecond, ...b.generateTokensPerSecond]),
       grpcTokensPerSecondMedian: median(g.generateTokensPerSecond),
     },
+    huggingFace: hf,
     time: new Date().toISOString(),
   };
   const path = writeBenchResult("learner", result);
@@ -166,7 +249,10 @@ try {
     `TrainStep ${SAMPLES}×${TOKENS}: in-process ${inprocMedian.toFixed(3)} s (${result.trainStep.inProcessSamplesPerSecond.toFixed(1)} samples/s), ` +
       `gRPC ${grpcMedian.toFixed(3)} s (${result.trainStep.grpcSamplesPerSecond.toFixed(1)} samples/s), overhead ${(100 * result.trainStep.grpcOverhead).toFixed(1)} %; ` +
       `the wire alone (stale batch) ${result.trainStep.grpcTransportMedianSeconds.toFixed(3)} s = ${(100 * result.trainStep.grpcTransportShare).toFixed(1)} % of a step\n` +
-      `Generate ${MODEL}: in-process ${result.generate.inProcessTokensPerSecondMedian.toFixed(0)} tokens/s, gRPC ${result.generate.grpcTokensPerSecondMedian.toFixed(0)} tokens/s\n${path}`,
+      `Generate ${MODEL}: in-process ${result.generate.inProcessTokensPerSecondMedian.toFixed(0)} tokens/s, gRPC ${result.generate.grpcTokensPerSecondMedian.toFixed(0)} tokens/s\n` +
+      `HF ${hf.model.architecture} (${hf.model.parameters} parameters) ${HF_BATCH.samples}×(${HF_BATCH.promptTokens}+${HF_BATCH.completionTokens}): ` +
+      `learner / plain PyTorch step ${hf.fullFineTuning.ratio.toFixed(3)} (full, ${hf.fullFineTuning.learnerMedianSeconds.toFixed(3)} s vs ${hf.fullFineTuning.plainMedianSeconds.toFixed(3)} s), ` +
+      `${hf.lora.ratio.toFixed(3)} (LoRA r8, ${hf.lora.learnerMedianSeconds.toFixed(3)} s vs ${hf.lora.plainMedianSeconds.toFixed(3)} s)\n${path}`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });

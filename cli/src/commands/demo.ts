@@ -124,7 +124,7 @@ export const DEMO_COMMAND: CommandSpec = {
       type: "string",
       value: "embedded|torch",
       default: "embedded",
-      description: "the learner: in-process, or the PyTorch one (needs python3-torch)",
+      description: "the learner: in-process, or the PyTorch one (needs .venv: bash scripts/bootstrap.sh --with-torch)",
     },
     seed: {
       type: "string",

@@ -48,6 +48,10 @@ def _import_transformers(path: str):
         import transformers
     except ImportError as e:
         raise PolicyLoadError(f"--model {path} is a Hugging Face model directory, which needs the `transformers` package: {INSTALL_HINT}") from e
+    # No progress bars in the learner's log (transformers 5 draws one per load and per save_pretrained).
+    logging = getattr(getattr(transformers, "utils", None), "logging", None)
+    if logging is not None and hasattr(logging, "disable_progress_bar"):
+        logging.disable_progress_bar()
     return transformers
 
 

@@ -31,6 +31,8 @@ export {
   TorchUnavailableError,
   torchServeArgs,
 } from "./torch-process.js";
+export type { TinyHfModel, TinyHfModelOptions } from "./tiny-hf-model.js";
+export { buildTinyHfModel, isHfModelDir, TINY_HF_MODEL_SCRIPT, tinyHfModelArgs } from "./tiny-hf-model.js";
 export type {
   ChatMessage,
   CispoMode,
