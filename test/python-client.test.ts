@@ -1,9 +1,14 @@
 /**
  * The Python package (clients/python: the client, the TRL / verl / OpenRLHF adapters) against a real
  * mesh: the length, math and tool-call reward services and the trainer's ComputeAdvantages, on gRPC servers on free
- * ports, and `reward-mesh gateway` (the OpenRLHF endpoint, the real CLI process) in front of them; the Python unittest files (clients/python/tests) run with Debian's /usr/bin/python3 as the
+ * ports, and `reward-mesh gateway` (the OpenRLHF endpoint, the real CLI process) in front of them; the Python unittest files (clients/python/tests) run with the repository's .venv/bin/python (or REWARD_MESH_PYTHON) as the
  * frameworks would call the adapters, and so does every ```python block of docs/frameworks/*.md and of
  * clients/python/README.md (each page must have one; ```py blocks need the framework and are not run).
+ * Then the frameworks themselves, with the interpreter that has them (REWARD_MESH_PYTHON, else the
+ * project's .venv): TRL's GRPOTrainer trained on CPU for two steps on a tiny local model with the mesh's
+ * reward functions (and with MeshGRPOTrainer's CorrGRPO advantages), verl's reward managers and
+ * compute_advantage with the registered estimators, OpenRLHF's remote-reward client against the gateway
+ * (clients/python/tests/framework_*.py); each skips, naming the missing package, where it is not installed.
  * Also checks that the Python copy of the trainer's component presets matches the trainer's.
  */
 import assert from "node:assert/strict";
@@ -17,10 +22,26 @@ import { createLengthService, loadConfig as loadLengthConfig } from "@reward-mes
 import { createMathService, loadConfig as loadMathConfig, type MathService } from "@reward-mesh/math";
 import { createLimiter, type RunningGrpcServer, silentLogger, startGrpcServer } from "@reward-mesh/sdk";
 import { createToolCallService, loadConfig as loadToolCallConfig } from "@reward-mesh/tool-call";
-import { COMPONENT_PRESETS, type RunningTrainerServer, serveTrainer } from "@reward-mesh/trainer";
+import {
+  COMPONENT_PRESETS,
+  DEFAULT_PYTHON,
+  type RunningTrainerServer,
+  serveTrainer,
+} from "@reward-mesh/trainer";
 
-const PYTHON = "/usr/bin/python3";
+/** REWARD_MESH_PYTHON, else the repository's .venv (bash scripts/bootstrap.sh --with-torch creates it). */
+const PYTHON = process.env["REWARD_MESH_PYTHON"] || DEFAULT_PYTHON;
 const root = fileURLToPath(new URL("..", import.meta.url));
+/** The interpreter with TRL, verl (and OpenRLHF): the same, the project's .venv (or REWARD_MESH_PYTHON). */
+const FRAMEWORK_PYTHON = PYTHON;
+/** Which of the frameworks FRAMEWORK_PYTHON has (found, not imported: importing TRL takes seconds). */
+const frameworks = (() => {
+  const names = ["trl", "verl", "openrlhf"];
+  const code = `import importlib.util as u; print(*[int(u.find_spec(m) is not None) for m in ${JSON.stringify(names)}])`;
+  const r = spawnSync(FRAMEWORK_PYTHON, ["-c", code], { encoding: "utf8" });
+  const found = (r.stdout ?? "").trim().split(" ");
+  return Object.fromEntries(names.map((n, i) => [n, found[i] === "1"])) as Record<string, boolean>;
+})();
 const docs = join(root, "docs", "frameworks");
 const pkg = join(root, "clients", "python");
 const noGrpc = spawnSync(PYTHON, ["-c", "import grpc, google.protobuf"]).status !== 0;
@@ -35,10 +56,15 @@ const REFUSE_TORCH = [
   "sys.meta_path.insert(0, Refuse())",
 ];
 
-/** Runs /usr/bin/python3 with `args` in clients/python; its exit code and output. */
-export function python(args: string[], env: Record<string, string>, timeoutMs = 240_000) {
+/** Runs `interpreter` (PYTHON) with `args` in clients/python; its exit code and output. */
+export function python(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 240_000,
+  interpreter = PYTHON,
+) {
   return new Promise<{ code: number | null; out: string }>((resolve) => {
-    const c = spawn(PYTHON, args, {
+    const c = spawn(interpreter, args, {
       cwd: pkg,
       env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", PYTHONDONTWRITEBYTECODE: "1", ...env },
     });
@@ -84,7 +110,7 @@ function startGateway(args: string[]): Promise<{ url: string; child: ChildProces
 }
 
 describe("the Python package against a running mesh", {
-  skip: noGrpc && "/usr/bin/python3 lacks grpcio or protobuf (scripts/bootstrap.sh)",
+  skip: noGrpc && `${PYTHON} lacks grpcio or protobuf (bash scripts/bootstrap.sh --with-torch)`,
 }, () => {
   let length: RunningGrpcServer;
   let math: RunningGrpcServer;
@@ -149,7 +175,9 @@ describe("the Python package against a running mesh", {
     ])
       assert.match(
         r.out,
-        new RegExp(`^${t} \\(tests\\.test_client\\.ScoreBatchTest.*\\) \\.\\.\\. ok$`, "m"),
+        // (log lines may come between the name and "ok": `import verl` calls logging.basicConfig, so
+        // grpcio's log of the UNIMPLEMENTED ScoreBatch of the service without it is printed)
+        new RegExp(`^${t} \\(tests\\.test_client\\.ScoreBatchTest.*\\) \\.\\.\\. (.*\\n)*?ok$`, "m"),
         r.out,
       );
   });
@@ -198,6 +226,61 @@ describe("the Python package against a running mesh", {
       }
     });
   }
+
+  /** Runs clients/python/tests/<file>.py with FRAMEWORK_PYTHON; asserts every test ran and passed. */
+  async function frameworkTests(file: string, tests: string[]) {
+    const t0 = Date.now();
+    const r = await python(["-m", "unittest", `tests.${file}`, "-v"], env, 400_000, FRAMEWORK_PYTHON);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /^OK$/m, `${file}: not OK, or some tests skipped:\n${r.out}`);
+    // (its output, progress bars with \r included, may come between the name and "ok")
+    for (const t of tests)
+      assert.match(
+        r.out,
+        new RegExp(`^${t} \\(tests\\.${file}\\..*\\) \\.\\.\\. (ok|[\\s\\S]*?^ok)$`, "m"),
+        r.out,
+      );
+    console.log(`# ${file}: ${((Date.now() - t0) / 1000).toFixed(1)} s with ${FRAMEWORK_PYTHON}`);
+    return r.out;
+  }
+  const lacks = (pkg: string) =>
+    !frameworks[pkg] &&
+    `${FRAMEWORK_PYTHON} lacks ${pkg} (${pkg === "openrlhf" ? "pip install --no-deps openrlhf==0.11.2 into it" : "scripts/bootstrap.sh installs it into .venv"}; REWARD_MESH_PYTHON names another interpreter)`;
+
+  it("trains TRL's GRPOTrainer on CPU with the mesh's reward functions, then with MeshGRPOTrainer's CorrGRPO", {
+    skip: lacks("trl"),
+  }, async () => {
+    const out = await frameworkTests("framework_trl", [
+      "test_grpo_trainer_logs_each_component",
+      "test_mesh_grpo_trainer_uses_corrgrpo_advantages",
+      "test_mesh_grpo_trainer_refusals",
+    ]);
+    // TRL's own log lines carry each mesh component, and MeshGRPOTrainer's the mesh's advantages.
+    assert.match(out, /TRL log: \{.*'rewards\/length\/length\/mean': /, out);
+    assert.match(out, /TRL log: \{.*'mesh\/advantages\/mean': /, out);
+  });
+
+  it("runs verl's reward managers and compute_advantage with the registered (and installed) estimators", {
+    skip: lacks("verl"),
+  }, async () => {
+    await frameworkTests("framework_verl", [
+      "test_estimators_are_in_verls_registry",
+      "test_naive_reward_manager_then_compute_advantage_corr_grpo",
+      "test_batch_reward_manager_then_compute_advantage_s_grpo",
+      "test_reward_loop_manager_scores_and_a_driver_that_scored_nothing_is_refused",
+      "test_installed_driver_reads_the_reward_loops_components",
+      "test_installed_driver_refusals",
+    ]);
+  });
+
+  it("answers OpenRLHF's own remote-reward client (SingleTurnAgentExecutor): the gateway and a reward_func file", {
+    skip: lacks("openrlhf"),
+  }, async () => {
+    await frameworkTests("framework_openrlhf", [
+      "test_single_turn_executor_against_the_gateway",
+      "test_single_turn_executor_with_a_reward_func_file",
+    ]);
+  });
 
   it("imports with grpcio and protobuf alone (torch, numpy, PyYAML refused)", async () => {
     const code = [

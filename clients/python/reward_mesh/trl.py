@@ -15,6 +15,8 @@ carrying the prompt.
     from reward_mesh.trl import reward_funcs_from_run_config
     funcs, weights = reward_funcs_from_run_config("run.json", Mesh({"math": "127.0.0.1:50062"}))
     trainer = GRPOTrainer(model=..., reward_funcs=funcs, args=GRPOConfig(reward_weights=weights, ...))
+
+`MeshGRPOTrainer` (TRL needed then only): GRPOTrainer with the mesh trainer's advantages (CorrGRPO, S-GRPO).
 """
 
 import hashlib
@@ -22,9 +24,9 @@ import json
 import threading
 
 from .builder import Rollout, content_text, custom_task, next_id, task_from_json
-from .client import Mesh
+from .client import AdvantagesClient, Mesh, advantages_request
 from .config import run_config
-from .errors import InvalidInputError
+from .errors import InvalidInputError, MeshError
 
 _RESERVED = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"}
 
@@ -248,3 +250,166 @@ def reward_funcs_from_run_config(config, mesh=None, *, task_builder=None, metada
     elif cfg.service_domains:
         mesh = mesh.with_domains(cfg.service_domains)
     return reward_funcs(mesh, cfg.names, task_builder=task_builder, metadata=metadata), cfg.weights
+
+
+# --- CorrGRPO / S-GRPO advantages inside TRL -------------------------------------------------------------
+#
+# GRPOTrainer computes its advantages inline in `_generate_and_score_completions` from the rewards matrix
+# `_calculate_rewards` returns (one column per reward function, gathered over the processes); there is no
+# public hook. The subclass below overrides those two private methods, as TRL's own `_compute_loss` invites
+# ("to support subclasses" it accepts any `inputs["advantages"]`): it keeps the matrix, lets TRL finish,
+# then replaces `advantages` with the trainer's ComputeAdvantages answer for this process's rows.
+
+_TRL_HOOKS = ("_calculate_rewards", "_generate_and_score_completions")
+_trainer_classes = {}
+
+
+def _trl_version():
+    try:
+        import trl
+
+        return getattr(trl, "__version__", "unknown")
+    except ImportError:
+        return "not installed"
+
+
+def mesh_grpo_trainer_class(base=None):
+    """The `MeshGRPOTrainer` subclass of `base` (default `trl.GRPOTrainer`): GRPOTrainer with the mesh
+    trainer's advantages (CorrGRPO, S-GRPO, any estimator of `reward-mesh advantages`). Raises MeshError
+    naming the TRL version when `base` lacks the private methods it overrides (written against TRL 1.16)."""
+    if base is None:
+        from trl import GRPOTrainer as base
+    cls = _trainer_classes.get(base)
+    if cls is not None:
+        return cls
+    missing = [m for m in _TRL_HOOKS if not callable(getattr(base, m, None))]
+    if missing:
+        raise MeshError(f"reward_mesh.trl.MeshGRPOTrainer: {base.__module__}.{base.__qualname__} (TRL {_trl_version()}) "
+                        f"has no {', '.join(missing)}: the subclass overrides these private methods of TRL 1.16's "
+                        "GRPOTrainer; this TRL computes advantages elsewhere (use the reward functions alone)")
+
+    class MeshGRPOTrainer(base):
+        """GRPOTrainer whose advantages are the mesh trainer's `ComputeAdvantages` answer (CorrGRPO by
+        default) for each group of `num_generations` completions, the components being the reward
+        functions' columns (their names, `args.reward_weights`). `advantages_client`: an
+        AdvantagesClient or "host:port" (default REWARD_MESH_TRAINER); `run_config`: the run
+        configuration giving the estimator, its options, `sgrpo` and `dynamicSampling` (its components must
+        be the reward functions, in order, with the same weights); `estimator`: overrides it. A group
+        the trainer drops (dynamic sampling) gets advantage 0. Logs `mesh/advantages/mean`,
+        `mesh/advantages/std`, `mesh/advantages/abs_mean` and `mesh/groups_kept`, and puts the mesh's
+        advantages in TRL's completions table; TRL's own `reward`, `reward_std` and
+        `frac_reward_zero_std` stay as TRL computes them (they describe the rewards, not the advantages)."""
+
+        def __init__(self, *args, advantages_client=None, run_config=None, estimator=None, **kwargs):
+            cfg = _run_config_of(run_config)
+            if isinstance(advantages_client, AdvantagesClient):
+                client = advantages_client
+            elif advantages_client is not None:
+                client = AdvantagesClient(advantages_client)
+            else:
+                client = AdvantagesClient.from_env()
+            super().__init__(*args, **kwargs)
+            self.mesh_advantages = client
+            self.mesh_estimator = estimator or (cfg.estimator if cfg else "grpo_covariance_coefficient")
+            self.mesh_run_config = cfg
+            self.mesh_last_request = self.mesh_last_response = None
+            self._mesh_rewards = None
+            names, weights = list(self.reward_func_names), self._mesh_weights()
+            if cfg is not None and (list(cfg.names) != names or [float(w) for w in cfg.weights] != weights):
+                raise InvalidInputError(f"MeshGRPOTrainer: the run configuration's components {list(cfg.names)} with "
+                                        f"weights {list(cfg.weights)} are not the reward functions {names} with "
+                                        f"reward_weights {weights} (reward_funcs_from_run_config gives both)")
+
+        def _mesh_weights(self):
+            # GRPOConfig.reward_weights as given (TRL keeps a float32 copy), else TRL's (all 1).
+            given = getattr(self.args, "reward_weights", None)
+            if given is not None and len(given) == len(self.reward_func_names):
+                return [float(w) for w in given]
+            return [float(w) for w in self.reward_weights.tolist()]
+
+        def _calculate_rewards(self, *args, **kwargs):
+            rewards = super()._calculate_rewards(*args, **kwargs)
+            if getattr(rewards, "dim", lambda: 0)() != 2 or rewards.shape[1] != len(self.reward_func_names):
+                raise MeshError(f"MeshGRPOTrainer: TRL {_trl_version()}'s _calculate_rewards returned "
+                                f"{getattr(rewards, 'shape', type(rewards).__name__)}, not the (completions, "
+                                f"{len(self.reward_func_names)} reward functions) matrix of TRL 1.16")
+            self._mesh_rewards = rewards
+            return rewards
+
+        def _generate_and_score_completions(self, *args, **kwargs):
+            self._mesh_rewards = None
+            out = super()._generate_and_score_completions(*args, **kwargs)
+            rewards, self._mesh_rewards = self._mesh_rewards, None
+            if rewards is None or not isinstance(out, dict) or "advantages" not in out:
+                raise MeshError(f"MeshGRPOTrainer: TRL {_trl_version()}'s _generate_and_score_completions did not call "
+                                "_calculate_rewards or returned no 'advantages': not TRL 1.16's GRPOTrainer layout")
+            mode = "train" if self.model.training else "eval"
+            self._mesh_replace_advantages(out, rewards, mode)
+            return out
+
+        def _mesh_replace_advantages(self, out, rewards, mode):
+            import torch
+
+            size = self.num_generations if mode == "train" else getattr(self, "num_generations_eval", None) or self.num_generations
+            total, k = rewards.shape
+            if total % size:
+                raise MeshError(f"MeshGRPOTrainer: {total} completions are not groups of {size} generations")
+            values = rewards.detach().to("cpu", torch.float64).view(-1, size, k).tolist()
+            step = self.state.global_step
+            groups = [{"group_id": f"{mode}-{step}-{g}",
+                       "rollouts": [[None if v != v else v for v in row] for row in group]}
+                      for g, group in enumerate(values)]
+            cfg = self.mesh_run_config
+            same = cfg is not None and _canonical(cfg.estimator) == _canonical(self.mesh_estimator)
+            req = advantages_request(
+                groups, estimator=self.mesh_estimator, components=list(self.reward_func_names),
+                weights=self._mesh_weights(),
+                options=cfg.estimator_options if same else None,
+                sgrpo=cfg.sgrpo if cfg else None, dynamic_sampling=cfg.dynamic_sampling if cfg else None)
+            self.mesh_last_request = req
+            res = self.mesh_advantages.compute(req)
+            self.mesh_last_response = res
+            if len(res.groups) != len(groups):
+                raise MeshError(f"MeshGRPOTrainer: the trainer returned {len(res.groups)} groups for {len(groups)}")
+            adv = torch.zeros(total, dtype=torch.float64)
+            for g, group in enumerate(res.groups):
+                if not group.kept:
+                    continue
+                if len(group.advantages) != size:
+                    raise MeshError(f"MeshGRPOTrainer: the trainer returned {len(group.advantages)} advantages for "
+                                    f"group {group.group_id!r} of {size}")
+                adv[g * size:(g + 1) * size] = torch.tensor(list(group.advantages), dtype=torch.float64)
+            local = out["advantages"]
+            n = local.shape[0]
+            p = self.accelerator.process_index
+            out["advantages"] = adv[p * n:(p + 1) * n].to(device=local.device, dtype=local.dtype)
+            # TRL's completions table holds the advantages of the whole batch (every process), last appended.
+            logged = self._logs.get("advantages") if isinstance(getattr(self, "_logs", None), dict) else None
+            if logged is not None and len(logged) >= total:
+                for _ in range(total):
+                    logged.pop()
+                logged.extend(adv.tolist())
+            m = self._metrics[mode]
+            m["mesh/advantages/mean"].append(float(adv.mean()))
+            m["mesh/advantages/std"].append(float(adv.std()) if total > 1 else 0.0)
+            m["mesh/advantages/abs_mean"].append(float(adv.abs().mean()))
+            m["mesh/groups_kept"].append(sum(1 for g in res.groups if g.kept) / len(res.groups))
+
+    MeshGRPOTrainer.__qualname__ = MeshGRPOTrainer.__name__
+    _trainer_classes[base] = MeshGRPOTrainer
+    return MeshGRPOTrainer
+
+
+def _canonical(estimator):
+    return "grpo_covariance_coefficient" if estimator in ("corr_grpo", "corrgrpo") else estimator
+
+
+def _run_config_of(source):
+    return None if source is None else run_config(source)
+
+
+def __getattr__(name):
+    # `from reward_mesh.trl import MeshGRPOTrainer` builds the subclass of trl.GRPOTrainer (TRL needed then only).
+    if name == "MeshGRPOTrainer":
+        return mesh_grpo_trainer_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
