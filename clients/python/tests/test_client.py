@@ -51,8 +51,11 @@ class RewardClientTest(unittest.TestCase):
         self.assertIn("Score", str(e.exception))
 
     def test_timeout_and_unreachable(self):
-        with self.assertRaises(rm.MeshTimeoutError):
-            self.math.score(rm.rollout(rm.math_task(["1"]), "\\boxed{1}"), timeout=1e-6)
+        # A deadline the call cannot meet: the service takes 2 s. (A microsecond timeout is not one: gRPC
+        # deadlines have millisecond resolution, and a loopback Score can answer within the millisecond.)
+        with ScriptedService(delay=2) as slow, rm.RewardClient(slow.address, timeout=30) as c:
+            with self.assertRaises(rm.MeshTimeoutError):
+                c.score_stream([rm.rollout(rm.custom_task(), "x")], timeout=0.05)
         with rm.RewardClient("127.0.0.1:1", timeout=2) as dead:
             with self.assertRaises(rm.MeshUnavailableError) as e:
                 dead.describe()
