@@ -13,6 +13,19 @@
 
 `--smoke` runs the same path on the CPU with `builtin:tiny` in float32 and a small batch, so the script
 itself is tested where there is no GPU.
+
+`--verl` (issue 25, part 6: "a 20-step verl GRPO run of a ~0.5B random-weight Qwen2 with corr_grpo from
+the mesh") is a preflight only, and exits 3: it prints JSON saying why that run is not made here. verl
+0.9.1's trainers (trainer.use_v1=true and the legacy RayPPOTrainer) generate only through the agent loop's
+server rollouts, `RolloutReplicaRegistry` = vllm, sglang, trtllm (verl/workers/rollout/replica.py);
+`actor_rollout_ref.rollout.name=hf` fails there ("Unknown rollout mode: hf"), `rollout.mode=sync` was
+removed (verl/workers/config/rollout.py), and `HFRollout` is no longer wired into any trainer. So the run
+needs vLLM (or SGLang / TensorRT-LLM) next to verl, Ray and FSDP on the GPU machine. The H200 check machine
+has torch but neither verl nor vLLM, no network, and takes at most 64 MiB of carried files per call; a
+vLLM wheel alone is several hundred MiB. The preflight reports verl's version, its registered rollout
+backends, which of vllm / sglang / tensorrt_llm import, and CUDA. The part that can be checked without a
+rollout engine, the mesh's corr_grpo in verl's own compute_advantage with the reward loop's
+reward_extra_info, runs on the CPU in clients/python/tests/framework_verl.py (reward_mesh.verl.install).
 """
 import argparse
 import json
@@ -166,14 +179,49 @@ def timed(fn, repeats: int, sync) -> list:
     return out
 
 
+def verl_preflight() -> dict:
+    """Why the 20-step verl GRPO run is not made on this machine (see the module's docstring)."""
+    import importlib.util
+
+    out = {"stage": "verl GRPO run: 20 steps, random ~0.5B Qwen2, algorithm.adv_estimator=corr_grpo", "ran": False}
+    try:
+        import verl
+        from verl.workers.rollout.replica import RolloutReplicaRegistry
+
+        out["verl"] = getattr(verl, "__version__", "unknown")
+        out["rolloutBackends"] = sorted(RolloutReplicaRegistry._registry)
+    except Exception as err:  # noqa: BLE001 (any import failure is the answer)
+        out["verl"] = None
+        out["verlImportError"] = f"{type(err).__name__}: {err}"
+        out["rolloutBackends"] = []
+    out["importable"] = {m: importlib.util.find_spec(m) is not None for m in ("vllm", "sglang", "tensorrt_llm", "ray")}
+    out["cuda"] = torch.cuda.is_available()
+    missing = [k for k, ok in (("verl", out["verl"] is not None), ("CUDA", out["cuda"]),
+                              ("a rollout engine (vllm, sglang or tensorrt_llm)",
+                               any(out["importable"][m] for m in ("vllm", "sglang", "tensorrt_llm")))) if not ok]
+    out["missing"] = missing
+    out["reason"] = (
+        "verl 0.9.1 generates only through server rollouts (vllm, sglang, trtllm); rollout.name=hf and "
+        "rollout.mode=sync are gone, so the run needs a rollout engine next to verl, Ray and FSDP on a GPU; "
+        + (f"missing here: {', '.join(missing)}. " if missing else "all present here, but ")
+        + "this script does not launch the run (it was never run: no machine with verl and vLLM was available); "
+        "corr_grpo in verl's compute_advantage is tested on the CPU (clients/python/tests/framework_verl.py)")
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--smoke", action="store_true", help="CPU, builtin:tiny, small batch (tests the script)")
+    p.add_argument("--verl", action="store_true",
+                   help="only the verl GRPO run's preflight: JSON on why it is not run here; exits 3")
     p.add_argument("--samples", type=int, default=64)
     p.add_argument("--prompt-tokens", type=int, default=64)
     p.add_argument("--tokens", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
     a = p.parse_args()
+    if a.verl:
+        print(json.dumps(verl_preflight(), indent=2))
+        return 3
     if not a.smoke and not torch.cuda.is_available():
         print("gpu-check: no CUDA device (use --smoke to test the script on the CPU)", file=sys.stderr)
         return 2

@@ -138,4 +138,19 @@ describe("scripts/gpu-check.sh --smoke (the GPU check's own path, on the CPU)", 
     ])
       assert.ok(typeof out[k] === "number" && (out[k] as number) > 0, k);
   });
+
+  it("--verl: says why the verl GRPO run is not made (verl 0.9.1 needs a vLLM/SGLang/TensorRT-LLM rollout)", () => {
+    const r = spawnSync("bash", ["scripts/gpu-check.sh", "--verl"], {
+      cwd: new URL("../..", import.meta.url).pathname,
+      env: { PATH: "/usr/bin:/bin", REWARD_MESH_PYTHON: PYTHON },
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    assert.equal(r.status, 3, r.stderr);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    assert.equal(out["ran"], false);
+    assert.match(String(out["reason"]), /server rollouts \(vllm, sglang, trtllm\)/);
+    assert.ok(Array.isArray(out["missing"]) && (out["missing"] as string[]).length > 0, r.stdout);
+    if (out["verl"] !== null) assert.deepEqual(out["rolloutBackends"], ["sglang", "trtllm", "vllm"]);
+  });
 });
