@@ -5,6 +5,7 @@
 import { dirname, join } from "node:path";
 import {
   type BusOptions,
+  envBool,
   envEnum,
   envInt,
   envString,
@@ -145,4 +146,12 @@ export function loadCliConfig(env = processEnv(), defaults: CliDefaults = {}): C
  */
 export function exportEnvironment(vars: Readonly<Record<string, string>>): void {
   Object.assign(process.env, vars);
+}
+
+/**
+ * Whether `reward-mesh serve <service>` runs the service's JetStream worker (`<PREFIX>_WORKER`, default
+ * true): only then does the service need NATS, and so the mesh `reward-mesh up` recorded.
+ */
+export function serviceRunsWorker(prefix: string, env = processEnv()): boolean {
+  return envBool(env, `${prefix}_WORKER`, true);
 }

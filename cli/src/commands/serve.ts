@@ -8,7 +8,7 @@
 import { pathToFileURL } from "node:url";
 import { type GrpcClientSecurity, natsAuthEnv } from "@reward-mesh/sdk";
 import { type CommandSpec, parseCommand, usageLine } from "../args.js";
-import { type CliConfig, exportEnvironment, loadCliConfig } from "../config.js";
+import { type CliConfig, exportEnvironment, loadCliConfig, serviceRunsWorker } from "../config.js";
 import { UsageError } from "../io.js";
 import { SERVICES, serviceEntry } from "../services.js";
 import { meshBusOptions } from "./mesh-record.js";
@@ -77,9 +77,10 @@ export async function runServe(
   }
   if (positionals.length !== 1) throw new UsageError(SERVE_USAGE);
   const entry = serviceEntry(positionals[0]!);
-  if (!cli.natsUrlExplicit) {
-    // NATS_URL unset: the mesh `reward-mesh up` recorded, as the user it generated for this service — the
-    // entrypoint reads its NATS settings from the environment, as it does in its container.
+  if (!cli.natsUrlExplicit && serviceRunsWorker(entry.envPrefix)) {
+    // NATS_URL unset and a JetStream worker to run (<PREFIX>_WORKER=false serves gRPC only, without NATS):
+    // the mesh `reward-mesh up` recorded, as the user it generated for this service — the entrypoint reads
+    // its NATS settings from the environment, as it does in its container.
     const bus = await meshBusOptions(cli, { kind: "service", name: entry.name });
     exportEnvironment({ NATS_URL: bus.natsUrl, ...(bus.auth ? natsAuthEnv(bus.auth) : {}) });
   }
