@@ -94,7 +94,12 @@ describe("episodes without episodes.environment", () => {
     const config = resolveRunConfig(doc("env-filled"));
     assert.equal(config.episodes?.environment, undefined);
     const cli = {
-      ...loadCliConfig({ REWARD_MESH_AGENT_ENV_ADDR: server.address, REWARD_MESH_LOG_DIR: dir }),
+      // NATS_URL names the test's NATS (with it unset, train looks for the mesh `reward-mesh up` recorded).
+      ...loadCliConfig({
+        REWARD_MESH_AGENT_ENV_ADDR: server.address,
+        REWARD_MESH_LOG_DIR: dir,
+        NATS_URL: nats.url,
+      }),
       bus: testBusOptions(nats.url),
     };
     const r = await trainWithMesh({ cli, config, withMesh: false, logFormat: "human" });
