@@ -312,7 +312,7 @@ export function corrGrpoGroup(
       Se = sampleVariance(tot, G);
       fellBack = true;
     }
-    d = p.epsilonPlacement === "inside" ? Math.sqrt(Se + p.epsilon) : Math.sqrt(Se) + p.epsilon;
+    d = placeEpsilon(Se, p);
   }
   ws.denominators[g] = G > 1 ? d : Number.NaN;
   if (totalConstant === 1 || G === 1) {
@@ -334,6 +334,14 @@ function sampleVariance(x: Float64Array, n: number): number {
     dot += c * c;
   }
   return dot / (n - 1);
+}
+
+/**
+ * CorrGRPO's divisor from the (floored, or the guard's) sum `v`: `sqrt(v + ε)` with `inside` placement (the
+ * released code), `sqrt(v) + ε` with `outside` (the project page).
+ */
+export function placeEpsilon(v: number, p: Pick<EstimatorParams, "epsilon" | "epsilonPlacement">): number {
+  return p.epsilonPlacement === "inside" ? Math.sqrt(v + p.epsilon) : Math.sqrt(v) + p.epsilon;
 }
 
 /**
@@ -617,7 +625,7 @@ export function gdpoCovarianceBatchStage(
     Se = dot / dof;
     fellBack = true;
   }
-  const d = p.epsilonPlacement === "inside" ? Math.sqrt(Se + p.epsilon) : Math.sqrt(Se) + p.epsilon;
+  const d = placeEpsilon(Se, p);
   const sMean = ssum / wsum;
   for (let r = 0; r < N; r++) {
     if (active[r] === 0) continue;

@@ -24,6 +24,7 @@ import {
 } from "@reward-mesh/sdk";
 import { computeAdvantages } from "../advantage/engine.js";
 import type { CompiledAdvantageConfig } from "../advantage/engine.js";
+import { placeEpsilon } from "../advantage/kernels.js";
 import type { AdvantageBatchResult } from "../advantage/types.js";
 import {
   type Completion,
@@ -702,10 +703,7 @@ function warnCorrFallback(
   );
   if (hit.length === 0) return;
   const p = compiled.params;
-  const unguarded = (S: number) => {
-    const Se = Math.max(S, p.coefficientSumFloor);
-    return p.epsilonPlacement === "inside" ? Math.sqrt(Se + p.epsilon) : Math.sqrt(Se) + p.epsilon;
-  };
+  const unguarded = (S: number) => placeEpsilon(Math.max(S, p.coefficientSumFloor), p);
   const groups = hit.map(({ g, id }) => {
     const d = g.diagnostics;
     const S = d?.coefficientSum ?? Number.NaN;
