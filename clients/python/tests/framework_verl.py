@@ -123,6 +123,21 @@ class VerlTest(unittest.TestCase):
     def tearDown(self):
         rm_verl.reset()
 
+    def assert_mesh_advantages(self, data, label):
+        """`data`'s advantages are the mesh trainer's corr_grpo answer for its components, on every response
+        token and 0 on padding, and its returns equal them."""
+        adv = data.batch["advantages"]
+        with rm.AdvantagesClient(TRAINER) as client:
+            expected = direct(client, data, "corr_grpo")
+        got = [float(adv[i, 0]) for i in range(len(data))]
+        print(f"{label}:", [round(a, 4) for a in got])
+        self.assertEqual([round(a, 5) for a in got], [round(a, 5) for a in expected])
+        self.assertTrue(any(abs(a) > 1e-6 for a in got))
+        mask = data.batch["response_mask"].bool()
+        for i in range(len(data)):
+            self.assertTrue(torch.all(adv[i][mask[i]] == adv[i, 0]) and torch.all(adv[i][~mask[i]] == 0))
+        self.assertTrue(torch.equal(data.batch["returns"], adv))
+
     def test_estimators_are_in_verls_registry(self):
         for name in ("corr_grpo", "s_grpo", "reward_mesh"):
             self.assertIn(name, core_algos.ADV_ESTIMATOR_REGISTRY)
@@ -158,19 +173,8 @@ class VerlTest(unittest.TestCase):
         fn = rm_verl._registered["corr_grpo"]
         self.assertEqual(fn.last_request.estimator, "grpo_covariance_coefficient")
         self.assertEqual(list(fn.last_request.components), NAMES)
-        adv = data.batch["advantages"]
-        self.assertEqual(adv.shape, data.batch["response_mask"].shape)
-        with rm.AdvantagesClient(TRAINER) as client:
-            expected = direct(client, data, "corr_grpo")
-        got = [float(adv[i, 0]) for i in range(len(data))]
-        print("verl compute_advantage(corr_grpo):", [round(a, 4) for a in got])
-        self.assertEqual([round(a, 5) for a in got], [round(a, 5) for a in expected])
-        self.assertTrue(any(abs(a) > 1e-6 for a in got))
-        # The advantage on every response token, 0 on padding.
-        mask = data.batch["response_mask"].bool()
-        for i in range(len(data)):
-            self.assertTrue(torch.all(adv[i][mask[i]] == adv[i, 0]) and torch.all(adv[i][~mask[i]] == 0))
-        self.assertTrue(torch.equal(data.batch["returns"], adv))
+        self.assertEqual(data.batch["advantages"].shape, data.batch["response_mask"].shape)
+        self.assert_mesh_advantages(data, "verl compute_advantage(corr_grpo)")
 
     def test_batch_reward_manager_then_compute_advantage_s_grpo(self):
         rm_verl.configure(run_config=dict(RUN, sgrpo={"p": 0.2, "component": "math/correct", "successThreshold": 0.5}))
@@ -269,17 +273,7 @@ class VerlTest(unittest.TestCase):
             data = self.fit_loop_compute_advantage(data, "corr_grpo")
             self.assertEqual(rm_verl.driver.last_request.estimator, "grpo_covariance_coefficient")
             self.assertEqual(list(rm_verl.driver.last_request.components), NAMES)
-            with rm.AdvantagesClient(TRAINER) as client:
-                expected = direct(client, data, "corr_grpo")
-            adv = data.batch["advantages"]
-            got = [float(adv[i, 0]) for i in range(len(data))]
-            print("installed compute_advantage(corr_grpo), components from reward_extra_info:", [round(a, 4) for a in got])
-            self.assertEqual([round(a, 5) for a in got], [round(a, 5) for a in expected])
-            self.assertTrue(any(abs(a) > 1e-6 for a in got))
-            mask = data.batch["response_mask"].bool()
-            for i in range(len(data)):
-                self.assertTrue(torch.all(adv[i][mask[i]] == adv[i, 0]) and torch.all(adv[i][~mask[i]] == 0))
-            self.assertTrue(torch.equal(data.batch["returns"], adv))
+            self.assert_mesh_advantages(data, "installed compute_advantage(corr_grpo), components from reward_extra_info")
 
             # Any other estimator: verl's own.
             data = self.fit_loop_compute_advantage(self.reward_loop_batch(), "grpo")
