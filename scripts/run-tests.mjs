@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every *.test.ts of the workspaces with Node's test runner (through tsx), one file per process.
 // Docker/GPU tests (*.docker.test.ts, *.gpu.test.ts) are included: they skip with a printed reason
-// only when their resource cannot exist on this machine.
+// only when their resource cannot exist on this machine. The Docker tests run after all the others.
 import { spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -25,7 +25,9 @@ function walk(dir) {
   }
 }
 for (const r of roots) walk(join(root, r));
-files.sort();
+// Docker tests last: `npm test` (scripts/test.sh) builds their images in the background meanwhile.
+const docker = (f) => f.endsWith(".docker.test.ts");
+files.sort((a, b) => Number(docker(a)) - Number(docker(b)) || (a < b ? -1 : a > b ? 1 : 0));
 const only = process.argv.slice(2);
 const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files;
 if (selected.length === 0) {
