@@ -3,14 +3,28 @@
  * strings (`exact`); both are numbers equal within a relative tolerance (`numeric`); both are
  * expressions of the same variables equal at seeded random points — polynomial identity testing
  * on the mathjs evaluation of the translated LaTeX (`symbolic`). Structured answers are compared
- * element by element: intervals and unions (bracket kinds must match), sets and bare lists (any
- * order), tuples (in order), matrices, and equations (`x = 3` is `3` unless the task asks for an
- * equation; two equations are equal when their sides' differences are proportional).
+ * element by element (`structure`), in three stages: sets of reals written as intervals, unions or
+ * inequalities, as sorted disjoint intervals (`intervals.ts`: `-2 < x \le 3` = `(-2, 3]`, unions in
+ * any order; bracket kinds must match); named tuples and assignment lists (`(x, y) = (2, 4)`,
+ * `x = 2, y = 4`) against tuples; then sets and bare lists (any order), tuples (in order), matrices
+ * (a factored scalar multiplied in), and equations (`x = 3` and `3 = x` are `3` unless the task asks
+ * for an equation; two equations are equal when their sides' differences are proportional).
  * @module
  */
 import { all, create, type MathNode } from "mathjs";
-import { latexToExpression } from "./latex.js";
-import { UndecidableAnswerError, valueOfSimpleEquation } from "./normalize.js";
+import { type Endpoint, intervalSetOf, sameIntervalSet } from "./intervals.js";
+import { isIrrationalValue, latexToExpression, mayBeIrrational } from "./latex.js";
+import { baseNumeralsEqual, choicesEqual, UndecidableAnswerError } from "./normalize.js";
+import {
+  type Assignment,
+  assignedValue,
+  assignmentOf,
+  inConventionalOrder,
+  splitTopLevel,
+  structure,
+} from "./structure.js";
+
+export { splitTopLevel } from "./structure.js";
 
 // A mathjs instance without the functions that evaluate or define anything (mathjs's own advice for
 // untrusted expressions); expressions come from our translator, which emits a whitelist anyway.
@@ -68,88 +82,6 @@ export interface EquivalenceOptions {
 export interface Equivalence {
   readonly equal: boolean;
   readonly method: EquivalenceMethod;
-}
-
-type Structured =
-  | { kind: "matrix"; rows: string[][] }
-  | { kind: "set"; items: string[] }
-  | { kind: "list"; items: string[] }
-  | { kind: "tuple"; open: string; close: string; items: string[] }
-  | { kind: "union"; intervals: { open: string; close: string; items: string[] }[] }
-  | { kind: "scalar"; value: string };
-
-/** Splits at top-level occurrences of `sep` (outside braces, parentheses and brackets). */
-export function splitTopLevel(s: string, sep: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (c === "\\" && (s[i + 1] === "{" || s[i + 1] === "}")) {
-      depth += s[i + 1] === "{" ? 1 : -1;
-      i++;
-    } else if (c === "{" || c === "(" || c === "[") depth++;
-    else if (c === "}" || c === ")" || c === "]") depth--;
-    else if (depth === 0 && s.startsWith(sep, i)) {
-      parts.push(s.slice(start, i));
-      start = i + sep.length;
-      i += sep.length - 1;
-    }
-  }
-  parts.push(s.slice(start));
-  return parts;
-}
-
-function bracketed(s: string): { open: string; close: string; inner: string } | undefined {
-  const open = s[0];
-  const close = s[s.length - 1];
-  if ((open !== "(" && open !== "[") || (close !== ")" && close !== "]")) return undefined;
-  // The outer pair must enclose everything: `(1)(2)` is not one group.
-  let depth = 0;
-  for (let i = 0; i < s.length - 1; i++) {
-    const c = s[i];
-    if (c === "(" || c === "[" || c === "{") depth++;
-    else if (c === ")" || c === "]" || c === "}") depth--;
-    if (depth === 0) return undefined;
-  }
-  return { open, close, inner: s.slice(1, -1) };
-}
-
-function structure(normal: string, type: AnswerType): Structured {
-  const matrix = /^\\begin\{[pbvBV]?matrix\}(.*)\\end\{[pbvBV]?matrix\}$/.exec(normal);
-  if (matrix) {
-    const rows = matrix[1]!
-      .split("\\\\")
-      .filter((r) => r !== "")
-      .map((r) => r.split("&"));
-    return { kind: "matrix", rows };
-  }
-  if (normal.startsWith("\\{") && normal.endsWith("\\}")) {
-    return { kind: "set", items: splitTopLevel(normal.slice(2, -2), ",") };
-  }
-  const union = splitTopLevel(normal, "\\cup");
-  if (union.length > 1) {
-    const intervals = union.map((u) => {
-      const b = bracketed(u);
-      return b ? { open: b.open, close: b.close, items: splitTopLevel(b.inner, ",") } : undefined;
-    });
-    if (intervals.every((x) => x !== undefined)) return { kind: "union", intervals };
-  }
-  const b = bracketed(normal);
-  if (b) {
-    const items = splitTopLevel(b.inner, ",");
-    if (items.length >= 2) return { kind: "tuple", open: b.open, close: b.close, items };
-  }
-  if (type !== "number" && type !== "expression") {
-    const items = splitTopLevel(normal, ",");
-    if (items.length >= 2) return { kind: "list", items };
-    // `1\pm\sqrt2` is the list of both roots.
-    const pm = normal.split("\\pm");
-    if (pm.length === 2 && pm[1] !== "") {
-      return { kind: "list", items: [`${pm[0]}+${pm[1]}`, `${pm[0]}-${pm[1]}`] };
-    }
-  }
-  return { kind: "scalar", value: normal };
 }
 
 // Seeded points (a fixed LCG): the same answer pair always gets the same verdict.
@@ -266,15 +198,59 @@ const DECIMAL_LITERAL = /^-?\d+(?:\.\d+)?$/;
 /**
  * Tolerances up to this one (the service's default) leave two decimal literals exact: `1000000.4` is
  * not `1000000` and `3.0000001` is not `3` — numbers written out are what they say; the tolerance is
- * for a value computed from an expression (`\frac{\sqrt3}{2}` against `0.8660254`). A task that sets a
- * looser tolerance (rounded answers) gets it for literals too.
+ * for a value computed from an expression (`\frac{1}{3}` against `0.3333333`), never for a rational
+ * against an irrational one (`0.8660254` is not `\frac{\sqrt3}{2}`, see `rationalAgainstIrrational`). A
+ * task that sets a looser tolerance (rounded answers) gets it for literals and irrationals too.
  */
 const LITERAL_EXACT_UP_TO = 1e-6;
+
+/**
+ * Two values of which one at least is not finite: equal only when both write `\infty` and have the same
+ * value; `3` is not `-\infty` (an interval's ends). A non-finite value from an expression that writes
+ * no `\infty` is an overflow, undecidable.
+ */
+function infiniteEqual(ca: Compiled, cb: Compiled, va: Complexish, vb: Complexish): Equivalence {
+  const overflow = (c: Compiled, v: Complexish) => !finite(v) && !c.text.includes("Infinity");
+  if (overflow(ca, va) || overflow(cb, vb)) {
+    throw new UndecidableAnswerError(
+      "a value overflows double precision (huge power or factorial); not decided",
+    );
+  }
+  return { equal: va.re === vb.re && va.im === vb.im, method: "numeric" };
+}
+
+/**
+ * The real value of a variable-free normal form (±Infinity for one that writes `\infty`), undefined
+ * when it has none: an interval's end or an inequality's bound (`intervals.ts`).
+ */
+function realValue(normal: string): number | undefined {
+  const c = compile(normal);
+  if (!c || c.vars.length > 0) return undefined;
+  const v = evaluateAt(c, {});
+  if (v?.im !== 0 || Number.isNaN(v.re)) return undefined;
+  return Number.isFinite(v.re) || c.text.includes("Infinity") ? v.re : undefined;
+}
+
+/**
+ * One side is rational by construction (a decimal, a fraction, integers: `3.14159`, `\frac{355}{113}`)
+ * and the other irrational (`\pi`): never the same number, whatever their distance, so under the
+ * default tolerance an approximation is not the exact answer. A task's looser tolerance accepts it.
+ */
+function rationalAgainstIrrational(ca: Compiled, va: Complexish, cb: Compiled, vb: Complexish): boolean {
+  if (va.im !== 0 || vb.im !== 0) return false;
+  const irrational = (c: Compiled, v: Complexish) => isIrrationalValue(c.text, v.re);
+  return (
+    (!mayBeIrrational(ca.text) && irrational(cb, vb)) || (!mayBeIrrational(cb.text) && irrational(ca, va))
+  );
+}
 
 /** Compares two scalar (non-structured) normal forms. */
 function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
   if (a === b) return { equal: true, method: "exact" };
   if (o.steps === "exact") return { equal: false, method: "exact" };
+  // Base numerals compare as written: `1011_{2}` is `1011`, never 11 (normalize.ts).
+  const numerals = baseNumeralsEqual(a, b);
+  if (numerals !== undefined) return { equal: numerals, method: "exact" };
   if (DECIMAL_LITERAL.test(a) && DECIMAL_LITERAL.test(b) && o.tolerance <= LITERAL_EXACT_UP_TO) {
     return { equal: bigMath.bignumber(a).eq(bigMath.bignumber(b)), method: "numeric" };
   }
@@ -290,13 +266,9 @@ function scalarEqual(a: string, b: string, o: EquivalenceOptions): Equivalence {
     const va = evaluateAt(ca, {});
     const vb = evaluateAt(cb, {});
     if (!va || !vb) return { equal: false, method: "none" };
-    if (!finite(va) || !finite(vb)) {
-      const literalInfinity = ca.text.includes("Infinity") && cb.text.includes("Infinity");
-      if (literalInfinity && va.re === vb.re && va.im === vb.im) return { equal: true, method: "numeric" };
-      if (literalInfinity) return { equal: false, method: "numeric" };
-      throw new UndecidableAnswerError(
-        "a value overflows double precision (huge power or factorial); not decided",
-      );
+    if (!finite(va) || !finite(vb)) return infiniteEqual(ca, cb, va, vb);
+    if (o.tolerance <= LITERAL_EXACT_UP_TO && rationalAgainstIrrational(ca, va, cb, vb)) {
+      return { equal: false, method: "numeric" };
     }
     const integers = integersEqual(ca, cb, va, vb);
     if (integers !== undefined) return { equal: integers, method: "numeric" };
@@ -356,9 +328,9 @@ function elementEqual(a: string, b: string, o: EquivalenceOptions): Equivalence 
   const eb = splitTopLevel(b, "=");
   if (ea.length === 2 && eb.length === 2) return equationsEqual(ea, eb);
   if (o.answerType !== "equation") {
-    // `x = 3` vs `3`: the value of a one-variable equation is its answer (MATH's `k = 5` answers).
-    const va = ea.length === 2 ? valueOfSimpleEquation(a) : a;
-    const vb = eb.length === 2 ? valueOfSimpleEquation(b) : b;
+    // `x = 3` (or `3 = x`) vs `3`: the value of a one-variable equation is its answer (MATH's `k = 5` answers).
+    const va = ea.length === 2 ? assignedValue(a) : a;
+    const vb = eb.length === 2 ? assignedValue(b) : b;
     if (va !== undefined && vb !== undefined && (va !== a || vb !== b)) return scalarEqual(va, vb, o);
   }
   if (ea.length !== eb.length) return { equal: false, method: "structure" };
@@ -369,29 +341,79 @@ function allInOrder(a: string[], b: string[], o: EquivalenceOptions): boolean {
   return a.length === b.length && a.every((x, k) => elementEqual(x, b[k]!, o).equal);
 }
 
-function sameMultiset(a: string[], b: string[], o: EquivalenceOptions): boolean {
+/** Whether `b` is a permutation of `a` under `same` (each element of `b` used once). */
+function sameMultiset<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
   if (a.length !== b.length) return false;
   const used = new Array<boolean>(b.length).fill(false);
   return a.every((x) => {
-    const k = b.findIndex((y, j) => !used[j] && elementEqual(x, y, o).equal);
+    const k = b.findIndex((y, j) => !used[j] && same(x, y));
     if (k === -1) return false;
     used[k] = true;
     return true;
   });
 }
 
+const structured = (equal: boolean): Equivalence => ({ equal, method: "structure" });
+
+/** Two ends of intervals: infinite ends by sign, finite ones as scalars (`\frac12` = `0.5`, π ≠ 3.14). */
+function sameEnd(x: Endpoint, y: Endpoint, o: EquivalenceOptions): boolean {
+  if (!Number.isFinite(x.value) || !Number.isFinite(y.value)) return x.value === y.value;
+  return scalarEqual(x.text, y.text, o).equal;
+}
+
 /**
- * Whether candidate and reference (both normal forms, `normalize.ts`) are the same answer.
- * Throws {@link UndecidableAnswerError} when a value cannot be decided (overflow).
+ * Sets of reals written as inequalities or unions (`intervals.ts`): `-2 < x \le 3` = `(-2, 3]`,
+ * `(3,4)\cup(-\infty,0)` = `(-\infty,0)\cup(3,4)`. Undefined when either side is not such a set, or
+ * both are a single interval in bare notation (then compared as tuples below: `(1, 2)` may be a point).
  */
-export function answersEquivalent(candidate: string, reference: string, o: EquivalenceOptions): Equivalence {
-  if (candidate === reference) return { equal: true, method: "exact" };
-  if (o.steps === "exact") return { equal: false, method: "exact" };
-  if (o.steps === "numeric") return scalarEqual(candidate, reference, o);
+function intervalsEquivalent(a: string, b: string, o: EquivalenceOptions): Equivalence | undefined {
+  if (o.answerType !== "" && o.answerType !== "interval") return undefined;
+  const ia = intervalSetOf(a, realValue);
+  const ib = ia && intervalSetOf(b, realValue);
+  if (!ia || !ib) return undefined;
+  if (ia.variable === undefined && ib.variable === undefined && ia.written === 1 && ib.written === 1) {
+    return undefined;
+  }
+  // Two inequalities must be about the same variable (`x > 5` is not `y > 5`).
+  if (ia.variable !== undefined && ib.variable !== undefined && ia.variable !== ib.variable) {
+    return structured(false);
+  }
+  return structured(sameIntervalSet(ia, ib, (x, y) => sameEnd(x, y, o)));
+}
+
+/**
+ * Named tuples and assignment lists (`structure.ts`): `(x, y) = (2, 4)` and `x = 2, y = 4` are the
+ * tuple `(2, 4)` when the names are in conventional order; two assignments are compared name by name.
+ * Undefined when neither side is an assignment or the other side is not a tuple.
+ */
+function assignmentsEquivalent(a: string, b: string, o: EquivalenceOptions): Equivalence | undefined {
+  if (o.answerType !== "" && o.answerType !== "tuple") return undefined;
+  const na = assignmentOf(a);
+  const nb = assignmentOf(b);
+  if (na && nb) return structured(sameAssignment(na, nb, o));
+  const named = na ?? nb;
+  if (!named) return undefined;
+  const other = structure(na ? b : a, o.answerType);
+  const tuple =
+    (other.kind === "tuple" && (o.answerType === "tuple" || (other.open === "(" && other.close === ")"))) ||
+    (other.kind === "list" && o.answerType === "tuple");
+  if (!tuple) return undefined;
+  return structured(inConventionalOrder(named.names) && allInOrder(named.values, other.items, o));
+}
+
+function sameAssignment(a: Assignment, b: Assignment, o: EquivalenceOptions): boolean {
+  if (a.names.length !== b.names.length) return false;
+  return a.names.every((name, k) => {
+    const at = b.names.indexOf(name);
+    return at !== -1 && elementEqual(a.values[k]!, b.values[at]!, o).equal;
+  });
+}
+
+/** Matrices, sets and lists, tuples and intervals, unions: element by element (`structure.ts`). */
+function structuresEquivalent(candidate: string, reference: string, o: EquivalenceOptions): Equivalence {
   const a = structure(candidate, o.answerType);
   const b = structure(reference, o.answerType);
   if (a.kind === "scalar" && b.kind === "scalar") return elementEqual(a.value, b.value, o);
-  const structured = (equal: boolean): Equivalence => ({ equal, method: "structure" });
   if (a.kind === "matrix" && b.kind === "matrix") {
     return structured(
       a.rows.length === b.rows.length && a.rows.every((row, k) => allInOrder(row, b.rows[k]!, o)),
@@ -399,7 +421,7 @@ export function answersEquivalent(candidate: string, reference: string, o: Equiv
   }
   if ((a.kind === "set" || a.kind === "list") && (b.kind === "set" || b.kind === "list")) {
     if (o.answerType === "tuple") return structured(allInOrder(a.items, b.items, o));
-    return structured(sameMultiset(a.items, b.items, o));
+    return structured(sameMultiset(a.items, b.items, (x, y) => elementEqual(x, y, o).equal));
   }
   if (a.kind === "tuple" && b.kind === "tuple") {
     // Brackets matter for intervals ((0,1] is not [0,1]); a declared tuple ignores them.
@@ -407,12 +429,13 @@ export function answersEquivalent(candidate: string, reference: string, o: Equiv
     return structured(brackets && allInOrder(a.items, b.items, o));
   }
   if (a.kind === "union" && b.kind === "union") {
+    // Reached when an end has no value (`(a,b)\cup(c,\infty)`); a union is a set, so in any order.
     return structured(
-      a.intervals.length === b.intervals.length &&
-        a.intervals.every((x, k) => {
-          const y = b.intervals[k]!;
-          return x.open === y.open && x.close === y.close && allInOrder(x.items, y.items, o);
-        }),
+      sameMultiset(
+        a.intervals,
+        b.intervals,
+        (x, y) => x.open === y.open && x.close === y.close && allInOrder(x.items, y.items, o),
+      ),
     );
   }
   // A bare list against a tuple when the task says tuple: `1, 2` vs `(1, 2)`.
@@ -424,4 +447,22 @@ export function answersEquivalent(candidate: string, reference: string, o: Equiv
     return structured(allInOrder(a.items, b.items, o));
   }
   return structured(false);
+}
+
+/**
+ * Whether candidate and reference (both normal forms, `normalize.ts`) are the same answer.
+ * Throws {@link UndecidableAnswerError} when a value cannot be decided (overflow).
+ */
+export function answersEquivalent(candidate: string, reference: string, o: EquivalenceOptions): Equivalence {
+  if (candidate === reference) return { equal: true, method: "exact" };
+  if (o.steps === "exact") return { equal: false, method: "exact" };
+  if (o.steps === "numeric") return scalarEqual(candidate, reference, o);
+  // A choice letter with its value (`(C)12`) against a letter or a value (normalize.ts).
+  const choice = choicesEqual(candidate, reference, (x, y) => answersEquivalent(x, y, o).equal);
+  if (choice !== undefined) return { equal: choice, method: "structure" };
+  return (
+    intervalsEquivalent(candidate, reference, o) ??
+    assignmentsEquivalent(candidate, reference, o) ??
+    structuresEquivalent(candidate, reference, o)
+  );
 }

@@ -141,13 +141,31 @@ class Translator {
     throw new NotAnExpressionError(`unexpected character ${JSON.stringify(c)}`);
   }
 
+  /**
+   * A number written right before a fraction of integer literals is a mixed number (`2\frac{1}{2}`),
+   * which the normaliser has already turned into an improper fraction when it is one. What is left
+   * (`2\frac{3}{2}`, `2.5\frac{1}{2}`) is ambiguous — a malformed mixed number or a product — and is
+   * not evaluated (it is compared as text). A power or subscript before it is a product (`x^2\frac12`).
+   */
+  private refuseNumberBeforeNumericFraction(at: number): void {
+    const s = this.s;
+    let k = at;
+    while (k > 0 && /[\d.]/.test(s[k - 1]!)) k--;
+    if (k === at || s[k - 1] === "^" || s[k - 1] === "_") return;
+    if (/^\\[dt]?frac\{\d+\}\{\d+\}/.test(s.slice(at))) {
+      throw new NotAnExpressionError("a number juxtaposed with a numeric fraction: mixed number or product");
+    }
+  }
+
   private command(): string {
     const s = this.s;
+    const start = this.i;
     const m = /^\\([a-zA-Z]+)/.exec(s.slice(this.i, this.i + 40));
     if (!m) throw new NotAnExpressionError(`unexpected ${JSON.stringify(s.slice(this.i, this.i + 2))}`);
     const name = KNOWN_COMMANDS.find((k) => m[1]!.startsWith(k)) ?? m[1]!;
     this.i += name.length + 1;
     if (name === "frac" || name === "dfrac" || name === "tfrac") {
+      this.refuseNumberBeforeNumericFraction(start);
       const a = this.argument();
       const b = this.argument();
       return `(${a}/${b})`;
@@ -188,4 +206,56 @@ class Translator {
     if (constant !== undefined) return /^[a-zA-Z]/.test(constant) ? ` (${constant}) ` : ` ${constant} `;
     throw new NotAnExpressionError(`unsupported command \\${name}`);
   }
+}
+
+/** Names in the translator's output that can make a value irrational: roots, π, e, logarithms, trigonometry. */
+const TRANSCENDENTAL =
+  /\b(?:sqrt|nthRoot|pi|e|log|log10|exp|sin|cos|tan|sec|csc|cot|asin|acos|atan|sinh|cosh|tanh)\b/;
+
+/** Whether a translated expression has a power whose exponent is not written as an integer (`2^{1/2}`, `8^{0.5}`). */
+function hasFractionalPower(expression: string): boolean {
+  for (let at = expression.indexOf("^("); at !== -1; at = expression.indexOf("^(", at + 2)) {
+    let depth = 0;
+    for (let k = at + 1; k < expression.length; k++) {
+      const c = expression[k];
+      if (c === "(") depth++;
+      else if (c === ")" && --depth === 0) break;
+      else if (c === "/" || c === ".") return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Whether a translated expression (`latexToExpression`) may have an irrational value: it uses a root,
+ * π, e, a logarithm, an exponential, a trigonometric function or a fractional power. One that does not
+ * (integers, decimals, fractions, integer powers, factorials, binomials) is rational by construction.
+ */
+export function mayBeIrrational(expression: string): boolean {
+  return TRANSCENDENTAL.test(expression) || hasFractionalPower(expression);
+}
+
+/**
+ * Whether the real value of a translated expression is irrational, as far as a double can tell: the
+ * expression {@link mayBeIrrational} and the value is not within 1e-12 (relative) of a fraction with a
+ * denominator up to 10^4 (its continued fraction's convergents). So `\pi`, `\sqrt2`, `e`, `\ln 2`,
+ * `2^{1/2}` are; `\sqrt4`, `\sin\frac{\pi}{6}`, `\log_2 8` are not.
+ */
+export function isIrrationalValue(expression: string, value: number): boolean {
+  if (!mayBeIrrational(expression) || !Number.isFinite(value)) return false;
+  const x = Math.abs(value);
+  const limit = 1e-12 * Math.max(1, x);
+  let [h0, h1, k0, k1] = [0, 1, 1, 0];
+  let rest = x;
+  for (let step = 0; step < 40; step++) {
+    const a = Math.floor(rest);
+    [h0, h1] = [h1, a * h1 + h0];
+    [k0, k1] = [k1, a * k1 + k0];
+    if (k1 > 1e4) return true;
+    if (Math.abs(x - h1 / k1) <= limit) return false;
+    const frac = rest - a;
+    if (frac < 1e-15) return false;
+    rest = 1 / frac;
+  }
+  return true;
 }
