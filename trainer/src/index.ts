@@ -107,7 +107,10 @@ export {
   ENVIRONMENT_TASK_SETS,
   isBuiltinSet,
   loadBuiltinTasks,
+  mathWarmupExamples,
   toolCallWarmupExamples,
+  WARMUP_SETS,
+  warmupExamplesFor,
 } from "./run/builtin-tasks.js";
 export type {
   AgentMatrixCell,
@@ -159,7 +162,15 @@ export {
 } from "./run/importers.js";
 export type { LoadTaskFileOptions, TextTaskDefinition } from "./run/task-file.js";
 export { loadTaskFile, TaskFileError, taskFileDomain } from "./run/task-file.js";
-export type { ExperimentRun, MetricsLine, Series, SeriesStyle } from "./run/report.js";
+export type {
+  ExperimentArmSummary,
+  ExperimentCondition,
+  ExperimentRun,
+  MetricsLine,
+  SeedStat,
+  Series,
+  SeriesStyle,
+} from "./run/report.js";
 export {
   CHART_CSS,
   componentStyles,
@@ -168,7 +179,10 @@ export {
   lineChart,
   PALETTE,
   readMetrics,
+  cleanWeightedReward,
+  experimentConditions,
   experimentSummary,
+  experimentWindows,
   renderExperimentReport,
   renderRunReport,
   runNotice,

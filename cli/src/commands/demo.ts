@@ -166,27 +166,24 @@ export async function resolveTorchDemoModel(
 }
 
 /**
- * The `--learner torch` demo's run document: `model` (a built `tiny-qwen2` directory by default in
- * the demo; `builtin:tiny` here when none is given) on the tool-call tasks as text prompts, warmed up
- * on the file {@link writeTorchDemoWarmup} writes.
+ * The PyTorch learner's settings of the `--learner torch` demo (also `experiment --learner torch`):
+ * `model` on the CPU in float32, a supervised warm-up from `warmupFile` (`warmupSteps`; 0: none), and the learning
+ * rate, sampling temperature and completion length measured for the tiny models.
  */
-export function torchDemoRunDocument(
-  seed = DEMO_SEED,
-  steps = TORCH_DEMO_STEPS,
-  runId = `demo-torch-${Date.now().toString(36)}`,
-  model = "builtin:tiny",
-): Record<string, unknown> {
+export function torchLearnerSettings(
+  model: string,
+  warmupFile: string,
+  warmupSteps = 150,
+): {
+  loss: { klBeta: number; maxCompletionLength: number };
+  optim: { lr: number; maxGradNorm: number };
+  generation: { temperature: number; maxNewTokens: number };
+  learner: Record<string, unknown>;
+} {
   // A byte-level model spends one token per byte (a response is ~110); the BPE of tiny-qwen2 about 50.
   const maxNewTokens = model.startsWith("builtin:") ? 160 : 80;
   return {
-    run: { id: runId, seed, outputDir: "runs" },
-    tasks: { source: "builtin", sets: ["tool_call"] },
-    groupSize: 8,
-    promptsPerStep: 3,
-    steps,
-    components: ["rlla-tool"],
-    estimator: { name: "grpo_covariance_coefficient", options: { coefficientSumFloor: 1 } },
-    loss: { type: "dapo", klBeta: 0, maxCompletionLength: maxNewTokens },
+    loss: { klBeta: 0, maxCompletionLength: maxNewTokens },
     // Measured here (seed 7, builtin:tiny): lr 1e-4 rises steadily; 3e-4 and above collapse the format
     // within steps. The same settings suit tiny-qwen2 (seeds 1, 2, 7: the last 10 steps 1.4–2.5 above the first 10).
     optim: { lr: 1e-4, maxGradNorm: 1 },
@@ -199,8 +196,35 @@ export function torchDemoRunDocument(
       device: "cpu",
       dtype: "float32",
       threads: 2,
-      warmup: { file: `${runPaths("runs", runId).dir}/warmup.jsonl`, steps: 150, lr: 0.003 },
+      ...(warmupSteps > 0 ? { warmup: { file: warmupFile, steps: warmupSteps, lr: 0.003 } } : {}),
     },
+  };
+}
+
+/**
+ * The `--learner torch` demo's run document: `model` (a built `tiny-qwen2` directory by default in
+ * the demo; `builtin:tiny` here when none is given) on the tool-call tasks as text prompts, warmed up
+ * on the file {@link writeTorchDemoWarmup} writes.
+ */
+export function torchDemoRunDocument(
+  seed = DEMO_SEED,
+  steps = TORCH_DEMO_STEPS,
+  runId = `demo-torch-${Date.now().toString(36)}`,
+  model = "builtin:tiny",
+): Record<string, unknown> {
+  const torch = torchLearnerSettings(model, `${runPaths("runs", runId).dir}/warmup.jsonl`);
+  return {
+    run: { id: runId, seed, outputDir: "runs" },
+    tasks: { source: "builtin", sets: ["tool_call"] },
+    groupSize: 8,
+    promptsPerStep: 3,
+    steps,
+    components: ["rlla-tool"],
+    estimator: { name: "grpo_covariance_coefficient", options: { coefficientSumFloor: 1 } },
+    loss: { type: "dapo", ...torch.loss },
+    optim: torch.optim,
+    generation: torch.generation,
+    learner: torch.learner,
     groups: { deadlineMs: 120_000 },
   };
 }

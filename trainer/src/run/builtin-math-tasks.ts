@@ -7,6 +7,7 @@
  * wrong step (the label noise of outcome rewards).
  * @module
  */
+import type { WarmupExample } from "./builtin-tool-agent-tasks.js";
 import type { FragmentTaskDefinition } from "./tasks.js";
 
 const STOP = "<eos>";
@@ -108,3 +109,22 @@ function mathTask(s: MathSpec): FragmentTaskDefinition {
 
 /** The built-in `math` set (domain `math`, scored by the `math` service). */
 export const MATH_TASKS: readonly FragmentTaskDefinition[] = MATH_SPECS.map(mathTask);
+
+/**
+ * Format examples for warming a text policy up on the `math` tasks before RL (the math counterpart of
+ * `toolCallWarmupExamples`): for each task, `perTask` solutions of 0–2 derivation steps and one final
+ * answer, each drawn at random from the task's fragments — right and wrong steps, right answers in either
+ * notation, wrong and unmarked answers alike. Supervised training on them teaches a randomly initialised
+ * model the layout and the candidate answers, not which one is right: that is left to the rewards.
+ */
+export function mathWarmupExamples(rng: () => number, perTask: number): WarmupExample[] {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
+  const out: WarmupExample[] = [];
+  for (const s of MATH_SPECS) {
+    for (let i = 0; i < perTask; i++) {
+      const steps = Array.from({ length: Math.floor(rng() * 3) }, () => pick(s.steps));
+      out.push({ prompt: s.problem, response: [...steps, pick(s.finals)].join("") });
+    }
+  }
+  return out;
+}

@@ -19,7 +19,29 @@ import {
 
 export type { WarmupExample } from "./builtin-tool-agent-tasks.js";
 export { toolCallWarmupExamples } from "./builtin-tool-agent-tasks.js";
+export { mathWarmupExamples } from "./builtin-math-tasks.js";
+import { mathWarmupExamples } from "./builtin-math-tasks.js";
+import { toolCallWarmupExamples, type WarmupExample } from "./builtin-tool-agent-tasks.js";
 import type { FragmentTaskDefinition } from "./tasks.js";
+
+/** The built-in sets with format examples for warming a text policy up ({@link warmupExamplesFor}). */
+export const WARMUP_SETS: readonly string[] = ["tool_call", "math"];
+
+/**
+ * Format examples (layout right, choices random) for the built-in `sets`, `perTask` per task; throws
+ * naming a set that has none (see {@link WARMUP_SETS}).
+ */
+export function warmupExamplesFor(
+  sets: readonly string[],
+  rng: () => number,
+  perTask: number,
+): WarmupExample[] {
+  return sets.flatMap((s) => {
+    if (s === "tool_call") return toolCallWarmupExamples(rng, perTask);
+    if (s === "math") return mathWarmupExamples(rng, perTask);
+    throw new Error(`no warm-up examples for the '${s}' set (they exist for ${WARMUP_SETS.join(", ")})`);
+  });
+}
 
 const STOP = "<eos>";
 

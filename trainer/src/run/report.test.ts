@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { it } from "node:test";
 import {
+  experimentSummary,
+  experimentWindows,
   explainRun,
   type MetricsLine,
   PALETTE,
@@ -85,8 +87,76 @@ it("renders an experiment comparison with one row per estimator", () => {
     })),
   );
   const html = renderExperimentReport("exp", runs, "2 × 2");
-  assert.match(html, /<tr><th>grpo<\/th><td>0\.1500 ± 0\.0707 \(n=2\)<\/td><\/tr>/);
-  assert.match(html, /<tr><th>corr_grpo<\/th><td>1\.1500 ± 0\.0707 \(n=2\)<\/td><\/tr>/);
+  assert.match(html, /<th>weighted reward, steps 1–6 \(mean ± sd over seeds\)<\/th>/);
+  assert.match(
+    html,
+    /<tr><th>grpo<\/th><td>0\.1500 ± 0\.0707 \(n=2\)<\/td><td>0\.1500 ± 0\.0707 \(n=2\)<\/td><\/tr>/,
+  );
+  assert.match(
+    html,
+    /<tr><th>corr_grpo<\/th><td>1\.1500 ± 0\.0707 \(n=2\)<\/td><td>1\.1500 ± 0\.0707 \(n=2\)<\/td><\/tr>/,
+  );
+  assert.ok(!html.includes("True flip rate"), "one condition: no per-condition sections");
+});
+
+it("experimentWindows: the last 10 steps, and the 10 steps that end at the midpoint", () => {
+  assert.deepEqual(experimentWindows(40), { early: [11, 20], final: [31, 40] });
+  assert.deepEqual(experimentWindows(20), { early: [1, 10], final: [11, 20] });
+  assert.deepEqual(experimentWindows(3), { early: [1, 1], final: [1, 3] });
+});
+
+it("summarises an experiment per true flip rate and arm: clean reward, early and final window, mean ± sd over seeds", () => {
+  // Arm a: clean reward = step/40 + seed/100; arm b (S-GRPO at p 0.1): half of it. Observed = clean − 0.2 under noise.
+  const run = (estimator: string, noise: number, seed: number, scale: number, assumedP?: number) => ({
+    estimator,
+    seed,
+    noise,
+    ...(assumedP !== undefined ? { assumedP } : {}),
+    lines: Array.from({ length: 40 }, (_, i): MetricsLine => {
+      const clean = scale * ((i + 1) / 40 + seed / 100);
+      return {
+        step: i + 1,
+        weightedReward: noise > 0 ? clean - 0.2 : clean,
+        ...(noise > 0
+          ? { weightedRewardClean: clean, rewardNoise: { p: noise, components: ["m/c"], flipped: 1 } }
+          : {}),
+        ...(assumedP !== undefined ? { sgrpo: { meanWeight: 0.5, gatedGroups: i % 2 } } : {}),
+      };
+    }),
+  });
+  const runs = [0, 0.2].flatMap((noise) =>
+    [1, 2].flatMap((seed) => [run("a", noise, seed, 1), run("s_grpo@0.1", noise, seed, 0.5, 0.1)]),
+  );
+  const conditions = experimentSummary(runs);
+  assert.deepEqual(
+    conditions.map((c) => c.noise),
+    [0, 0.2],
+  );
+  const close = (x: number | undefined, y: number) =>
+    assert.ok(Math.abs((x ?? Number.NaN) - y) < 1e-12, `${x} ≠ ${y}`);
+  for (const c of conditions) {
+    const a = c.arms["a"]!;
+    const b = c.arms["s_grpo@0.1"]!;
+    assert.equal(a.seeds, 2);
+    assert.equal(a.assumedP, undefined);
+    assert.equal(b.assumedP, 0.1);
+    // Steps 11–20: mean step/40 = 15.5/40; seeds 1, 2 add 0.01, 0.02.
+    close(a.clean.early?.mean, 15.5 / 40 + 0.015);
+    close(a.clean.early?.sd, Math.sqrt(0.00005));
+    close(a.clean.final?.mean, 35.5 / 40 + 0.015);
+    close(b.clean.final?.mean, 0.5 * (35.5 / 40 + 0.015));
+    close(a.observed.final?.mean, 35.5 / 40 + 0.015 - (c.noise > 0 ? 0.2 : 0));
+    assert.equal(a.clean.final?.n, 2);
+    assert.deepEqual(b.sgrpo, { meanWeight: 0.5, gatedGroupsPerStep: 0.5 });
+  }
+  const html = renderExperimentReport("exp", runs, "sweep");
+  assert.match(html, /<h2>Clean weighted reward by true flip rate<\/h2>/);
+  assert.match(html, /<th>p = 0\.2, early<\/th><th>p = 0\.2, final<\/th>/);
+  assert.match(html, /<h2>True flip rate p = 0<\/h2>/);
+  assert.match(html, /<h2>True flip rate p = 0\.2<\/h2>/);
+  assert.match(html, /<tr><th>s_grpo@0\.1<\/th><td>0\.1<\/td>/, "the assumed p is a column");
+  assert.match(html, /Clean weighted reward \(the services' values, before the injected noise\), p = 0\.2/);
+  assert.match(html, /Weighted reward, p = 0: mean over seeds/);
 });
 
 it("lists the rejected results of the run per service and reason, or says there were none", () => {

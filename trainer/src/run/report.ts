@@ -566,9 +566,14 @@ export function rejectedTable(lines: readonly MetricsLine[]): string {
 
 /** One run of an experiment. */
 export interface ExperimentRun {
+  /** The arm (an estimator name, `s_grpo`, `s_grpo@0.1`, `<name>+s_grpo@0.1`, …). */
   readonly estimator: string;
   readonly seed: number;
   readonly lines: readonly MetricsLine[];
+  /** The condition: the rate at which the trainer flipped the noisy components (absent: 0). */
+  readonly noise?: number;
+  /** S-GRPO's assumed flip rate p in this run; absent: the arm has no S-GRPO step. */
+  readonly assumedP?: number;
 }
 
 /** Mean ± spread (min–max over seeds) of `f` per estimator. */
@@ -596,108 +601,240 @@ function bandSeries(
   };
 }
 
-/** Per estimator: the last-10-step mean of each seed's clean and observed weighted reward, mean ± sd over seeds. */
-export function experimentSummary(
-  runs: readonly ExperimentRun[],
-): Record<
-  string,
-  { seeds: number; clean: { mean: number; sd: number } | null; observed: { mean: number; sd: number } }
-> {
-  const stat = (v: number[]) => {
-    const m = v.reduce((a, b) => a + b, 0) / Math.max(1, v.length);
-    const sd = v.length > 1 ? Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1)) : 0;
-    return { mean: m, sd };
-  };
-  const tail = (r: ExperimentRun, f: (l: MetricsLine) => number | null | undefined) => {
-    const xs = r.lines
-      .slice(-Math.min(10, r.lines.length))
-      .map(f)
-      .filter((x): x is number => typeof x === "number");
-    return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined;
-  };
-  const out: ReturnType<typeof experimentSummary> = {};
-  for (const e of new Set(runs.map((r) => r.estimator))) {
-    const mine = runs.filter((r) => r.estimator === e);
-    const clean = mine
-      .map((r) => tail(r, (l) => l.weightedRewardClean))
-      .filter((x): x is number => x !== undefined);
-    const observed = mine
-      .map((r) => tail(r, (l) => l.weightedReward))
-      .filter((x): x is number => x !== undefined);
-    out[e] = { seeds: mine.length, clean: clean.length ? stat(clean) : null, observed: stat(observed) };
-  }
-  return out;
+/** A mean ± sample sd over seeds (`sd` 0 for one seed). */
+export interface SeedStat {
+  readonly mean: number;
+  readonly sd: number;
+  /** Seeds with a value. */
+  readonly n: number;
 }
 
-/** The HTML comparison report of an experiment. */
-export function renderExperimentReport(title: string, runs: readonly ExperimentRun[], note: string): string {
-  const estimators = [...new Set(runs.map((r) => r.estimator))];
-  const comps = Object.keys(runs[0]?.lines.find((l) => l.components)?.components ?? {});
-  // With injected noise the observed (flipped) reward shrinks towards 1/2 by (1 − 2p) and hides
-  // differences: the clean value (what the services reported) is the curve to compare.
-  const noisy = runs.some((r) => r.lines.some((l) => typeof l.weightedRewardClean === "number"));
-  const tailMean = (e: string, f: (l: MetricsLine) => number | null | undefined) => {
-    const v = runs
-      .filter((r) => r.estimator === e)
-      .map((r) => {
-        const tail = r.lines
-          .slice(-Math.min(10, r.lines.length))
-          .map(f)
-          .filter((x): x is number => typeof x === "number");
-        return tail.reduce((a, b) => a + b, 0) / Math.max(1, tail.length);
-      });
-    const m = v.reduce((a, b) => a + b, 0) / Math.max(1, v.length);
-    const sd = v.length > 1 ? Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1)) : 0;
-    return `${m.toFixed(4)} ± ${sd.toFixed(4)} (n=${v.length})`;
+/** One arm under one condition of an experiment. */
+export interface ExperimentArmSummary {
+  readonly seeds: number;
+  /** S-GRPO's assumed p (absent: no S-GRPO). */
+  readonly assumedP?: number;
+  /**
+   * The clean weighted reward (the services' values before the injected flips; without noise the
+   * observed one): each seed's mean over the window, then mean ± sd over seeds.
+   */
+  readonly clean: { readonly early: SeedStat | null; readonly final: SeedStat | null };
+  /** The observed weighted reward (what the estimator saw), same windows. */
+  readonly observed: { readonly early: SeedStat | null; readonly final: SeedStat | null };
+  /** S-GRPO: the mean group weight w* and the gated groups per step, over all steps and seeds. */
+  readonly sgrpo?: { readonly meanWeight: number | null; readonly gatedGroupsPerStep: number | null };
+}
+
+/** One condition (true flip rate) of an experiment: its arms. */
+export interface ExperimentCondition {
+  readonly noise: number;
+  readonly arms: Record<string, ExperimentArmSummary>;
+}
+
+/**
+ * The windows of a run of `n` steps the summary averages: `final` the last 10 steps, `early` the 10
+ * steps that end at the run's midpoint (steps 11–20 of 40; 1–10 of 20) — how far each arm got by then.
+ * 1-based, inclusive.
+ */
+export function experimentWindows(n: number): { early: [number, number]; final: [number, number] } {
+  const mid = Math.floor(n / 2);
+  return {
+    early: [Math.max(1, mid - 9), Math.max(1, mid)],
+    final: [Math.max(1, n - 9), Math.max(1, n)],
   };
-  const observed = (l: MetricsLine) => l.weightedReward;
-  const clean = (l: MetricsLine) => l.weightedRewardClean;
+}
+
+/** The clean weighted reward of a step: recorded under noise; without noise the observed one is the clean one. */
+export function cleanWeightedReward(l: MetricsLine): number | null | undefined {
+  if (typeof l.weightedRewardClean === "number") return l.weightedRewardClean;
+  return (l.rewardNoise?.p ?? 0) > 0 ? null : l.weightedReward;
+}
+
+const seedStat = (v: readonly number[]): SeedStat | null => {
+  if (v.length === 0) return null;
+  const m = v.reduce((a, b) => a + b, 0) / v.length;
+  const sd = v.length > 1 ? Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1)) : 0;
+  return { mean: m, sd, n: v.length };
+};
+
+const meanOf = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : undefined);
+
+/** `f` averaged over a run's steps in the 1-based window `[a, b]` of its sorted lines. */
+function windowMean(
+  r: ExperimentRun,
+  [a, b]: readonly [number, number],
+  f: (l: MetricsLine) => number | null | undefined,
+): number | undefined {
+  return meanOf(
+    r.lines
+      .slice(a - 1, b)
+      .map(f)
+      .filter((x): x is number => typeof x === "number" && Number.isFinite(x)),
+  );
+}
+
+/** The conditions (true flip rates) of an experiment's runs, ascending. */
+export function experimentConditions(runs: readonly ExperimentRun[]): number[] {
+  return [...new Set(runs.map((r) => r.noise ?? 0))].sort((a, b) => a - b);
+}
+
+/**
+ * Per condition (true flip rate) and arm: the clean and observed weighted reward over the early and the
+ * final window ({@link experimentWindows}), each seed's window mean, then mean ± sd over seeds.
+ */
+export function experimentSummary(runs: readonly ExperimentRun[]): ExperimentCondition[] {
+  return experimentConditions(runs).map((noise) => {
+    const here = runs.filter((r) => (r.noise ?? 0) === noise);
+    const arms: Record<string, ExperimentArmSummary> = {};
+    for (const e of new Set(here.map((r) => r.estimator))) {
+      const mine = here.filter((r) => r.estimator === e);
+      const over = (
+        f: (l: MetricsLine) => number | null | undefined,
+        which: "early" | "final",
+      ): SeedStat | null =>
+        seedStat(
+          mine
+            .map((r) => windowMean(r, experimentWindows(r.lines.length)[which], f))
+            .filter((x): x is number => x !== undefined),
+        );
+      const assumedP = mine.find((r) => r.assumedP !== undefined)?.assumedP;
+      const all = mine.flatMap((r) => r.lines);
+      arms[e] = {
+        seeds: mine.length,
+        ...(assumedP !== undefined ? { assumedP } : {}),
+        clean: { early: over(cleanWeightedReward, "early"), final: over(cleanWeightedReward, "final") },
+        observed: {
+          early: over((l) => l.weightedReward, "early"),
+          final: over((l) => l.weightedReward, "final"),
+        },
+        ...(assumedP !== undefined
+          ? {
+              sgrpo: {
+                meanWeight:
+                  meanOf(
+                    all
+                      .map((l) => l.sgrpo?.meanWeight)
+                      .filter((x): x is number => typeof x === "number" && Number.isFinite(x)),
+                  ) ?? null,
+                gatedGroupsPerStep:
+                  meanOf(
+                    all.map((l) => l.sgrpo?.gatedGroups).filter((x): x is number => typeof x === "number"),
+                  ) ?? null,
+              },
+            }
+          : {}),
+      };
+    }
+    return { noise, arms };
+  });
+}
+
+const fmtStat = (s: SeedStat | null) => (s ? `${s.mean.toFixed(4)} ± ${s.sd.toFixed(4)} (n=${s.n})` : "–");
+
+/**
+ * The HTML comparison report of an experiment: per condition (true flip rate) a table of the arms
+ * (clean and observed weighted reward, early and final window, mean ± sd over seeds) and the clean and
+ * observed curves (mean over seeds, band = min–max); with one condition also the per-component curves.
+ */
+export function renderExperimentReport(title: string, runs: readonly ExperimentRun[], note: string): string {
+  const conditions = experimentSummary(runs);
+  const many = conditions.length > 1;
+  const n = Math.max(0, ...runs.map((r) => r.lines.length));
+  const w = experimentWindows(n);
+  const span = ([a, b]: readonly [number, number]) => (a === b ? `step ${a}` : `steps ${a}–${b}`);
   // A run that trained nothing (or lost groups at the deadline) skews its estimator's curves: say so and why.
   const idle = runs
     .map((r) => ({ r, why: explainRun(r.lines) }))
     .filter((x) => x.why.length > 0)
-    .map(({ r, why }) => `<li>${esc(`${r.estimator}, seed ${r.seed}: ${why.join(" ")}`)}</li>`);
-  const header = noisy
-    ? "<th>clean weighted reward, last 10 steps (mean ± sd over seeds)</th><th>observed (with the injected flips)</th>"
-    : "<th>weighted reward, last 10 steps (mean ± sd over seeds)</th>";
-  const row = (e: string) =>
-    noisy
-      ? `<td>${tailMean(e, clean)}</td><td>${tailMean(e, observed)}</td>`
-      : `<td>${tailMean(e, observed)}</td>`;
+    .map(
+      ({ r, why }) =>
+        `<li>${esc(`${r.estimator}${many ? ` at p = ${r.noise ?? 0}` : ""}, seed ${r.seed}: ${why.join(" ")}`)}</li>`,
+    );
+  const observed = (l: MetricsLine) => l.weightedReward;
+  const sections = conditions.map(({ noise, arms }) => {
+    const here = runs.filter((r) => (r.noise ?? 0) === noise);
+    const names = Object.keys(arms);
+    // With injected noise the observed (flipped) reward shrinks towards 1/2 by (1 − 2p) and hides
+    // differences: the clean value (what the services reported) is the curve to compare.
+    const noisy = here.some((r) => r.lines.some((l) => typeof l.weightedRewardClean === "number"));
+    const anySgrpo = names.some((e) => arms[e]!.assumedP !== undefined);
+    const header = [
+      "<th>arm</th>",
+      anySgrpo ? "<th>assumed p</th>" : "",
+      noisy
+        ? `<th>clean weighted reward, ${span(w.early)} (mean ± sd over seeds)</th><th>clean weighted reward, last 10 steps (mean ± sd over seeds)</th><th>observed (with the injected flips), last 10 steps</th>`
+        : `<th>weighted reward, ${span(w.early)} (mean ± sd over seeds)</th><th>weighted reward, last 10 steps (mean ± sd over seeds)</th>`,
+      anySgrpo ? "<th>S-GRPO mean w*</th><th>gated groups / step</th>" : "",
+    ].join("");
+    const row = (e: string) => {
+      const a = arms[e]!;
+      return [
+        `<th>${esc(e)}</th>`,
+        anySgrpo ? `<td>${a.assumedP ?? "–"}</td>` : "",
+        `<td>${fmtStat(a.clean.early)}</td><td>${fmtStat(a.clean.final)}</td>`,
+        noisy ? `<td>${fmtStat(a.observed.final)}</td>` : "",
+        anySgrpo
+          ? `<td>${a.sgrpo?.meanWeight?.toFixed(3) ?? "–"}</td><td>${a.sgrpo?.gatedGroupsPerStep?.toFixed(2) ?? "–"}</td>`
+          : "",
+      ].join("");
+    };
+    const comps = Object.keys(here[0]?.lines.find((l) => l.components)?.components ?? {});
+    return [
+      many ? `<h2>True flip rate p = ${noise}</h2>` : "",
+      `<table><tr>${header}</tr>${names.map((e) => `<tr>${row(e)}</tr>`).join("")}</table>`,
+      lineChart(
+        noisy
+          ? `Clean weighted reward (the services' values, before the injected noise)${many ? `, p = ${noise}` : ""}: mean over seeds, band = min–max`
+          : `Weighted reward${many ? `, p = ${noise}` : ""}: mean over seeds, band = min–max`,
+        names.map((e) => bandSeries(here, e, cleanWeightedReward)),
+        { width: 760, height: 300 },
+      ),
+      ...(noisy
+        ? [
+            lineChart(
+              `Observed weighted reward (after the injected flips; shrunk by 1 − 2p)${many ? `, p = ${noise}` : ""}: mean over seeds, band = min–max`,
+              names.map((e) => bandSeries(here, e, observed)),
+              many ? {} : { width: 760, height: 300 },
+            ),
+          ]
+        : []),
+      ...(many
+        ? []
+        : [
+            ...comps.map((c) =>
+              lineChart(
+                `${c}: mean over seeds`,
+                names.map((e) => bandSeries(here, e, (l) => l.components?.[c]?.mean)),
+              ),
+            ),
+            ...comps
+              .filter((c) =>
+                here.some((r) => r.lines.some((l) => typeof l.components?.[c]?.cleanMean === "number")),
+              )
+              .map((c) =>
+                lineChart(
+                  `${c}, clean (before the injected flips): mean over seeds`,
+                  names.map((e) => bandSeries(here, e, (l) => l.components?.[c]?.cleanMean)),
+                ),
+              ),
+          ]),
+    ].join("\n");
+  });
+  // Several conditions: one overview table, arms × true flip rate, of the clean final window.
+  const armNames = [...new Set(runs.map((r) => r.estimator))];
+  const overview = many
+    ? `<h2>Clean weighted reward by true flip rate</h2><p>Each seed's mean over ${span(w.early)} (early) and over the last 10 steps (final); mean ± sd over seeds.</p><table><tr><th>arm</th>${conditions.map((c) => `<th>p = ${c.noise}, early</th><th>p = ${c.noise}, final</th>`).join("")}</tr>${armNames
+        .map(
+          (e) =>
+            `<tr><th>${esc(e)}</th>${conditions.map((c) => `<td>${fmtStat(c.arms[e]?.clean.early ?? null)}</td><td>${fmtStat(c.arms[e]?.clean.final ?? null)}</td>`).join("")}</tr>`,
+        )
+        .join("")}</table>`
+    : "";
   const body = [
     idle.length ? `<div class="notice" role="alert"><ul>${idle.join("")}</ul></div>` : "",
     `<p>${esc(note)}</p>`,
-    `<table><tr><th>estimator</th>${header}</tr>${estimators.map((e) => `<tr><th>${esc(e)}</th>${row(e)}</tr>`).join("")}</table>`,
-    ...(noisy
-      ? [
-          lineChart(
-            "Clean weighted reward (the services' values, before the injected noise): mean over seeds, band = min–max",
-            estimators.map((e) => bandSeries(runs, e, clean)),
-            { width: 760, height: 300 },
-          ),
-        ]
-      : []),
-    lineChart(
-      noisy
-        ? "Observed weighted reward (after the injected flips; shrunk by 1 − 2p): mean over seeds, band = min–max"
-        : "Weighted reward: mean over seeds, band = min–max",
-      estimators.map((e) => bandSeries(runs, e, observed)),
-      { width: 760, height: 300 },
-    ),
-    ...comps.map((c) =>
-      lineChart(
-        `${c}: mean over seeds`,
-        estimators.map((e) => bandSeries(runs, e, (l) => l.components?.[c]?.mean)),
-      ),
-    ),
-    ...comps
-      .filter((c) => runs.some((r) => r.lines.some((l) => typeof l.components?.[c]?.cleanMean === "number")))
-      .map((c) =>
-        lineChart(
-          `${c}, clean (before the injected flips): mean over seeds`,
-          estimators.map((e) => bandSeries(runs, e, (l) => l.components?.[c]?.cleanMean)),
-        ),
-      ),
+    overview,
+    ...sections,
   ].join("\n");
   return page(title, body);
 }
